@@ -1,0 +1,67 @@
+"""An ordered, validated collection of passages with id look-up.
+
+Example:
+    >>> corpus = Corpus([Passage("a", "Alpha."), Passage("b", "Beta.")])
+    >>> len(corpus), corpus.index_of("b"), corpus["a"].text
+    (2, 1, 'Alpha.')
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+
+from rag_multihop.types import Passage
+
+
+class Corpus(Sequence[Passage]):
+    """Passages in a fixed order; positions line up with embedding matrix rows.
+
+    Raises ``ValueError`` for an empty corpus or duplicate passage ids (naming the first few).
+    """
+
+    def __init__(self, passages: Iterable[Passage]) -> None:
+        self._passages: tuple[Passage, ...] = tuple(passages)
+        if not self._passages:
+            raise ValueError("corpus is empty: give at least one passage")
+        self._position = {p.id: i for i, p in enumerate(self._passages)}
+        if len(self._position) != len(self._passages):
+            dupes = [pid for pid, n in Counter(p.id for p in self._passages).items() if n > 1]
+            raise ValueError(
+                f"corpus has {len(dupes)} duplicate passage id(s), e.g. {dupes[:5]}; "
+                "ids must be unique"
+            )
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    def __iter__(self) -> Iterator[Passage]:
+        return iter(self._passages)
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def, override]
+        if isinstance(key, str):
+            try:
+                return self._passages[self._position[key]]
+            except KeyError:
+                raise KeyError(f"unknown passage id {key!r}") from None
+        return self._passages[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, Passage):
+            return key.id in self._position
+        return key in self._position
+
+    @property
+    def ids(self) -> list[str]:
+        return [p.id for p in self._passages]
+
+    def index_of(self, passage_id: str) -> int:
+        """Row of ``passage_id`` in the corpus (and in its embedding matrix)."""
+        try:
+            return self._position[passage_id]
+        except KeyError:
+            raise KeyError(f"unknown passage id {passage_id!r}") from None
+
+    def texts(self) -> list[str]:
+        """The texts encoders see, in corpus order (see :attr:`Passage.embedding_text`)."""
+        return [p.embedding_text for p in self._passages]

@@ -1,0 +1,136 @@
+"""An on-disk embedding cache keyed by model name and text hash.
+
+Each call that finds uncached texts encodes only those and writes them as one new shard
+(``.npz`` with the text hashes and vectors) under ``<cache_dir>/<model slug>/``; shards are
+written atomically, so an interrupted run never leaves a half-written file behind.
+
+Example:
+    >>> import tempfile
+    >>> class Ones:
+    ...     name, dim = "ones", 2
+    ...     def encode(self, texts, *, show_progress=False):
+    ...         return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+    >>> enc = CachedEncoder(Ones(), tempfile.mkdtemp())
+    >>> enc.encode(["a", "b"]).shape, enc.encode(["b", "c"]).shape, enc.cache.misses
+    ((2, 2), (2, 2), 3)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.validation import as_embedding_matrix
+
+logger = logging.getLogger(__name__)
+
+
+def default_cache_dir() -> Path:
+    """``$RAG_MULTIHOP_CACHE`` or ``~/.cache/rag_multihop``; embeddings live in ``embeddings/``."""
+    root = os.environ.get("RAG_MULTIHOP_CACHE") or Path.home() / ".cache" / "rag_multihop"
+    return Path(root) / "embeddings"
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class EmbeddingCache:
+    """Vectors of one model, by text hash, persisted as shards in a directory."""
+
+    def __init__(self, directory: str | os.PathLike[str], model_name: str, dim: int) -> None:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_name).strip("_") or "model"
+        self.directory = Path(directory) / slug
+        self.model_name = model_name
+        self.dim = dim
+        self.hits = 0
+        self.misses = 0
+        self._vectors: dict[str, np.ndarray] = {}
+        self._load()
+
+    def _load(self) -> None:
+        for shard in sorted(self.directory.glob("shard-*.npz")):
+            try:
+                with np.load(shard, allow_pickle=False) as data:
+                    keys, vectors = data["keys"], data["vectors"]
+            except (OSError, ValueError, KeyError) as exc:
+                logger.warning("ignoring unreadable embedding cache shard %s: %s", shard, exc)
+                continue
+            if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+                logger.warning("ignoring cache shard %s with shape %s", shard, vectors.shape)
+                continue
+            self._vectors.update(zip(keys.tolist(), vectors, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def get(self, key: str) -> np.ndarray | None:
+        return self._vectors.get(key)
+
+    def put_many(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        """Store ``vectors`` under ``keys`` and persist them as one new shard."""
+        if not keys:
+            return
+        self._vectors.update(zip(keys, vectors, strict=True))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".npz.tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, keys=np.asarray(keys), vectors=vectors.astype(np.float32))
+            digest = hashlib.sha256("".join(keys).encode()).hexdigest()[:16]
+            os.replace(tmp, self.directory / f"shard-{digest}.npz")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+class CachedEncoder:
+    """An :class:`Encoder` that reads and writes an :class:`EmbeddingCache` around another one."""
+
+    def __init__(self, encoder: Encoder, cache_dir: str | os.PathLike[str] | None = None) -> None:
+        self.encoder = encoder
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self._cache: EmbeddingCache | None = None
+
+    @property
+    def name(self) -> str:
+        return self.encoder.name
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = EmbeddingCache(self._cache_dir, self.encoder.name, self.encoder.dim)
+        return self._cache
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        cache = self.cache
+        keys = [text_key(t) for t in texts]
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if cache.get(k) is None}
+        cache.hits += sum(1 for k in keys if k not in missing)
+        if missing:
+            cache.misses += len(missing)
+            new = self.encoder.encode(list(missing.values()), show_progress=show_progress)
+            new = as_embedding_matrix(new, name="encoder output", dim=self.dim)
+            cache.put_many(list(missing), new)
+        return np.stack([self._vector(cache, k) for k in keys])
+
+    @staticmethod
+    def _vector(cache: EmbeddingCache, key: str) -> np.ndarray:
+        vector = cache.get(key)
+        if vector is None:  # only if put_many failed to store it, which would be a bug
+            raise RuntimeError(f"embedding cache lost key {key}")
+        return vector.astype(np.float32)

@@ -1,0 +1,103 @@
+"""The currency of the core: passages, queries and ranked candidates.
+
+All three are frozen dataclasses. Stages never mutate them; they return new objects
+(``dataclasses.replace`` or :meth:`Candidate.with_score`).
+
+Example:
+    >>> p = Passage(id="p1", title="Ada Lovelace", text="Ada Lovelace wrote the first program.")
+    >>> c = Candidate(passage=p, score=0.8, signals={"dense": 0.8})
+    >>> c2 = c.with_score(0.9, association=0.95)
+    >>> (c.score, c2.score, dict(c2.signals))
+    (0.8, 0.9, {'dense': 0.8, 'association': 0.95})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrievable unit of text.
+
+    ``id`` must be unique within a corpus. ``title`` is optional; when present it is
+    prepended to the text for embedding (``title + "\\n" + text``), the convention of the
+    multi-hop QA benchmarks.
+    """
+
+    id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"Passage.id must be a non-empty string, got {self.id!r}")
+        object.__setattr__(self, "metadata", _frozen_mapping(self.metadata))
+
+    @property
+    def embedding_text(self) -> str:
+        """The text that encoders see: ``title + "\\n" + text`` (or the text alone)."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Query:
+    """A question, optionally with a precomputed (normalised) embedding."""
+
+    text: str
+    id: str = ""
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError(f"Query.text must be a non-empty string, got {self.text!r}")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A passage with a score, its 1-based rank and every signal that contributed.
+
+    ``signals`` maps a signal name (``"dense"``, ``"bm25"``, ``"association"``, ...) to the
+    value it had for this passage, so a later stage or a user can explain the ranking.
+    ``rank`` is 0 until a stage orders a list (see :func:`rank_candidates`).
+    """
+
+    passage: Passage
+    score: float
+    rank: int = 0
+    signals: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "signals", _frozen_mapping(self.signals))
+
+    @property
+    def id(self) -> str:
+        return self.passage.id
+
+    def with_score(self, score: float, **signals: float) -> Candidate:
+        """A copy with a new score and extra signals merged into ``signals``."""
+        return replace(self, score=float(score), signals={**self.signals, **signals})
+
+
+def rank_candidates(candidates: Iterable[Candidate], top_n: int | None = None) -> list[Candidate]:
+    """Sort by score (descending, ties by passage id) and set 1-based ranks.
+
+    >>> a = Candidate(Passage("a", "x"), 0.1)
+    >>> b = Candidate(Passage("b", "y"), 0.7)
+    >>> [(c.id, c.rank) for c in rank_candidates([a, b])]
+    [('b', 1), ('a', 2)]
+    """
+    ordered = sorted(candidates, key=lambda c: (-c.score, c.passage.id))
+    if top_n is not None:
+        ordered = ordered[:top_n]
+    return [replace(c, rank=i) for i, c in enumerate(ordered, start=1)]

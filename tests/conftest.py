@@ -1,0 +1,69 @@
+"""Shared test setup: offline environment variables (set before any library import) and fixtures."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"
+
+
+class HashingEncoder:
+    """A deterministic bag-of-words encoder for tests: no model, no network.
+
+    Each lowercase word is hashed into one of ``dim`` buckets; vectors are L2-normalised.
+    """
+
+    def __init__(self, dim: int = 64, name: str = "hashing-test") -> None:
+        self._dim, self._name = dim, name
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                word = word.strip(".,?!;:'\"()")
+                if word:
+                    out[row, sum(map(ord, word)) * 2654435761 % self._dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)
+
+
+@pytest.fixture
+def hashing_encoder() -> HashingEncoder:
+    return HashingEncoder()
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The bundled MiniLM encoder (loads in a few seconds, no network)."""
+    from rag_multihop.encoders import default_encoder
+
+    return default_encoder()
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
+    return SHARED_DATASETS

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command of the README and of CI: sets up .venv (CPU torch first), installs the
+# package, both integrations and the dev tools, then runs ruff, mypy and pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
+    HAYSTACK_TELEMETRY_ENABLED=False TOKENIZERS_PARALLELISM=false
+[ -x .venv/bin/python ] || python3 -m venv .venv
+. .venv/bin/activate
+python -c "import torch" 2>/dev/null || pip install --quiet torch==2.13.0
+pip install --quiet -e '.[dev]' -e integrations/llama-index -e integrations/haystack
+ruff check .
+ruff format --check .
+mypy rag_multihop
+python -m pytest "$@"
