@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from typing import overload
 
 from rag_multihop.types import Passage
 
@@ -38,7 +39,14 @@ class Corpus(Sequence[Passage]):
     def __iter__(self) -> Iterator[Passage]:
         return iter(self._passages)
 
-    def __getitem__(self, key):  # type: ignore[no-untyped-def, override]
+    @overload
+    def __getitem__(self, key: int | str) -> Passage: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> tuple[Passage, ...]: ...
+
+    def __getitem__(self, key: int | str | slice) -> Passage | tuple[Passage, ...]:
+        """A passage by position or by id, or a tuple of passages by slice."""
         if isinstance(key, str):
             try:
                 return self._passages[self._position[key]]

@@ -1,0 +1,184 @@
+"""Run registered methods on one dataset with shared embeddings and score them.
+
+Every method sees the same passage and query vectors (embedded once, cached on disk) and is
+asked for the same number of candidates per question. Latency is the wall time of one
+``retrieve`` call with the query vector already computed, so it measures the method, not the
+encoder.
+
+Example (a tiny corpus and a toy encoder):
+    >>> from rag_multihop.eval.datasets import Dataset, QAExample
+    >>> from rag_multihop.corpus import Corpus
+    >>> from rag_multihop.types import Passage
+    >>> class Letters:
+    ...     name, dim = "letters", 3
+    ...     def encode(self, texts, *, show_progress=False):
+    ...         v = np.array([[t.count("a"), t.count("b"), 1.0] for t in texts], dtype="float32")
+    ...         return v / np.linalg.norm(v, axis=1, keepdims=True)
+    >>> corpus = Corpus([Passage("x", "aaaa"), Passage("y", "bbbb")])
+    >>> data = Dataset("toy", corpus, (QAExample("q1", "aa?", ("x",), ("x",), False),), "native")
+    >>> result = run_benchmark(data, ["dense"], encoder=Letters(), ks=(1, 2))
+    >>> result.methods["dense"].recall[1]
+    1.0
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods import BenchContext, get_method
+from rag_multihop.eval.metrics import all_recall_at_k, last_hop_recall_at_k, recall_at_k
+from rag_multihop.types import Candidate
+from rag_multihop.validation import check_positive_int
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_KS = (1, 2, 5, 10, 20)
+
+
+@dataclass
+class MethodResult:
+    """Per-question scores of one method and their means (fractions in [0, 1])."""
+
+    name: str
+    family: str
+    description: str
+    per_question_recall: dict[int, np.ndarray]
+    per_question_all_recall: dict[int, np.ndarray]
+    per_question_last_hop: dict[int, np.ndarray]
+    latencies_ms: np.ndarray
+    build_seconds: float
+    candidates: list[list[Candidate]] = field(repr=False)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rankings(self) -> list[list[str]]:
+        """Passage ids per question, best first."""
+        return [[c.passage.id for c in row] for row in self.candidates]
+
+    @property
+    def recall(self) -> dict[int, float]:
+        return {k: float(v.mean()) for k, v in self.per_question_recall.items()}
+
+    @property
+    def all_recall(self) -> dict[int, float]:
+        return {k: float(v.mean()) for k, v in self.per_question_all_recall.items()}
+
+    @property
+    def last_hop_recall(self) -> dict[int, float]:
+        return {k: float(v.mean()) for k, v in self.per_question_last_hop.items() if v.size}
+
+
+@dataclass
+class BenchResult:
+    dataset: Dataset
+    encoder_name: str
+    ks: tuple[int, ...]
+    methods: dict[str, MethodResult]
+    embed_seconds: float
+
+
+def embed_dataset(
+    dataset: Dataset, encoder: Encoder, *, show_progress: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Passage vectors (``title + "\\n" + text``) and question vectors, in dataset order."""
+    passages = encoder.encode(dataset.corpus.texts(), show_progress=show_progress)
+    questions = encoder.encode([q.question for q in dataset.questions], show_progress=show_progress)
+    return passages, questions
+
+
+def build_context(
+    dataset: Dataset,
+    encoder: Encoder,
+    *,
+    options: dict[str, Any] | None = None,
+    show_progress: bool = False,
+) -> tuple[BenchContext, float]:
+    """A :class:`BenchContext` for ``dataset`` and the seconds spent embedding."""
+    start = time.perf_counter()
+    passages, questions = embed_dataset(dataset, encoder, show_progress=show_progress)
+    seconds = time.perf_counter() - start
+    return BenchContext(dataset, encoder, passages, questions, options=dict(options or {})), seconds
+
+
+def _scores(
+    metric: Callable[[Sequence[str], Sequence[str], int], float],
+    pairs: Iterable[tuple[list[str], QAExample]],
+    k: int,
+) -> np.ndarray:
+    return np.array([metric(ranking, question.gold_ids, k) for ranking, question in pairs])
+
+
+def run_method(
+    context: BenchContext, name: str, ks: Sequence[int], *, show_progress: bool = False
+) -> MethodResult:
+    """Build method ``name`` on ``context`` and score it on every question."""
+    spec = get_method(name)
+    start = time.perf_counter()
+    retriever = spec.build(context)
+    build_seconds = time.perf_counter() - start
+    depth = max(ks)
+    questions = context.dataset.questions
+    candidates: list[list[Candidate]] = []
+    latencies = np.zeros(len(questions))
+    queries = context.queries()
+    iterator: Any = queries
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(queries, desc=name, unit="q")
+    for i, query in enumerate(iterator):
+        t0 = time.perf_counter()
+        found = retriever.retrieve(query, k=depth)
+        latencies[i] = (time.perf_counter() - t0) * 1000.0
+        candidates.append(found)
+    rankings = [[c.passage.id for c in row] for row in candidates]
+    ordered = [(r, q) for r, q in zip(rankings, questions, strict=True) if q.hop_ordered]
+    recall = {k: _scores(recall_at_k, zip(rankings, questions, strict=True), k) for k in ks}
+    all_recall = {k: _scores(all_recall_at_k, zip(rankings, questions, strict=True), k) for k in ks}
+    last_hop = {k: _scores(last_hop_recall_at_k, ordered, k) for k in ks}
+    extras = dict(getattr(retriever, "bench_extras", lambda: {})())
+    return MethodResult(
+        name,
+        spec.family,
+        spec.description,
+        recall,
+        all_recall,
+        last_hop,
+        latencies,
+        build_seconds,
+        candidates,
+        extras,
+    )
+
+
+def run_benchmark(
+    dataset: Dataset,
+    methods: Sequence[str],
+    *,
+    encoder: Encoder,
+    ks: Sequence[int] = DEFAULT_KS,
+    options: dict[str, Any] | None = None,
+    show_progress: bool = False,
+) -> BenchResult:
+    """Run ``methods`` on ``dataset`` with shared embeddings; see :class:`BenchResult`."""
+    if not methods:
+        raise ValueError("no methods given; name at least one (see `rag-multihop bench --list`)")
+    ks = tuple(sorted({check_positive_int(k, "k") for k in ks}))
+    for name in methods:
+        get_method(name)  # fail before embedding if a name is unknown
+    context, embed_seconds = build_context(
+        dataset, encoder, options=options, show_progress=show_progress
+    )
+    results = {}
+    for name in methods:
+        logger.info("running %s on %s", name, dataset.name)
+        results[name] = run_method(context, name, ks, show_progress=show_progress)
+    return BenchResult(dataset, encoder.name, ks, results, embed_seconds)

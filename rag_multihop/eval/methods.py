@@ -1,0 +1,128 @@
+"""The registry of benchmark methods and the context they are built from.
+
+A method is a factory ``build(context) -> Retriever``, registered under a name. Core
+methods register here; other packages (the LlamaIndex and Haystack integrations, for the
+peer baselines) register theirs through the ``rag_multihop.methods`` entry-point group,
+whose entries name a module that calls :func:`register_method` when imported.
+
+Example:
+    >>> @register_method("dense-copy", "dense retrieval, registered twice for this example")
+    ... def _build(context):
+    ...     return context.dense
+    >>> "dense-copy" in available_methods()
+    True
+    >>> unregister_method("dense-copy")
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib.metadata import entry_points
+from typing import Any
+
+import numpy as np
+
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.eval.datasets import Dataset
+from rag_multihop.index.bm25 import BM25Retriever
+from rag_multihop.index.dense import DenseIndex, DenseRetriever
+from rag_multihop.protocols import Retriever
+from rag_multihop.types import Query
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "rag_multihop.methods"
+# Core modules that register methods when imported; integrations use the entry-point group.
+CORE_METHOD_MODULES = ("rag_multihop.eval.baselines",)
+
+
+@dataclass
+class BenchContext:
+    """Everything methods share on one dataset: the corpus, its vectors and the base retrievers.
+
+    Every method sees the same passage and query embeddings, so differences between methods
+    come from the methods alone. ``artifacts`` lets methods share expensive state (a trained
+    model, a graph) within one benchmark run. ``options`` carries method options from the CLI.
+    """
+
+    dataset: Dataset
+    encoder: Encoder
+    passage_vectors: np.ndarray
+    query_vectors: np.ndarray
+    options: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def dense(self) -> DenseRetriever:
+        """Exact cosine retrieval over ``passage_vectors`` (FAISS flat inner product)."""
+        index = DenseIndex.build(self.dataset.corpus.ids, self.passage_vectors)
+        return DenseRetriever(self.dataset.corpus, index, self.encoder)
+
+    @cached_property
+    def bm25(self) -> BM25Retriever:
+        return BM25Retriever(self.dataset.corpus)
+
+    def queries(self) -> list[Query]:
+        """One :class:`Query` per question, carrying its precomputed embedding."""
+        return [
+            Query(q.question, id=q.id, embedding=self.query_vectors[i])
+            for i, q in enumerate(self.dataset.questions)
+        ]
+
+
+MethodFactory = Callable[[BenchContext], Retriever]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    description: str
+    build: MethodFactory
+    family: str = "ours"  # "ours" or "peer"
+
+
+_REGISTRY: dict[str, MethodSpec] = {}
+_entry_points_loaded = False
+
+
+def register_method(
+    name: str, description: str, *, family: str = "ours"
+) -> Callable[[MethodFactory], MethodFactory]:
+    """Decorator registering a method factory under ``name``."""
+
+    def decorator(factory: MethodFactory) -> MethodFactory:
+        _REGISTRY[name] = MethodSpec(name, description, factory, family)
+        return factory
+
+    return decorator
+
+
+def unregister_method(name: str) -> None:
+    """Remove ``name`` from the registry (for tests and for replacing a method)."""
+    _REGISTRY.pop(name, None)
+
+
+def available_methods() -> dict[str, MethodSpec]:
+    """Registered methods, after loading the core ones and those of installed integrations."""
+    global _entry_points_loaded
+    if not _entry_points_loaded:
+        _entry_points_loaded = True
+        for module in CORE_METHOD_MODULES:
+            importlib.import_module(module)
+        for entry in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                entry.load()
+            except ImportError as exc:
+                logger.warning("skipping benchmark methods from %s: %s", entry.value, exc)
+    return dict(_REGISTRY)
+
+
+def get_method(name: str) -> MethodSpec:
+    methods = available_methods()
+    if name not in methods:
+        raise ValueError(f"unknown method {name!r}; choose from: {', '.join(sorted(methods))}")
+    return methods[name]

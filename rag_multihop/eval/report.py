@@ -1,0 +1,170 @@
+"""Turn a :class:`~rag_multihop.eval.harness.BenchResult` into JSON, markdown and a plot.
+
+``results.json`` holds, per method, ``"R@k"`` and ``"AllR@k"`` (and ``"LastHopR@k"`` where the
+dataset gives hop order) as percentages, latency median/p95 in ms, build time, and for every
+method other than the reference (``dense`` when present) the paired-bootstrap interval of
+ΔR@5 and the per-question wins/losses against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_multihop._version import __version__
+from rag_multihop.eval.harness import BenchResult, MethodResult
+from rag_multihop.eval.metrics import paired_bootstrap, wins_losses
+
+TABLE_KS = (2, 5, 10)
+COMPARE_K = 5
+
+
+def _pct(value: float) -> float:
+    return round(100.0 * value, 2)
+
+
+def _reference(result: BenchResult) -> str | None:
+    return "dense" if "dense" in result.methods else None
+
+
+def method_summary(method: MethodResult, reference: MethodResult | None) -> dict[str, Any]:
+    summary: dict[str, Any] = {"family": method.family, "description": method.description}
+    summary.update({f"R@{k}": _pct(v) for k, v in method.recall.items()})
+    summary.update({f"AllR@{k}": _pct(v) for k, v in method.all_recall.items()})
+    summary.update({f"LastHopR@{k}": _pct(v) for k, v in method.last_hop_recall.items()})
+    summary["latency_ms"] = {
+        "median": round(float(np.median(method.latencies_ms)), 3),
+        "p95": round(float(np.percentile(method.latencies_ms, 95)), 3),
+    }
+    summary["build_seconds"] = round(method.build_seconds, 3)
+    if (
+        reference is not None
+        and reference is not method
+        and COMPARE_K in method.per_question_recall
+    ):
+        ours = method.per_question_recall[COMPARE_K]
+        theirs = reference.per_question_recall[COMPARE_K]
+        boot = paired_bootstrap(ours, theirs)
+        record = wins_losses(ours, theirs)
+        summary[f"vs_{reference.name}"] = {
+            f"delta_R@{COMPARE_K}": _pct(boot.mean_diff),
+            "ci95": [_pct(boot.low), _pct(boot.high)],
+            "p_value": round(boot.p_value, 4),
+            "wins": record.wins,
+            "losses": record.losses,
+            "ties": record.ties,
+        }
+    if method.extras:
+        summary["extras"] = method.extras
+    return summary
+
+
+def to_json(result: BenchResult) -> dict[str, Any]:
+    ref_name = _reference(result)
+    reference = result.methods.get(ref_name) if ref_name else None
+    data = result.dataset
+    return {
+        "rag_multihop_version": __version__,
+        "dataset": {
+            "name": data.name,
+            "format": data.source_format,
+            "questions": len(data.questions),
+            "passages": len(data.corpus),
+            "gold_passages": int(sum(len(q.gold_ids) for q in data.questions)),
+            "hop_ordered_questions": int(sum(q.hop_ordered for q in data.questions)),
+        },
+        "encoder": result.encoder_name,
+        "embed_seconds": round(result.embed_seconds, 2),
+        "ks": list(result.ks),
+        "methods": {name: method_summary(m, reference) for name, m in result.methods.items()},
+    }
+
+
+def markdown_table(result: BenchResult) -> str:
+    """One row per method: R@2/R@5/R@10, AllR@5, ΔR@5 vs dense with its 95% CI, W/L, latency."""
+    summary = to_json(result)
+    ks = [k for k in TABLE_KS if k in result.ks]
+    header = [
+        "method",
+        *[f"R@{k}" for k in ks],
+        f"AllR@{COMPARE_K}",
+        f"ΔR@{COMPARE_K} vs dense (95% CI)",
+        "W/L vs dense",
+        "latency ms (p50/p95)",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, row in summary["methods"].items():
+        versus = row.get("vs_dense")
+        delta = (
+            f"{versus[f'delta_R@{COMPARE_K}']:+.1f} "
+            f"[{versus['ci95'][0]:+.1f}, {versus['ci95'][1]:+.1f}]"
+            if versus
+            else "—"
+        )
+        record = f"{versus['wins']}/{versus['losses']}" if versus else "—"
+        cells = [
+            name,
+            *[f"{row.get(f'R@{k}', float('nan')):.1f}" for k in ks],
+            f"{row.get(f'AllR@{COMPARE_K}', float('nan')):.1f}",
+            delta,
+            record,
+            f"{row['latency_ms']['median']:.2f}/{row['latency_ms']['p95']:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    d = summary["dataset"]
+    caption = (
+        f"{d['name']}: {d['questions']} questions, {d['passages']} passages, "
+        f"encoder {result.encoder_name}"
+    )
+    return caption + "\n\n" + "\n".join(lines) + "\n"
+
+
+def plot_recall_curves(result: BenchResult, path: str | os.PathLike[str]) -> None:
+    """Save a PNG of Recall@k against k, one line per method (needs matplotlib)."""
+    from rag_multihop._optional import require
+
+    require("matplotlib", extra="bench")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, method in result.methods.items():
+        ks = sorted(method.recall)
+        ax.plot(
+            ks,
+            [100 * method.recall[k] for k in ks],
+            marker="o",
+            label=name,
+            linestyle="--" if method.family == "peer" else "-",
+        )
+    ax.set_xscale("log")
+    ax.set_xticks(list(result.ks), [str(k) for k in result.ks])
+    ax.set_xlabel("k")
+    ax.set_ylabel("Recall@k (%)")
+    ax.set_title(f"{result.dataset.name} ({len(result.dataset.questions)} questions)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(result: BenchResult, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``results.json``, ``results.md`` and ``recall.png`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "json": out / "results.json",
+        "markdown": out / "results.md",
+        "plot": out / "recall.png",
+    }
+    paths["json"].write_text(json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n")
+    paths["markdown"].write_text(markdown_table(result))
+    plot_recall_curves(result, paths["plot"])
+    return paths

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rag_multihop.cli import main
+
+NATIVE = {
+    "name": "tiny",
+    "passages": [
+        {"id": "a", "title": "Alpha Works", "text": "Alpha Works was founded by Bea Lind."},
+        {"id": "b", "title": "Bea Lind", "text": "Bea Lind was born in Corvik."},
+        {"id": "c", "title": "Corvik", "text": "Corvik is a port on the Dun river."},
+    ],
+    "questions": [
+        {
+            "id": "q1",
+            "question": "Where was the founder of Alpha Works born?",
+            "answer": "Corvik",
+            "gold_ids": ["a", "b"],
+            "hop_ordered": True,
+            "type": "bridge",
+        },
+    ],
+}
+
+
+def test_methods_lists_dense_and_bm25(capsys):
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "dense" in out and "bm25" in out
+
+
+def test_bench_on_a_file_writes_results(tmp_path, capsys):
+    questions = tmp_path / "tiny.json"
+    questions.write_text(json.dumps(NATIVE))
+    out = tmp_path / "out"
+    code = main(
+        [
+            "bench",
+            "--questions",
+            str(questions),
+            "--methods",
+            "dense,bm25",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["methods"]) == {"dense", "bm25"}
+    assert results["methods"]["dense"]["R@5"] == 100.0
+    assert "| dense |" in capsys.readouterr().out
+    assert (out / "results.md").is_file() and (out / "recall.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["bench", "--dataset", "nope", "--data-dir", ".", "--out", "x"], "unknown dataset 'nope'"),
+        (["bench", "--questions", "missing.json", "--out", "x"], "missing.json"),
+        (["bench", "--dataset", "2wiki", "--data-dir", "/nonexistent", "--out", "x"], "--data-dir"),
+    ],
+)
+def test_bench_errors_are_one_clear_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rag-multihop: error:") and message in err
+
+
+def test_bad_ks_are_rejected_by_the_parser(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--questions", "q.json", "--out", "x", "--ks", "1,two"])
+    assert "--ks must be comma-separated integers" in capsys.readouterr().err

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rag_multihop import Corpus, Passage
+from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.harness import run_benchmark
+from rag_multihop.eval.methods import available_methods, get_method
+from rag_multihop.eval.report import markdown_table, to_json, write_report
+
+PASSAGES = [
+    Passage(
+        "ropeworks",
+        "Halvorsen Ropeworks was founded by Marit Solberg.",
+        title="Halvorsen Ropeworks",
+    ),
+    Passage("solberg", "Marit Solberg was born in the Lumme valley.", title="Marit Solberg"),
+    Passage("orchard", "The Glass Orchard is a folk band from Tessaly.", title="The Glass Orchard"),
+    Passage("tessaly", "Tessaly is a harbour town on the Lumme river.", title="Tessaly"),
+]
+QUESTIONS = (
+    QAExample(
+        "q1",
+        "Where was the founder of Halvorsen Ropeworks born?",
+        ("Lumme valley",),
+        ("ropeworks", "solberg"),
+        True,
+        "bridge",
+    ),
+    QAExample(
+        "q2",
+        "On which river is the home town of The Glass Orchard?",
+        ("Lumme",),
+        ("orchard", "tessaly"),
+        True,
+        "bridge",
+    ),
+)
+
+
+@pytest.fixture
+def dataset() -> Dataset:
+    return Dataset("toy", Corpus(PASSAGES), QUESTIONS, "native")
+
+
+def test_dense_and_bm25_are_registered():
+    methods = available_methods()
+    assert {"dense", "bm25"} <= set(methods)
+    assert methods["dense"].family == "peer"
+
+
+def test_unknown_method_lists_registered_names():
+    with pytest.raises(ValueError, match=r"unknown method 'nope'; choose from: .*bm25.*dense"):
+        get_method("nope")
+
+
+def test_benchmark_scores_every_question_with_shared_embeddings(dataset, hashing_encoder):
+    result = run_benchmark(dataset, ["dense", "bm25"], encoder=hashing_encoder, ks=(1, 2, 4))
+    assert hashing_encoder.calls == 2  # passages once, questions once, shared by both methods
+    dense = result.methods["dense"]
+    assert set(dense.recall) == {1, 2, 4}
+    assert dense.recall[4] == 1.0  # the whole corpus is retrieved at k=4
+    assert len(dense.latencies_ms) == 2 and np.all(dense.latencies_ms >= 0)
+    assert dense.last_hop_recall[4] == 1.0
+    for row in dense.candidates:
+        assert [c.rank for c in row] == list(range(1, len(row) + 1))
+
+
+def test_report_files_and_comparison_against_dense(dataset, hashing_encoder, tmp_path):
+    result = run_benchmark(dataset, ["dense", "bm25"], encoder=hashing_encoder, ks=(2, 5, 10))
+    paths = write_report(result, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    assert data["dataset"] == {
+        "name": "toy",
+        "format": "native",
+        "questions": 2,
+        "passages": 4,
+        "gold_passages": 4,
+        "hop_ordered_questions": 2,
+    }
+    bm25 = data["methods"]["bm25"]
+    for key in ("R@2", "R@5", "R@10", "AllR@5", "latency_ms", "vs_dense"):
+        assert key in bm25
+    assert 0.0 <= bm25["R@5"] <= 100.0
+    assert "vs_dense" not in data["methods"]["dense"]
+    assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = markdown_table(result)
+    assert table.splitlines()[0].startswith("toy: 2 questions, 4 passages")
+    assert "| dense |" in table and "| bm25 |" in table
+
+
+def test_percentages_match_hand_computation(dataset, hashing_encoder):
+    result = run_benchmark(dataset, ["dense"], encoder=hashing_encoder, ks=(1,))
+    rankings = result.methods["dense"].rankings
+    expected = np.mean(
+        [len({r[0]} & set(q.gold_ids)) / 2 for r, q in zip(rankings, QUESTIONS, strict=True)]
+    )
+    assert to_json(result)["methods"]["dense"]["R@1"] == round(100 * expected, 2)
+
+
+def test_benchmark_rejects_bad_arguments(dataset, hashing_encoder):
+    with pytest.raises(ValueError, match="no methods"):
+        run_benchmark(dataset, [], encoder=hashing_encoder)
+    with pytest.raises(ValueError, match="k must be a positive integer, got 0"):
+        run_benchmark(dataset, ["dense"], encoder=hashing_encoder, ks=(0, 5))
+    with pytest.raises(ValueError, match="unknown method"):
+        run_benchmark(dataset, ["dense", "nope"], encoder=hashing_encoder)
+    assert hashing_encoder.calls == 0  # names are checked before anything is embedded
