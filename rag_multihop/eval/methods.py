@@ -37,7 +37,9 @@ logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "rag_multihop.methods"
 # Core modules that register methods when imported; integrations use the entry-point group.
-CORE_METHOD_MODULES = ("rag_multihop.eval.baselines",)
+CORE_METHOD_MODULES = (
+    "rag_multihop.eval.baselines",
+)
 
 
 @dataclass
@@ -64,7 +66,9 @@ class BenchContext:
 
     @cached_property
     def bm25(self) -> BM25Retriever:
-        return BM25Retriever(self.dataset.corpus)
+        """BM25 over the corpus; ``--option bm25_stemmer=none`` turns stemming off."""
+        stemmer = self.options.get("bm25_stemmer", "english")
+        return BM25Retriever(self.dataset.corpus, stemmer=None if stemmer == "none" else stemmer)
 
     def queries(self) -> list[Query]:
         """One :class:`Query` per question, carrying its precomputed embedding."""

@@ -85,13 +85,17 @@ def to_json(result: BenchResult) -> dict[str, Any]:
 
 
 def markdown_table(result: BenchResult) -> str:
-    """One row per method: R@2/R@5/R@10, AllR@5, ΔR@5 vs dense with its 95% CI, W/L, latency."""
+    """One row per method: R@2/R@5/R@10, AllR@5 (LastHopR@5 when the dataset gives hop order),
+    ΔR@5 vs dense with its 95% CI, per-question wins/losses vs dense, latency."""
     summary = to_json(result)
     ks = [k for k in TABLE_KS if k in result.ks]
+    extra = [f"AllR@{COMPARE_K}"]
+    if summary["dataset"]["hop_ordered_questions"]:
+        extra.append(f"LastHopR@{COMPARE_K}")
     header = [
         "method",
         *[f"R@{k}" for k in ks],
-        f"AllR@{COMPARE_K}",
+        *extra,
         f"ΔR@{COMPARE_K} vs dense (95% CI)",
         "W/L vs dense",
         "latency ms (p50/p95)",
@@ -109,7 +113,7 @@ def markdown_table(result: BenchResult) -> str:
         cells = [
             name,
             *[f"{row.get(f'R@{k}', float('nan')):.1f}" for k in ks],
-            f"{row.get(f'AllR@{COMPARE_K}', float('nan')):.1f}",
+            *[f"{row.get(key, float('nan')):.1f}" for key in extra],
             delta,
             record,
             f"{row['latency_ms']['median']:.2f}/{row['latency_ms']['p95']:.2f}",

@@ -1,0 +1,1 @@
+"""Haystack joiners of rag-multihop; :mod:`.benchmark_peers` registers the DocumentJoiner peers."""
