@@ -1,1 +1,21 @@
-"""Haystack joiners of rag-multihop; :mod:`.benchmark_peers` registers the DocumentJoiner peers."""
+"""Haystack joiners of rag-multihop.
+
+- :class:`PITDocumentJoiner`: calibrated (PIT) fusion, a drop-in for ``DocumentJoiner``.
+
+The module :mod:`.benchmark_peers` registers Haystack's own ``DocumentJoiner`` modes with
+``rag-multihop bench`` (entry-point group ``rag_multihop.methods``); importing this package
+does not import it.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from haystack_integrations.components.joiners.rag_multihop.pit_joiner import PITDocumentJoiner
+
+try:
+    __version__ = version("rag-multihop-haystack")
+except PackageNotFoundError:  # running from a source tree without installing
+    __version__ = "0.0.0"
+
+__all__ = ["PITDocumentJoiner", "__version__"]

@@ -1,0 +1,166 @@
+"""``PITDocumentJoiner``: calibrated fusion of retriever outputs, a drop-in ``DocumentJoiner``.
+
+It takes the same inputs as ``DocumentJoiner`` (``documents: Variadic[list[Document]]``,
+``top_k``) and the same ``weights`` / ``top_k`` init parameters, and fuses the lists with
+rag-multihop's :func:`~rag_multihop.fusion.fuse_lists` (PIT calibration + Boltzmann fusion by
+default; every registered calibration and fusion by name).
+
+What the component does, and only that:
+
+- translates each list to ids and scores (``Document.id``; a document repeated inside one
+  list keeps its best score; a document without a score is an error);
+- calls the core and returns new documents (``dataclasses.replace`` of the first-seen
+  document) with the fused ``score`` and ``meta[SIGNALS_KEY]`` = every system's raw and
+  calibrated score. Input documents are never mutated.
+
+``weights`` and ``names`` follow the order in which Haystack delivers the variadic lists,
+as ``DocumentJoiner``'s weights do (in Haystack 3.4 a ``Pipeline`` delivers them in
+alphabetical order of the sender components' names). Fewer than two lists is an error
+(a joiner with one input has nothing to fuse); empty lists are fine.
+
+Example:
+    >>> from haystack import Document
+    >>> joiner = PITDocumentJoiner(fusion="linear", top_k=2)
+    >>> dense = [Document(id="a", content="A", score=0.9), Document(id="b", content="B", score=0.2)]
+    >>> bm25 = [Document(id="b", content="B", score=7.0), Document(id="c", content="C", score=1.0)]
+    >>> [(d.id, round(d.score, 3)) for d in joiner.run(documents=[dense, bm25])["documents"]]
+    [('b', 0.75), ('a', 0.5)]
+"""
+
+# No `from __future__ import annotations` here: Haystack reads the run() annotations at class
+# creation, and a postponed `Variadic[...]` loses the marker that makes the input variadic.
+import logging
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.core.component.types import Variadic
+
+from rag_multihop.fusion import check_settings, fuse_lists
+from rag_multihop.fusion.core import PoolCap, check_pool_cap, check_weights
+
+logger = logging.getLogger(__name__)
+
+SIGNALS_KEY = "rag_multihop_signals"
+"""``Document.meta`` key holding ``{system: raw, system_cal: calibrated}``."""
+
+
+def _scored_list(index: int, documents: list[Document]) -> tuple[list[str], list[float]]:
+    best: dict[str, float] = {}
+    for document in documents:
+        if document.score is None:
+            raise ValueError(
+                f"documents list {index} has document {document.id!r} without a score; "
+                "calibrated fusion needs every retriever to score its documents"
+            )
+        best[document.id] = max(best.get(document.id, float("-inf")), float(document.score))
+    return list(best), list(best.values())
+
+
+@component
+class PITDocumentJoiner:
+    """Joins lists of documents by calibrated fusion (see the module docstring).
+
+    Args:
+        calibration, fusion: rag-multihop registry names (``pit`` / ``boltzmann`` default).
+        weights: one non-negative weight per input list (normalised); uniform when ``None``.
+        top_k: documents returned; ``None`` returns all. Must be ``None`` or ``> 0``.
+        pool_cap: keep only each list's best ``cap`` documents (one int or one per list).
+        consensus_beta: boost for documents found in several lists.
+        params: fusion parameters (``epsilon``, ``c`` for boltzmann; ``k`` for rrf).
+        names: system names for the signals (default ``list_0``, ``list_1``, ...).
+    """
+
+    def __init__(
+        self,
+        calibration: str = "pit",
+        fusion: str = "boltzmann",
+        weights: list[float] | None = None,
+        top_k: int | None = None,
+        pool_cap: PoolCap = None,
+        consensus_beta: float = 0.0,
+        params: dict[str, float] | None = None,
+        names: list[str] | None = None,
+    ) -> None:
+        check_settings(calibration, fusion, consensus_beta, params)
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0
+        ):
+            raise ValueError(f"top_k must be None or a positive integer, got {top_k!r}")
+        if weights is not None:
+            check_weights(weights, len(weights))
+        if names is not None and len(set(names)) != len(names):
+            raise ValueError(f"names must be distinct, got {names}")
+        self.calibration = calibration
+        self.fusion = fusion
+        self.weights = None if weights is None else list(weights)
+        self.top_k = top_k
+        self.pool_cap = pool_cap
+        self.consensus_beta = consensus_beta
+        self.params = None if params is None else dict(params)
+        self.names = None if names is None else list(names)
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            calibration=self.calibration,
+            fusion=self.fusion,
+            weights=self.weights,
+            top_k=self.top_k,
+            pool_cap=self.pool_cap,
+            consensus_beta=self.consensus_beta,
+            params=self.params,
+            names=self.names,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PITDocumentJoiner":
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, documents: Variadic[list[Document]], top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """Fuse the input lists; ``top_k`` overrides the init value (0 returns nothing)."""
+        lists = list(documents)
+        if top_k is not None and top_k < 0:
+            raise ValueError(f"top_k must be >= 0, got {top_k}")
+        limit = self.top_k if top_k is None else top_k
+        if len(lists) < 2:
+            raise ValueError(
+                f"PITDocumentJoiner received {len(lists)} list(s) of documents; connect at "
+                "least 2 retrievers to its documents input"
+            )
+        names = self.names or [f"list_{i}" for i in range(len(lists))]
+        if len(names) != len(lists):
+            raise ValueError(f"names has {len(names)} entries but {len(lists)} lists arrived")
+        check_pool_cap(self.pool_cap, len(lists))
+        first_seen: dict[str, Document] = {}
+        for found in lists:
+            for document in found:
+                first_seen.setdefault(document.id, document)
+        fused = fuse_lists(
+            [_scored_list(i, found) for i, found in enumerate(lists)],
+            calibration=self.calibration,
+            fusion=self.fusion,
+            weights=self.weights,
+            pool_cap=self.pool_cap,
+            consensus_beta=self.consensus_beta,
+            params=self.params,
+        )
+        out = [
+            replace(
+                first_seen[doc_id],
+                score=float(fused.scores[row]),
+                meta={**first_seen[doc_id].meta, SIGNALS_KEY: fused.signals(row, names)},
+            )
+            for row, doc_id in enumerate(fused.ids)
+        ]
+        return {"documents": out if limit is None else out[:limit]}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self, documents: Variadic[list[Document]], top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """The same as :meth:`run` (fusion does no I/O)."""
+        return self.run(documents=documents, top_k=top_k)

@@ -1,0 +1,166 @@
+"""``EntityGraphRetriever``: rag-multihop's entity graph + Personalized PageRank as a component.
+
+The graph covers every document of ``document_store`` (``filter_documents()``). It is built
+in :meth:`EntityGraphRetriever.warm_up` (called by the pipeline, or on the first ``run``), or
+loaded from ``graph_path`` when that folder holds a graph of exactly these documents; a
+freshly built graph is saved there. A graph of other documents is an error: delete the
+folder to rebuild. For synonym edges, build the graph with
+:func:`rag_multihop.graph.build_entity_graph` and an encoder, save it, and pass its folder.
+
+Inputs: ``query``, optional ``documents`` (seed documents, e.g. the output of an embedding
+retriever over the same store: their top ``seed_top_n`` seed the walk next to the query's
+entities, weighted by their scores) and ``top_k``. Output: ``documents``, the store's
+documents (``dataclasses.replace``, never mutated) with ``score`` = PPR mass. Translation:
+``Document.id`` is the passage id, ``content`` the text, ``meta["title"]`` the title.
+
+Example:
+    >>> from haystack import Document
+    >>> from haystack.document_stores.in_memory import InMemoryDocumentStore
+    >>> store = InMemoryDocumentStore()
+    >>> _ = store.write_documents([
+    ...     Document(id="a", content="Rope is a film by Alfred Hitchcock.", meta={"title": "Rope"}),
+    ...     Document(id="b", content="Alfred Hitchcock was a director."),
+    ... ])
+    >>> retriever = EntityGraphRetriever(store, top_k=2)
+    >>> [d.id for d in retriever.run(query="Who directed Rope?")["documents"]]
+    ['a', 'b']
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.graph import EntityGraph, GraphRetriever, build_entity_graph
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_fraction, check_positive_int
+
+logger = logging.getLogger(__name__)
+
+TITLE_KEY = "title"
+"""``Document.meta`` key read as the passage title."""
+
+
+def documents_to_corpus(documents: list[Document]) -> Corpus:
+    """The corpus of ``documents`` (id, content as text, ``meta["title"]`` as title)."""
+    return Corpus(
+        Passage(d.id, d.content or "", title=str(d.meta.get(TITLE_KEY, "") or ""))
+        for d in documents
+    )
+
+
+@component
+class EntityGraphRetriever:
+    """Personalized PageRank over the entity graph of a document store (module docstring).
+
+    Args:
+        document_store: any Haystack document store (its documents form the graph).
+        top_k: documents returned (``> 0``); ``run(top_k=...)`` overrides it.
+        seed_top_n: how many seed documents (``run(documents=...)``) seed the walk.
+        entity_share: share of the seed mass on query entities when both kinds exist.
+        use_entities: seed from the query's entities.
+        damping: probability of another step of the walk, ``[0, 1)``.
+        graph_path: folder to load the graph from, or to save a freshly built one to.
+        show_progress: progress bar while building the graph.
+    """
+
+    def __init__(
+        self,
+        document_store: Any,
+        top_k: int = 10,
+        seed_top_n: int = 2,
+        entity_share: float = 0.5,
+        use_entities: bool = True,
+        damping: float = 0.5,
+        graph_path: str | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        self.document_store = document_store
+        self.top_k = check_positive_int(top_k, "top_k")
+        self.seed_top_n = check_positive_int(seed_top_n, "seed_top_n")
+        self.entity_share = check_fraction(entity_share, "entity_share")
+        self.use_entities = use_entities
+        if not 0.0 <= damping < 1.0:
+            raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+        self.damping = damping
+        self.graph_path = graph_path
+        self.show_progress = show_progress
+        self._retriever: GraphRetriever | None = None
+        self._documents: dict[str, Document] = {}
+
+    def warm_up(self) -> None:
+        """Build (or load) the graph of the store's documents; does nothing the second time."""
+        self._ready()
+
+    def _ready(self) -> GraphRetriever:
+        if self._retriever is None:
+            documents = self.document_store.filter_documents()
+            corpus = documents_to_corpus(documents)
+            folder = None if self.graph_path is None else Path(self.graph_path)
+            if folder is not None and (folder / "graph.json").is_file():
+                graph = EntityGraph.load(folder, corpus)
+            else:
+                graph = build_entity_graph(corpus, show_progress=self.show_progress)
+                if folder is not None:
+                    graph.save(folder)
+            self._documents = {d.id: d for d in documents}
+            self._retriever = GraphRetriever(
+                graph,
+                corpus,
+                seed_top_n=self.seed_top_n,
+                entity_share=self.entity_share,
+                use_entities=self.use_entities,
+                damping=self.damping,
+            )
+        return self._retriever
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            top_k=self.top_k,
+            seed_top_n=self.seed_top_n,
+            entity_share=self.entity_share,
+            use_entities=self.use_entities,
+            damping=self.damping,
+            graph_path=self.graph_path,
+            show_progress=self.show_progress,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EntityGraphRetriever:
+        return default_from_dict(cls, data)
+
+    def _seeds(self, corpus: Corpus, documents: list[Document]) -> list[Candidate]:
+        seeds = []
+        for document in documents:
+            if document.id not in corpus:
+                raise ValueError(
+                    f"seed document {document.id!r} is not in the document store the graph was "
+                    "built from; seed documents must come from the same store"
+                )
+            seeds.append(Candidate(corpus[document.id], float(document.score or 0.0)))
+        return seeds
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, query: str, documents: list[Document] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """The ``top_k`` documents by PPR from the query's entities and the seed documents."""
+        limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
+        retriever = self._ready()
+        seeds = self._seeds(retriever.corpus, documents or [])
+        ranked = retriever.rank(Query(query), seeds, k=limit)
+        return {"documents": [replace(self._documents[c.id], score=c.score) for c in ranked]}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self, query: str, documents: list[Document] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """The same as :meth:`run` (the walk is in-memory work)."""
+        return self.run(query=query, documents=documents, top_k=top_k)

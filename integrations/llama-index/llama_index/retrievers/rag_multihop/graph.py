@@ -1,0 +1,183 @@
+"""``EntityGraphRetriever``: rag-multihop's entity graph + Personalized PageRank over nodes.
+
+Build it from the nodes you already index (:meth:`EntityGraphRetriever.from_nodes`), with any
+``BaseRetriever`` over the same nodes as ``seed_retriever`` (e.g. ``index.as_retriever()``):
+its top nodes seed the walk next to the query's entities. Combine it with the vector
+retriever in :class:`~llama_index.retrievers.rag_multihop.fusion.PITFusionRetriever`.
+
+Translation rules: a node becomes a passage with id ``node.node_id``, text
+``node.get_content(MetadataMode.NONE)`` and title ``node.metadata["title"]`` (when present);
+results come back as the original node objects with the PPR score. Seed nodes must be among
+the graph's nodes (same ids). Synonym edges need an ``embed_model`` (any LlamaIndex
+``BaseEmbedding``); without one the graph has none. A graph can be saved with
+``retriever.graph.save(folder)`` and reloaded with
+``EntityGraph.load(folder, nodes_to_corpus(nodes))``.
+
+Example:
+    >>> from llama_index.core.schema import TextNode
+    >>> nodes = [
+    ...     TextNode(id_="a", text="Rope is by Alfred Hitchcock.", metadata={"title": "Rope"}),
+    ...     TextNode(id_="b", text="Alfred Hitchcock was a director."),
+    ... ]
+    >>> retriever = EntityGraphRetriever.from_nodes(nodes, similarity_top_k=2)
+    >>> [n.node.node_id for n in retriever.retrieve("Who directed Rope?")]
+    ['a', 'b']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.graph import EntityExtractor, EntityGraph, GraphRetriever, build_entity_graph
+from rag_multihop.graph.build import DEFAULT_SYNONYM_THRESHOLD
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_positive_int, l2_normalize
+
+logger = logging.getLogger(__name__)
+
+TITLE_KEY = "title"
+"""Node metadata key read as the passage title."""
+
+
+def nodes_to_corpus(nodes: Sequence[BaseNode]) -> Corpus:
+    """The corpus of ``nodes`` (id = node id, text without metadata, title from metadata)."""
+    return Corpus(
+        Passage(
+            node.node_id,
+            node.get_content(metadata_mode=MetadataMode.NONE),
+            title=str(node.metadata.get(TITLE_KEY, "") or ""),
+        )
+        for node in nodes
+    )
+
+
+class EmbeddingEncoder:
+    """A LlamaIndex ``BaseEmbedding`` as a rag-multihop encoder (rows L2-normalised)."""
+
+    def __init__(self, embed_model: BaseEmbedding) -> None:
+        self.embed_model = embed_model
+
+    @property
+    def name(self) -> str:
+        return f"llama-index:{self.embed_model.model_name}"
+
+    @property
+    def dim(self) -> int:
+        return len(self.embed_model.get_text_embedding("dimension probe"))
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        vectors = self.embed_model.get_text_embedding_batch(
+            list(texts), show_progress=show_progress
+        )
+        return l2_normalize(np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1))
+
+
+class EntityGraphRetriever(BaseRetriever):
+    """Personalized PageRank over the entity graph of ``nodes`` (see the module docstring).
+
+    Args:
+        graph: the :class:`EntityGraph` of ``nodes`` (checked against them).
+        nodes: the nodes the graph was built from; results are these node objects.
+        seed_retriever: optional retriever whose top ``seed_top_n`` nodes seed the walk.
+        extractor: query entity extractor; use the one the graph was built with.
+        similarity_top_k: nodes returned.
+        seed_top_n, entity_share, use_entities, damping: see
+            :class:`rag_multihop.graph.GraphRetriever`.
+    """
+
+    def __init__(
+        self,
+        graph: EntityGraph,
+        nodes: Sequence[BaseNode],
+        *,
+        seed_retriever: BaseRetriever | None = None,
+        extractor: EntityExtractor | None = None,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        seed_top_n: int = 2,
+        entity_share: float = 0.5,
+        use_entities: bool = True,
+        damping: float = 0.5,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self._nodes = {node.node_id: node for node in nodes}
+        self._corpus = nodes_to_corpus(nodes)
+        self._graph = GraphRetriever(
+            graph,
+            self._corpus,
+            extractor=extractor,
+            seed_top_n=seed_top_n,
+            entity_share=entity_share,
+            use_entities=use_entities,
+            damping=damping,
+        )
+        self._seed_retriever = seed_retriever
+        self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @classmethod
+    def from_nodes(
+        cls,
+        nodes: Sequence[BaseNode],
+        *,
+        extractor: EntityExtractor | None = None,
+        embed_model: BaseEmbedding | None = None,
+        synonym_threshold: float = DEFAULT_SYNONYM_THRESHOLD,
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> EntityGraphRetriever:
+        """Build the entity graph of ``nodes`` and a retriever on it (``kwargs`` go to init)."""
+        graph = build_entity_graph(
+            nodes_to_corpus(nodes),
+            extractor,
+            encoder=None if embed_model is None else EmbeddingEncoder(embed_model),
+            synonym_threshold=synonym_threshold,
+            show_progress=show_progress,
+        )
+        return cls(graph, nodes, extractor=extractor, **kwargs)
+
+    @property
+    def graph(self) -> EntityGraph:
+        return self._graph.graph
+
+    def _seeds(self, found: Sequence[NodeWithScore]) -> list[Candidate]:
+        seeds = []
+        for item in found:
+            node_id = item.node.node_id
+            if node_id not in self._corpus:
+                raise ValueError(
+                    f"seed retriever returned node {node_id!r}, which is not among the graph's "
+                    "nodes; the seed retriever must retrieve from the same nodes"
+                )
+            seeds.append(Candidate(self._corpus[node_id], float(item.get_score())))
+        return seeds
+
+    def _rank(
+        self, query_bundle: QueryBundle, seeds: Sequence[NodeWithScore]
+    ) -> list[NodeWithScore]:
+        ranked = self._graph.rank(
+            Query(query_bundle.query_str), self._seeds(seeds), k=self.similarity_top_k
+        )
+        return [NodeWithScore(node=self._nodes[c.id], score=c.score) for c in ranked]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        seeds = [] if self._seed_retriever is None else self._seed_retriever.retrieve(query_bundle)
+        return self._rank(query_bundle, seeds)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        seeds = (
+            []
+            if self._seed_retriever is None
+            else await self._seed_retriever.aretrieve(query_bundle)
+        )
+        return self._rank(query_bundle, seeds)

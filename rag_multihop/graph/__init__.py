@@ -1,0 +1,38 @@
+"""Entity graph over a corpus and Personalized PageRank retrieval (HippoRAG-style, label-free).
+
+- :mod:`.extract`: the :class:`EntityExtractor` protocol and the :class:`HeuristicExtractor`;
+- :mod:`.build`: :class:`EntityGraph` (passages, entities, mention / title-link / synonym
+  edges), :func:`build_entity_graph`, save and load;
+- :mod:`.ppr`: Personalized PageRank by sparse power iteration (pure functions);
+- :mod:`.retriever`: :class:`GraphRetriever`, seeded by query entities and/or a dense top-n;
+- :mod:`.scale`: ``python -m rag_multihop.graph.scale``, PPR time and memory on synthetic
+  graphs.
+
+Example:
+    >>> from rag_multihop import Corpus, Passage, Query
+    >>> corpus = Corpus([
+    ...     Passage("a", "Rope is a film by Alfred Hitchcock.", "Rope"),
+    ...     Passage("b", "Alfred Hitchcock was an English director.", "Alfred Hitchcock"),
+    ... ])
+    >>> retriever = GraphRetriever(build_entity_graph(corpus), corpus)
+    >>> [c.id for c in retriever.retrieve(Query("Who directed Rope?"), k=2)]
+    ['a', 'b']
+"""
+
+from rag_multihop.graph.build import EdgeWeights, EntityGraph, build_entity_graph
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
+from rag_multihop.graph.ppr import PPRResult, personalized_pagerank, transition_matrix
+from rag_multihop.graph.retriever import GraphRetriever
+
+__all__ = [
+    "EdgeWeights",
+    "EntityExtractor",
+    "EntityGraph",
+    "GraphRetriever",
+    "HeuristicExtractor",
+    "PPRResult",
+    "build_entity_graph",
+    "normalize_entity",
+    "personalized_pagerank",
+    "transition_matrix",
+]

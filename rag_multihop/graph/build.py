@@ -1,0 +1,406 @@
+"""The entity graph of a corpus: passages, entities and three kinds of edges; build, save, load.
+
+The graph keeps its edge kinds as separate sparse blocks, so how strongly each kind counts
+is a setting of the walk (:meth:`EntityGraph.adjacency`), not baked into the file:
+
+- ``mentions`` (passages x entities): passage ``i`` mentions entity ``j`` (HippoRAG style);
+  every passage also "mentions" its own normalised title.
+- ``title_links`` (passages x passages): passage ``i``'s text mentions passage ``j``'s title
+  (the title without a trailing parenthesis, ``"Paris (band)"`` -> ``"paris"``), found by
+  looking every word n-gram that starts with a capitalised word or a digit up in a dict of
+  titles (no all-pairs comparison); no self links.
+- ``synonyms`` (entities x entities, symmetric, value = cosine): entity names whose
+  embeddings have cosine >= ``synonym_threshold``, found with a FAISS nearest-neighbour search
+  (``synonym_k`` neighbours per name), never with all-pairs loops. Skipped when no encoder is
+  given.
+
+A saved graph is a folder with ``graph.json`` (format version, corpus fingerprint, passage
+ids, entity names, settings, counts) and ``graph.npz`` (the three blocks as CSR arrays,
+loaded with ``allow_pickle=False``). Loading it against another corpus raises ``ValueError``.
+
+Example:
+    >>> from rag_multihop import Corpus, Passage
+    >>> corpus = Corpus([
+    ...     Passage("a", "Polish Wedding is a film by Theresa Connelly.", "Polish Wedding"),
+    ...     Passage("b", "Theresa Connelly is an American director.", "Theresa Connelly"),
+    ... ])
+    >>> graph = build_entity_graph(corpus)
+    >>> graph.n_passages, graph.edge_counts["title_links"], float(graph.title_links[0, 1])
+    (2, 1, 1.0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
+from rag_multihop.validation import check_fraction, check_positive_int
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+DEFAULT_SYNONYM_THRESHOLD = 0.85
+_PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")
+_TOKEN = re.compile(r"[^\W_][\w'’\-.&]*", re.UNICODE)
+
+
+def corpus_fingerprint(corpus: Corpus) -> str:
+    """sha256 over every passage's id, title and text, in corpus order.
+
+    >>> from rag_multihop import Passage
+    >>> corpus_fingerprint(Corpus([Passage("a", "x")]))[:12]
+    '4989baa0a531'
+    """
+    digest = hashlib.sha256()
+    for passage in corpus:
+        for part in (passage.id, passage.title, passage.text):
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def title_key(title: str) -> str:
+    """The normalised title used for title links: trailing parenthesis dropped.
+
+    >>> title_key("Paris (band)")
+    'paris'
+    """
+    return normalize_entity(_PARENTHESIS.sub("", title))
+
+
+@dataclass(frozen=True)
+class EdgeWeights:
+    """How much each edge kind counts in the walk (0 switches a kind off).
+
+    ``title_link`` is the weight of ``i -> j`` when ``i`` mentions ``j``'s title,
+    ``title_backlink`` of the reverse step ``j -> i``.
+    """
+
+    mention: float = 1.0
+    title_link: float = 1.0
+    title_backlink: float = 1.0
+    synonym: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("mention", "title_link", "title_backlink", "synonym"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ValueError(f"EdgeWeights.{name} must be a number >= 0, got {value!r}")
+            if not np.isfinite(value):
+                raise ValueError(f"EdgeWeights.{name} must be finite, got {value!r}")
+        if not any(getattr(self, n) for n in ("mention", "title_link", "title_backlink")):
+            raise ValueError("EdgeWeights: mention, title_link and title_backlink are all 0")
+
+
+@dataclass(frozen=True, eq=False)
+class EntityGraph:
+    """Passages (nodes ``0 .. n_passages-1``) and entities (the nodes after them).
+
+    Build with :func:`build_entity_graph`, load with :meth:`load`.
+    """
+
+    passage_ids: tuple[str, ...]
+    entity_names: tuple[str, ...]
+    mentions: sparse.csr_matrix
+    title_links: sparse.csr_matrix
+    synonyms: sparse.csr_matrix
+    fingerprint: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n_p, n_e = len(self.passage_ids), len(self.entity_names)
+        shapes = {
+            "mentions": (self.mentions.shape, (n_p, n_e)),
+            "title_links": (self.title_links.shape, (n_p, n_p)),
+            "synonyms": (self.synonyms.shape, (n_e, n_e)),
+        }
+        for name, (got, expected) in shapes.items():
+            if tuple(got) != expected:
+                raise ValueError(f"EntityGraph.{name} has shape {got}, expected {expected}")
+
+    @property
+    def n_passages(self) -> int:
+        return len(self.passage_ids)
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entity_names)
+
+    @property
+    def n_nodes(self) -> int:
+        return self.n_passages + self.n_entities
+
+    @property
+    def edge_counts(self) -> dict[str, int]:
+        """Stored (directed) edges per kind; synonyms count each pair once."""
+        return {
+            "mentions": int(self.mentions.nnz),
+            "title_links": int(self.title_links.nnz),
+            "synonyms": int(self.synonyms.nnz // 2),
+        }
+
+    @cached_property
+    def entity_index(self) -> dict[str, int]:
+        """Normalised entity name -> entity number (add ``n_passages`` for its node)."""
+        return {name: i for i, name in enumerate(self.entity_names)}
+
+    @cached_property
+    def passage_index(self) -> dict[str, int]:
+        return {pid: i for i, pid in enumerate(self.passage_ids)}
+
+    @cached_property
+    def entity_frequency(self) -> np.ndarray:
+        """Number of passages mentioning each entity."""
+        return np.asarray((self.mentions > 0).sum(axis=0)).ravel()
+
+    def adjacency(self, weights: EdgeWeights | None = None) -> sparse.csr_matrix:
+        """The weighted, directed ``(n_nodes, n_nodes)`` adjacency the walk runs on.
+
+        Blocks: ``[[title_link * T + title_backlink * T^T, mention * M],
+        [mention * M^T, synonym * S]]`` (T title links, M mentions, S synonyms).
+        """
+        w = weights or EdgeWeights()
+        passages = w.title_link * self.title_links + w.title_backlink * self.title_links.T
+        block = sparse.bmat(
+            [
+                [passages, w.mention * self.mentions],
+                [w.mention * self.mentions.T, w.synonym * self.synonyms],
+            ],
+            format="csr",
+        )
+        block.eliminate_zeros()
+        return block
+
+    def check_corpus(self, corpus: Corpus) -> None:
+        """``ValueError`` unless this graph was built from exactly ``corpus``."""
+        actual = corpus_fingerprint(corpus)
+        if actual != self.fingerprint:
+            raise ValueError(
+                f"this entity graph was built from another corpus (fingerprint "
+                f"{self.fingerprint[:12]}, {self.n_passages} passages) than the one given "
+                f"(fingerprint {actual[:12]}, {len(corpus)} passages); rebuild it with "
+                "build_entity_graph(corpus)"
+            )
+
+    def save(self, directory: str | os.PathLike[str]) -> None:
+        """Write ``graph.json`` and ``graph.npz`` atomically into ``directory``."""
+        target = Path(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp"))
+        try:
+            arrays: dict[str, np.ndarray] = {}
+            for name in ("mentions", "title_links", "synonyms"):
+                matrix = getattr(self, name).tocsr()
+                arrays[f"{name}_data"] = matrix.data.astype(np.float32)
+                arrays[f"{name}_indices"] = matrix.indices.astype(np.int64)
+                arrays[f"{name}_indptr"] = matrix.indptr.astype(np.int64)
+            np.savez_compressed(staging / "graph.npz", **arrays)  # type: ignore[arg-type]
+            meta = {
+                "format_version": FORMAT_VERSION,
+                "fingerprint": self.fingerprint,
+                "passage_ids": list(self.passage_ids),
+                "entity_names": list(self.entity_names),
+                "edge_counts": self.edge_counts,
+                "settings": dict(self.settings),
+            }
+            (staging / "graph.json").write_text(json.dumps(meta, ensure_ascii=False))
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(staging, target)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str], corpus: Corpus) -> EntityGraph:
+        """Read a graph saved by :meth:`save`; ``ValueError`` if it belongs to another corpus."""
+        source = Path(directory)
+        meta_path = source / "graph.json"
+        if not meta_path.is_file():
+            raise FileNotFoundError(f"{source} is not a saved EntityGraph (no graph.json)")
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise ValueError(
+                f"unsupported EntityGraph format_version {meta.get('format_version')!r} in "
+                f"{meta_path}; this version reads {FORMAT_VERSION}"
+            )
+        n_p, n_e = len(meta["passage_ids"]), len(meta["entity_names"])
+        shapes = {"mentions": (n_p, n_e), "title_links": (n_p, n_p), "synonyms": (n_e, n_e)}
+        blocks: dict[str, sparse.csr_matrix] = {}
+        with np.load(source / "graph.npz", allow_pickle=False) as data:
+            for name, shape in shapes.items():
+                blocks[name] = sparse.csr_matrix(
+                    (
+                        data[f"{name}_data"].astype(np.float64),
+                        data[f"{name}_indices"],
+                        data[f"{name}_indptr"],
+                    ),
+                    shape=shape,
+                )
+        graph = cls(
+            tuple(meta["passage_ids"]),
+            tuple(meta["entity_names"]),
+            blocks["mentions"],
+            blocks["title_links"],
+            blocks["synonyms"],
+            meta["fingerprint"],
+            meta.get("settings", {}),
+        )
+        graph.check_corpus(corpus)
+        return graph
+
+
+def _title_links(
+    corpus: Corpus, keys: Sequence[str], max_title_words: int
+) -> tuple[list[int], list[int]]:
+    by_title: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        if key:
+            by_title.setdefault(key, []).append(i)
+    rows: list[int] = []
+    cols: list[int] = []
+    for i, passage in enumerate(corpus):
+        words = _TOKEN.findall(passage.text)
+        normalised = [normalize_entity(word) for word in words]
+        targets: set[int] = set()
+        for start, word in enumerate(words):
+            if not (word[0].isupper() or word[0].isdigit()):
+                continue
+            for end in range(start + 1, min(start + max_title_words, len(words)) + 1):
+                key = " ".join(token for token in normalised[start:end] if token)
+                for j in by_title.get(key, ()):
+                    if j != i:
+                        targets.add(j)
+        rows.extend([i] * len(targets))
+        cols.extend(sorted(targets))
+    return rows, cols
+
+
+def _synonym_pairs(
+    names: Sequence[str], encoder: Encoder, threshold: float, k: int, factory: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    import faiss  # deferred: importing FAISS costs ~0.3 s
+
+    vectors = np.ascontiguousarray(encoder.encode(list(names)), dtype=np.float32)
+    faiss.normalize_L2(vectors)
+    index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    if not index.is_trained:
+        index.train(vectors)
+    index.add(vectors)
+    scores, neighbours = index.search(vectors, min(k + 1, len(names)))
+    rows = np.repeat(np.arange(len(names)), neighbours.shape[1])
+    cols, sims = neighbours.ravel(), scores.ravel()
+    keep = (cols > rows) & (sims >= threshold)
+    return rows[keep], cols[keep], np.clip(sims[keep], 0.0, 1.0)
+
+
+def build_entity_graph(
+    corpus: Corpus,
+    extractor: EntityExtractor | None = None,
+    *,
+    encoder: Encoder | None = None,
+    synonym_threshold: float = DEFAULT_SYNONYM_THRESHOLD,
+    synonym_k: int = 10,
+    synonym_index: str = "Flat",
+    max_title_words: int = 8,
+    batch_size: int = 256,
+    show_progress: bool = False,
+) -> EntityGraph:
+    """Extract entities from every passage and build the :class:`EntityGraph`.
+
+    Args:
+        corpus: the passages.
+        extractor: an :class:`EntityExtractor`; :class:`HeuristicExtractor` by default.
+        encoder: embeds entity names for synonym edges; ``None`` builds no synonym edges.
+        synonym_threshold: cosine in ``[0, 1]`` at or above which two names are synonyms.
+        synonym_k: nearest neighbours searched per entity name.
+        synonym_index: FAISS factory string of the name index (``"Flat"`` is exact;
+            ``"HNSW32"`` scales to millions of names).
+        max_title_words: the longest title (in words) looked for in passage texts.
+        batch_size: passages per extractor call.
+        show_progress: a progress bar over the extraction batches.
+    """
+    extractor = extractor or HeuristicExtractor()
+    synonym_threshold = check_fraction(synonym_threshold, "synonym_threshold")
+    synonym_k = check_positive_int(synonym_k, "synonym_k")
+    max_title_words = check_positive_int(max_title_words, "max_title_words")
+    batch_size = check_positive_int(batch_size, "batch_size")
+
+    texts = [p.text for p in corpus]
+    batches = range(0, len(texts), batch_size)
+    iterator: Any = batches
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(batches, desc="extracting entities", unit="batch")
+    extracted: list[list[str]] = []
+    for start in iterator:
+        extracted.extend(extractor.extract(texts[start : start + batch_size]))
+    if len(extracted) != len(texts):
+        raise ValueError(
+            f"extractor {extractor.name!r} returned {len(extracted)} lists for {len(texts)} texts"
+        )
+
+    keys = [title_key(p.title) for p in corpus]
+    entity_of: dict[str, int] = {}
+    rows: list[int] = []
+    cols: list[int] = []
+    for i, names in enumerate(extracted):
+        own = [keys[i]] if keys[i] else []
+        for name in dict.fromkeys([*own, *(normalize_entity(n) for n in names)]):
+            if name:
+                rows.append(i)
+                cols.append(entity_of.setdefault(name, len(entity_of)))
+    names_list = list(entity_of)
+    n_p, n_e = len(corpus), len(names_list)
+    mentions = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_p, n_e))
+
+    link_rows, link_cols = _title_links(corpus, keys, max_title_words)
+    title_links = sparse.csr_matrix(
+        (np.ones(len(link_rows)), (link_rows, link_cols)), shape=(n_p, n_p)
+    )
+
+    synonyms = sparse.csr_matrix((n_e, n_e))
+    if encoder is not None and n_e > 1:
+        a, b, sims = _synonym_pairs(
+            names_list, encoder, synonym_threshold, synonym_k, synonym_index
+        )
+        synonyms = sparse.csr_matrix(
+            (np.concatenate([sims, sims]), (np.concatenate([a, b]), np.concatenate([b, a]))),
+            shape=(n_e, n_e),
+        )
+    settings = {
+        "extractor": extractor.name,
+        "encoder": None if encoder is None else encoder.name,
+        "synonym_threshold": synonym_threshold,
+        "synonym_k": synonym_k,
+        "synonym_index": synonym_index,
+        "max_title_words": max_title_words,
+    }
+    graph = EntityGraph(
+        tuple(corpus.ids),
+        tuple(names_list),
+        mentions,
+        title_links,
+        synonyms,
+        corpus_fingerprint(corpus),
+        settings,
+    )
+    logger.info("entity graph: %d passages, %d entities, edges %s", n_p, n_e, graph.edge_counts)
+    return graph

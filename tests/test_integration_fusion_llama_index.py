@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import asyncio
+import doctest
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.llms import MockLLM
+from llama_index.core.retrievers import QueryFusionRetriever
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.retrievers.rag_multihop import (
+    EntityGraphRetriever,
+    PITFusionRetriever,
+)
+from llama_index.retrievers.rag_multihop import fusion as fusion_module
+from llama_index.retrievers.rag_multihop import graph as graph_module
+from llama_index.retrievers.rag_multihop.fusion import SIGNALS_KEY
+from llama_index.retrievers.rag_multihop.graph import nodes_to_corpus
+
+from rag_multihop.graph import EntityGraph
+
+NODES = {
+    pid: TextNode(id_=pid, text=text, metadata={"title": title})
+    for pid, title, text in [
+        ("wedding", "Polish Wedding", "Polish Wedding is a film directed by Theresa Connelly."),
+        ("connelly", "Theresa Connelly", "Theresa Connelly is an American director."),
+        ("rope", "Rope", "Rope is a 1948 film by Alfred Hitchcock."),
+        ("hitchcock", "Alfred Hitchcock", "Alfred Hitchcock was an English director."),
+        ("island", "Lonely Island", "Nothing links here."),
+    ]
+}
+
+
+class Fixed(BaseRetriever):
+    """A LlamaIndex retriever returning fixed scored nodes."""
+
+    def __init__(self, scored: list[tuple[str, float | None]]) -> None:
+        self.nodes = [NodeWithScore(node=NODES[pid], score=s) for pid, s in scored]
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return list(self.nodes)
+
+
+DENSE = [("wedding", 0.82), ("rope", 0.61), ("island", 0.44), ("connelly", 0.30)]
+SPARSE = [("connelly", 9.1), ("wedding", 4.2), ("hitchcock", 1.5)]
+
+
+def test_drop_in_positional_arguments_and_signals_hidden_from_the_llm():
+    fusion = PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], 3, names=["dense", "bm25"])
+    top = fusion.retrieve("Who directed Polish Wedding?")
+    assert [n.node.node_id for n in top] == ["wedding", "connelly", "rope"]
+    signals = top[0].node.metadata[SIGNALS_KEY]
+    assert set(signals) == {"dense", "dense_cal", "bm25", "bm25_cal"}
+    assert signals["dense"] == 0.82 and signals["dense_cal"] == 1.0
+    assert SIGNALS_KEY not in top[0].node.get_content(metadata_mode=MetadataMode.LLM)
+    assert SIGNALS_KEY not in top[0].node.get_content(metadata_mode=MetadataMode.EMBED)
+
+
+def test_dbsf_agrees_with_query_fusion_retriever():
+    ours = PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], 10, fusion="dbsf")
+    theirs = QueryFusionRetriever(
+        [Fixed(DENSE), Fixed(SPARSE)],
+        llm=MockLLM(),
+        mode="dist_based_score",  # type: ignore[arg-type]
+        similarity_top_k=10,
+        num_queries=1,
+        use_async=False,
+    )
+    got = {n.node.node_id: n.score for n in ours.retrieve("q")}
+    expected = {n.node.node_id: n.score for n in theirs.retrieve("q")}
+    assert got == pytest.approx(expected)
+
+
+def test_rrf_agrees_with_query_fusion_retriever_up_to_the_weight():
+    # LlamaIndex: sum 1 / (rank0 + 60) = sum 1 / (rank1 + 59); ours weights each list 1/2
+    ours = PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], 10, fusion="rrf", params={"k": 59})
+    theirs = QueryFusionRetriever(
+        [Fixed(DENSE), Fixed(SPARSE)],
+        llm=MockLLM(),
+        mode="reciprocal_rerank",  # type: ignore[arg-type]
+        similarity_top_k=10,
+        num_queries=1,
+        use_async=False,
+    )
+    got = {n.node.node_id: 2 * (n.score or 0.0) for n in ours.retrieve("q")}
+    assert got == pytest.approx({n.node.node_id: n.score for n in theirs.retrieve("q")})
+
+
+def test_async_children_run_concurrently():
+    events: list[str] = []
+
+    class Recording(Fixed):
+        async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            events.append("start")
+            await asyncio.sleep(0.01)
+            events.append("end")
+            return list(self.nodes)
+
+    fusion = PITFusionRetriever([Recording(DENSE), Recording(SPARSE)], 2)
+    top = asyncio.run(fusion.aretrieve("q"))
+    assert events == ["start", "start", "end", "end"]  # both awaited together
+    assert [n.node.node_id for n in top] == [n.node.node_id for n in fusion.retrieve("q")]
+
+
+def test_children_nodes_are_not_mutated():
+    dense = Fixed(DENSE)
+    before = [(n.score, dict(n.node.metadata)) for n in dense.nodes]
+    PITFusionRetriever([dense, Fixed(SPARSE)], 10).retrieve("q")
+    assert [(n.score, dict(n.node.metadata)) for n in dense.nodes] == before
+
+
+def test_a_node_repeated_in_one_list_keeps_its_best_score():
+    # BaseRetriever.retrieve already dedupes by node id; the adapter also guards _retrieve output
+    repeated = [NodeWithScore(node=NODES["rope"], score=s) for s in (0.61, 0.99)]
+    assert fusion_module._scored_list(0, repeated) == (["rope"], [0.99])
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ([[Fixed(DENSE)]], {}, "at least 2 retrievers, got 1"),
+        ([[Fixed(DENSE), Fixed(SPARSE)]], {"names": ["a"]}, "names must be 2 distinct strings"),
+        ([[Fixed(DENSE), Fixed(SPARSE)]], {"retriever_weights": [1, -1]}, "finite and >= 0"),
+        ([[Fixed(DENSE), Fixed(SPARSE)]], {"fusion": "x"}, r"choose from: boltzmann, dbsf"),
+        ([[Fixed(DENSE), Fixed(SPARSE)]], {"similarity_top_k": 0}, "similarity_top_k must be"),
+    ],
+)
+def test_bad_settings_are_clear_errors(args, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PITFusionRetriever(*args, **kwargs)
+
+
+def test_a_child_node_without_score_is_a_clear_error():
+    fusion = PITFusionRetriever([Fixed(DENSE), Fixed([("rope", None)])])
+    with pytest.raises(ValueError, match="retriever 1 returned node 'rope' without a score"):
+        fusion.retrieve("q")
+
+
+# --- entity-graph retriever -------------------------------------------------------------------
+
+
+def test_graph_retriever_from_nodes_with_and_without_seeds():
+    nodes = list(NODES.values())
+    alone = EntityGraphRetriever.from_nodes(nodes, similarity_top_k=2)
+    top = alone.retrieve("Who is the director of Polish Wedding?")
+    assert [n.node.node_id for n in top] == ["wedding", "connelly"]
+    assert top[0].node is NODES["wedding"]
+    seeded = EntityGraphRetriever(
+        alone.graph, nodes, seed_retriever=Fixed([("rope", 0.9)]), use_entities=False
+    )
+    assert [n.node.node_id for n in seeded.retrieve("anything")][:2] == ["rope", "hitchcock"]
+    async_top = asyncio.run(seeded.aretrieve("anything"))
+    assert [n.node.node_id for n in async_top] == [n.node.node_id for n in seeded.retrieve("x")]
+
+
+def test_graph_retriever_fused_with_a_vector_retriever():
+    nodes = list(NODES.values())
+    graph = EntityGraphRetriever.from_nodes(nodes, seed_retriever=Fixed(DENSE), similarity_top_k=5)
+    fusion = PITFusionRetriever([Fixed(DENSE), graph], 3, names=["dense", "graph"])
+    top = fusion.retrieve("Who is the director of Polish Wedding?")
+    # the second hop (connelly, dense rank 4) moves up to 3 with the graph's evidence
+    assert [n.node.node_id for n in top] == ["wedding", "rope", "connelly"]
+    assert set(top[2].node.metadata[SIGNALS_KEY]) == {"dense", "dense_cal", "graph", "graph_cal"}
+
+
+def test_graph_retriever_errors_and_saved_graphs(tmp_path):
+    nodes = list(NODES.values())
+    retriever = EntityGraphRetriever.from_nodes(nodes, seed_retriever=Fixed([("rope", 1.0)]))
+    retriever.graph.save(tmp_path / "g")
+    reloaded = EntityGraphRetriever(EntityGraph.load(tmp_path / "g", nodes_to_corpus(nodes)), nodes)
+    assert [n.node.node_id for n in reloaded.retrieve("Rope?")] == [
+        n.node.node_id for n in EntityGraphRetriever(retriever.graph, nodes).retrieve("Rope?")
+    ]
+    with pytest.raises(ValueError, match="built from another corpus"):
+        EntityGraphRetriever(retriever.graph, nodes[:3])
+    stranger = TextNode(id_="elsewhere", text="x")
+
+    class Stranger(Fixed):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            return [NodeWithScore(node=stranger, score=1.0)]
+
+    bad = EntityGraphRetriever(retriever.graph, nodes, seed_retriever=Stranger([]))
+    with pytest.raises(ValueError, match="node 'elsewhere', which is not among the graph's nodes"):
+        bad.retrieve("q")
+
+
+def test_docstring_examples_run():
+    for module in (fusion_module, graph_module):
+        assert doctest.testmod(module).failed == 0
