@@ -152,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     methods = sub.add_parser("methods", help="list the available methods")
     methods.set_defaults(func=cmd_methods)
+
+    from rag_multihop.association.cli import add_aar_parser
+
+    add_aar_parser(sub)
     return parser
 
 

@@ -39,6 +39,7 @@ ENTRY_POINT_GROUP = "rag_multihop.methods"
 # Core modules that register methods when imported; integrations use the entry-point group.
 CORE_METHOD_MODULES = (
     "rag_multihop.eval.baselines",
+    "rag_multihop.association.benchmark",
     "rag_multihop.fusion.benchmark",
 )
 

@@ -1,0 +1,16 @@
+"""Haystack rankers of rag-multihop.
+
+- :class:`AssociationRanker`: association-augmented reranking (AAR) with a model trained by
+  ``rag-multihop aar train`` (see ``docs/association.md``).
+
+Example:
+    >>> from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
+    >>> AssociationRanker(model_path="models/aar", top_k=3).top_k
+    3
+"""
+
+from __future__ import annotations
+
+from haystack_integrations.components.rankers.rag_multihop.association import AssociationRanker
+
+__all__ = ["AssociationRanker"]

@@ -1,0 +1,147 @@
+"""AAR (association-augmented reranking) as a Haystack ranker component.
+
+``AssociationRanker`` translates documents into rag-multihop candidates (``Document.id`` =
+passage id), calls :class:`rag_multihop.association.AssociationReranker` and returns new
+documents (``dataclasses.replace``; inputs are never mutated) with the blended AAR score and
+the signals ``association``, ``cosine`` and ``retrieval_score`` (the incoming score) in
+``meta``.
+
+Vectors: a document the saved model stores (by id) uses the stored vector and f(p); any
+other uses ``Document.embedding`` when set, else the encoder. The query vector is the
+``query_embedding`` input when connected, else the encoder's embedding of ``query``. The
+encoder is a sentence-transformers model (default: the bundled all-MiniLM-L6-v2) and must be
+the one the association model was trained with. Serialisation stores the model path, never
+the weights.
+
+Example:
+    >>> from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
+    >>> ranker = AssociationRanker(model_path="models/aar-demo", top_k=3)
+    >>> ranker.to_dict()["init_parameters"]["model_path"]
+    'models/aar-demo'
+    >>> pipeline.add_component("aar", ranker)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from rag_multihop.association import SCORING_MODES, AssociationReranker
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_fraction, check_positive_int
+
+RETRIEVAL_SCORE_KEY = "retrieval_score"
+"""``meta`` key of the score a document had before reranking."""
+
+
+@component
+class AssociationRanker:
+    """Rank documents by ``(1 − λ)·cos(q, d) + λ·a(q, d)`` with a trained association model.
+
+    Args:
+        model_path: directory of a saved model (``rag-multihop aar train`` or
+            ``AssociationReranker.save``); loaded in :meth:`warm_up`.
+        top_k: documents returned (a ``run`` value overrides it).
+        lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
+        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value.
+        encoder_model: a sentence-transformers model path or name that embeds queries and
+            unstored documents; ``None`` uses the bundled all-MiniLM-L6-v2.
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        top_k: int = 10,
+        lambda_: float | None = None,
+        mode: str | None = None,
+        encoder_model: str | None = None,
+    ) -> None:
+        self.model_path = str(model_path)
+        self.top_k = check_positive_int(top_k, "top_k")
+        self.lambda_ = None if lambda_ is None else check_fraction(lambda_, "lambda_")
+        if mode is not None and mode not in SCORING_MODES:
+            raise ValueError(f"mode must be one of {sorted(SCORING_MODES)}, got {mode!r}")
+        self.mode = mode
+        self.encoder_model = encoder_model
+        self._reranker: AssociationReranker | None = None
+
+    def warm_up(self) -> None:
+        """Load the model and its encoder (idempotent)."""
+        self._loaded()
+
+    def _loaded(self) -> AssociationReranker:
+        if self._reranker is None:
+            self._reranker = AssociationReranker.load(
+                self.model_path, encoder=self._encoder(), lambda_=self.lambda_, mode=self.mode
+            )
+        return self._reranker
+
+    def _encoder(self) -> Encoder:
+        from rag_multihop.encoders import SentenceTransformerEncoder, default_encoder
+
+        if self.encoder_model is None:
+            return default_encoder()
+        return SentenceTransformerEncoder(self.encoder_model)
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            model_path=self.model_path,
+            top_k=self.top_k,
+            lambda_=self.lambda_,
+            mode=self.mode,
+            encoder_model=self.encoder_model,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AssociationRanker:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query: str,
+        documents: list[Document],
+        top_k: int | None = None,
+        query_embedding: list[float] | None = None,
+    ) -> dict[str, list[Document]]:
+        """The ``top_k`` best documents by AAR score, as new ``Document`` objects."""
+        top_k = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
+        if not documents:
+            return {"documents": []}
+        reranker = self._loaded()
+        candidates = [
+            Candidate(
+                Passage(doc.id, doc.content or ""),
+                0.0 if doc.score is None else float(doc.score),
+                signals={} if doc.score is None else {RETRIEVAL_SCORE_KEY: float(doc.score)},
+            )
+            for doc in documents
+        ]
+        vectors = {doc.id: doc.embedding for doc in documents if doc.embedding is not None}
+        ranked = reranker.rerank(
+            Query(query, embedding=query_embedding), candidates, top_n=top_k, vectors=vectors
+        )
+        by_id = {doc.id: doc for doc in documents}
+        return {
+            "documents": [
+                replace(by_id[c.id], score=c.score, meta={**by_id[c.id].meta, **c.signals})
+                for c in ranked
+            ]
+        }
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self,
+        query: str,
+        documents: list[Document],
+        top_k: int | None = None,
+        query_embedding: list[float] | None = None,
+    ) -> dict[str, list[Document]]:
+        """:meth:`run` in a worker thread (embedding and scoring are CPU-bound)."""
+        return await asyncio.to_thread(self.run, query, documents, top_k, query_embedding)

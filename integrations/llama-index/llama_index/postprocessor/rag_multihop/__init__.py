@@ -1,0 +1,16 @@
+"""LlamaIndex node postprocessors of rag-multihop.
+
+- :class:`AssociationRerank`: association-augmented reranking (AAR) with a model trained by
+  ``rag-multihop aar train`` (see ``docs/association.md``).
+
+Example:
+    >>> from llama_index.postprocessor.rag_multihop import AssociationRerank
+    >>> AssociationRerank(model_path="models/aar", top_n=3).to_dict()["class_name"]
+    'AssociationRerank'
+"""
+
+from __future__ import annotations
+
+from llama_index.postprocessor.rag_multihop.association import AssociationRerank
+
+__all__ = ["AssociationRerank"]

@@ -1,0 +1,310 @@
+"""The ``aar`` and ``aar-reverse`` benchmark methods.
+
+Both rerank the shared dense top-K (FAISS, K=100) with an association model trained inside
+the benchmark; they differ only in the scoring mode (``mixed`` / ``reverse``) and share one
+trained model per setting through ``context.artifacts``. Options (``--option KEY=VALUE``):
+
+- ``protocol``: :data:`PROTOCOLS` (``transductive`` by default);
+- ``pairs``: :data:`PAIR_SOURCES` (``gold`` by default);
+- ``aar_lambda`` (λ, default 0.5), ``aar_k`` (K, default 100), ``aar_epochs`` (default 100),
+  ``aar_seed`` (default 0), ``aar_relations`` (label-free relations, comma-separated,
+  default ``title-mention``), ``aar_threads`` (torch threads while training; default torch's).
+
+``bench_extras()`` reports per trained model the pair statistics, training statistics and the
+leakage (shares of the evaluated questions' gold pairs and gold passages present in the
+training pairs), plus per query the FAISS search time and the rerank time (precomputed f(p)).
+
+Example:
+    >>> BenchSettings.from_options({"protocol": "heldout", "aar_lambda": "0.4"}).lambda_
+    0.4
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from rag_multihop.association.model import DEFAULT_LAMBDA
+from rag_multihop.association.pairs import (
+    CORPUS_RELATIONS,
+    DEFAULT_CORPUS_RELATIONS,
+    PairSet,
+    corpus_pairs,
+    leakage,
+)
+from rag_multihop.association.reranker import AssociationReranker, rescore_candidates
+from rag_multihop.association.retriever import DEFAULT_CANDIDATES
+from rag_multihop.association.training import TrainingConfig
+from rag_multihop.eval.datasets import QAExample
+from rag_multihop.eval.methods import BenchContext, register_method
+from rag_multihop.index.dense import DenseRetriever
+from rag_multihop.types import Candidate, Query, rank_candidates
+from rag_multihop.validation import check_fraction, check_positive_int
+
+logger = logging.getLogger(__name__)
+
+PROTOCOLS: Mapping[str, str] = MappingProxyType(
+    {
+        "transductive": "train on the gold of every question, evaluate on all (the paper's "
+        "main setting)",
+        "heldout": "2-fold split of the questions by a fixed seed: train on one fold, evaluate "
+        "the other, both ways",
+    }
+)
+PAIR_SOURCES: Mapping[str, str] = MappingProxyType(
+    {
+        "gold": "all pairs of each training question's gold passages",
+        "shuffled": "the gold pairs with their second passages randomly permuted (control)",
+        "corpus": "label-free title mentions from the corpus (no questions used)",
+        "gold+corpus": "the union of gold and corpus pairs",
+    }
+)
+HELDOUT_SEED = 0
+"""Seed of the held-out 2-fold question split (fixed, so every run splits the same way)."""
+
+
+def _option(options: Mapping[str, Any], key: str, default: Any, parse: type) -> Any:
+    value = options.get(key, default)
+    try:
+        return parse(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"option {key} must be a {parse.__name__}, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """The benchmark options of the AAR methods, validated."""
+
+    protocol: str = "transductive"
+    pairs: str = "gold"
+    lambda_: float = DEFAULT_LAMBDA
+    candidates: int = DEFAULT_CANDIDATES
+    epochs: int = TrainingConfig.epochs
+    seed: int = 0
+    relations: tuple[str, ...] = DEFAULT_CORPUS_RELATIONS
+    threads: int | None = None
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> BenchSettings:
+        """Settings from ``--option`` values (strings from the CLI, or typed values)."""
+        protocol = str(options.get("protocol", cls.protocol))
+        if protocol not in PROTOCOLS:
+            raise ValueError(
+                f"option protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}"
+            )
+        pairs = str(options.get("pairs", cls.pairs))
+        if pairs not in PAIR_SOURCES:
+            raise ValueError(f"option pairs must be one of {sorted(PAIR_SOURCES)}, got {pairs!r}")
+        relations = options.get("aar_relations", ",".join(cls.relations))
+        names = tuple(r.strip() for r in str(relations).split(",") if r.strip())
+        if not names or any(r not in CORPUS_RELATIONS for r in names):
+            raise ValueError(
+                f"option aar_relations must be a comma-separated list of "
+                f"{sorted(CORPUS_RELATIONS)}, got {relations!r}"
+            )
+        seed = _option(options, "aar_seed", cls.seed, int)
+        if seed < 0:
+            raise ValueError(f"option aar_seed must be a non-negative integer, got {seed!r}")
+        threads = options.get("aar_threads")
+        if threads is not None:
+            threads = check_positive_int(_option(options, "aar_threads", None, int), "aar_threads")
+        return cls(
+            protocol=protocol,
+            pairs=pairs,
+            lambda_=check_fraction(
+                _option(options, "aar_lambda", cls.lambda_, float), "aar_lambda"
+            ),
+            candidates=check_positive_int(_option(options, "aar_k", cls.candidates, int), "aar_k"),
+            epochs=check_positive_int(
+                _option(options, "aar_epochs", cls.epochs, int), "aar_epochs"
+            ),
+            seed=seed,
+            relations=names,
+            threads=threads,
+        )
+
+
+def heldout_folds(
+    questions: Sequence[QAExample], seed: int = HELDOUT_SEED
+) -> tuple[tuple[QAExample, ...], tuple[QAExample, ...]]:
+    """Two halves of ``questions``, split by a seeded permutation."""
+    order = np.random.default_rng(seed).permutation(len(questions))
+    half = len(questions) // 2
+    return (
+        tuple(questions[i] for i in sorted(order[:half])),
+        tuple(questions[i] for i in sorted(order[half:])),
+    )
+
+
+def training_pairs(
+    context: BenchContext, settings: BenchSettings, questions: Sequence[QAExample]
+) -> PairSet:
+    """The pairs of ``settings.pairs`` for training on ``questions``."""
+    gold = PairSet.from_gold(questions)
+    if settings.pairs == "gold":
+        return gold
+    if settings.pairs == "shuffled":
+        return gold.shuffled(settings.seed)
+    key = f"aar-corpus-pairs:{','.join(settings.relations)}"
+    if key not in context.artifacts:
+        context.artifacts[key] = corpus_pairs(context.dataset.corpus, settings.relations)
+    label_free: PairSet = context.artifacts[key]
+    return label_free if settings.pairs == "corpus" else gold | label_free
+
+
+@dataclass(frozen=True)
+class _Model:
+    """A trained reranker, the questions it evaluates and its report for ``bench_extras``."""
+
+    reranker: AssociationReranker
+    eval_question_ids: tuple[str, ...]
+    report: dict[str, Any]
+
+
+def _train(
+    context: BenchContext,
+    settings: BenchSettings,
+    fold: str,
+    train: Sequence[QAExample],
+    evaluate: Sequence[QAExample],
+) -> _Model:
+    """The model trained on ``train``'s pairs (``fold`` names it), evaluated on ``evaluate``.
+
+    Models are cached in ``context.artifacts``, so ``aar`` and ``aar-reverse`` share them;
+    label-free pairs use no questions, so every fold shares one model.
+    """
+    label_free = settings.pairs == "corpus"
+    key = (
+        f"aar-model:{settings.pairs}:{','.join(settings.relations)}:{settings.epochs}:"
+        f"{settings.seed}:{'label-free' if label_free else fold}"
+    )
+    if key not in context.artifacts:
+        pairs = training_pairs(context, settings, train)
+        config = TrainingConfig(
+            epochs=settings.epochs, seed=settings.seed, threads=settings.threads
+        )
+        reranker = AssociationReranker(training=config).fit(
+            context.dataset.corpus.ids,
+            context.passage_vectors,
+            pairs,
+            encoder_name=context.encoder.name,
+        )
+        context.artifacts[key] = (reranker, pairs)
+    reranker, pairs = context.artifacts[key]
+    report = {
+        "train_questions": 0 if label_free else len(train),
+        "eval_questions": len(evaluate),
+        "pair_stats": reranker.provenance["pair_stats"],
+        "training_stats": reranker.provenance["training_stats"],
+        "leakage": leakage(pairs, [q.gold_ids for q in evaluate]).to_dict(),
+    }
+    return _Model(reranker, tuple(q.id for q in evaluate), report)
+
+
+class AssociationBenchRetriever:
+    """Dense top-K by FAISS, reranked by the model trained for each question's fold.
+
+    ``retrieve`` times the FAISS search, the association scoring (numpy: vectors by id, f(q),
+    scores) and the whole rerank (scoring plus new ranked ``Candidate`` objects) separately.
+    """
+
+    def __init__(
+        self,
+        dense: DenseRetriever,
+        models: Sequence[_Model],
+        *,
+        mode: str,
+        settings: BenchSettings,
+    ) -> None:
+        self.dense = dense
+        self.models = list(models)
+        self.mode = mode
+        self.settings = settings
+        self._by_question: dict[str, AssociationReranker] = {}
+        for model in self.models:
+            scoring = model.reranker.with_settings(lambda_=settings.lambda_, mode=mode)
+            self._by_question.update(dict.fromkeys(model.eval_question_ids, scoring))
+        self.faiss_ms: list[float] = []
+        self.scoring_ms: list[float] = []
+        self.rerank_ms: list[float] = []
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        reranker = self._by_question.get(query.id)
+        if reranker is None:
+            raise ValueError(f"query id {query.id!r} is not a question of this benchmark")
+        vector = self.dense.query_vector(query)
+        t0 = time.perf_counter()
+        dense_scores, ids = self.dense.index.search(vector, self.settings.candidates)
+        t1 = time.perf_counter()
+        corpus = self.dense.corpus
+        found = rank_candidates(
+            Candidate(corpus[pid], float(s), signals={"dense": float(s)})
+            for pid, s in zip(ids[0], dense_scores[0], strict=True)
+        )
+        t2 = time.perf_counter()
+        scores = reranker.score(query, found)
+        t3 = time.perf_counter()
+        ranked = rescore_candidates(found, scores, top_n=k)
+        t4 = time.perf_counter()
+        self.faiss_ms.append((t1 - t0) * 1000.0)
+        self.scoring_ms.append((t3 - t2) * 1000.0)
+        self.rerank_ms.append((t4 - t2) * 1000.0)
+        return ranked
+
+    def bench_extras(self) -> dict[str, Any]:
+        """Settings, per-model training report and leakage, and per-query timings."""
+        faiss_median = float(np.median(self.faiss_ms)) if self.faiss_ms else float("nan")
+        rerank_median = float(np.median(self.rerank_ms)) if self.rerank_ms else float("nan")
+        return {
+            **{k: v for k, v in asdict(self.settings).items() if k != "lambda_"},
+            "lambda": self.settings.lambda_,
+            "mode": self.mode,
+            "models": [model.report for model in self.models],
+            "training_seconds": round(
+                sum(m.report["training_stats"]["seconds"] for m in self.models), 2
+            ),
+            "faiss_search_ms": _summary(self.faiss_ms),
+            "scoring_ms": _summary(self.scoring_ms),
+            "rerank_ms": _summary(self.rerank_ms),
+            "rerank_over_faiss": round(rerank_median / faiss_median, 3),
+        }
+
+
+def _summary(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    return {
+        "median": round(float(np.median(values)), 4),
+        "p95": round(float(np.percentile(values, 95)), 4),
+    }
+
+
+def build(context: BenchContext, mode: str) -> AssociationBenchRetriever:
+    """The AAR bench retriever for ``context`` under its options, scoring with ``mode``."""
+    settings = BenchSettings.from_options(context.options)
+    questions = context.dataset.questions
+    if settings.protocol == "transductive":
+        models = [_train(context, settings, "all", questions, questions)]
+    else:
+        first, second = heldout_folds(questions)
+        models = [
+            _train(context, settings, "fold-0", first, second),
+            _train(context, settings, "fold-1", second, first),
+        ]
+    return AssociationBenchRetriever(context.dense, models, mode=mode, settings=settings)
+
+
+@register_method("aar", "AAR: dense top-100 reranked by a learned association (mixed scoring)")
+def build_aar(context: BenchContext) -> AssociationBenchRetriever:
+    return build(context, "mixed")
+
+
+@register_method("aar-reverse", "AAR with reverse scoring a = f(p)·q (the paper's variant)")
+def build_aar_reverse(context: BenchContext) -> AssociationBenchRetriever:
+    return build(context, "reverse")

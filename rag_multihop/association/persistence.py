@@ -1,0 +1,192 @@
+"""Save and load a trained association model as an inspectable directory.
+
+Layout (no pickle anywhere; arrays are read with ``allow_pickle=False``):
+
+- ``config.json``: ``kind``, ``format_version``, ``rag_multihop_version``, ``encoder``
+  (``name``, ``dim``), ``scoring`` (``lambda``, ``mode``), ``training`` (hyperparameters),
+  ``training_stats``, ``pair_stats``, ``passages``;
+- ``model.safetensors``: the weights of f under torch's parameter names;
+- ``passage_vectors.npy`` / ``passage_transformed.npy``: the raw passage embeddings ``P``
+  and ``f(P)``, one float32 row per id of ``passage_ids.json``.
+
+Writes go to a temporary sibling directory that replaces the target in one rename, so a
+crash never leaves a half-written model; an existing directory that is not a saved
+association model is never overwritten.
+
+Example:
+    >>> import tempfile, numpy as np
+    >>> from rag_multihop.association.model import AssociationWeights
+    >>> w = AssociationWeights.identity(2)
+    >>> saved = SavedModel(w, {"encoder": {"name": "toy", "dim": 2}}, ("a",),
+    ...                    np.ones((1, 2), "float32"), np.ones((1, 2), "float32"))
+    >>> path = save_model(saved, tempfile.mkdtemp() + "/m")
+    >>> load_model(path).passage_ids
+    ('a',)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_multihop._optional import require
+from rag_multihop._version import __version__
+from rag_multihop.association.model import AssociationWeights
+
+KIND = "rag_multihop.association"
+FORMAT_VERSION = 1
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VECTORS_FILE = "passage_vectors.npy"
+TRANSFORMED_FILE = "passage_transformed.npy"
+IDS_FILE = "passage_ids.json"
+FILES = (CONFIG_FILE, WEIGHTS_FILE, VECTORS_FILE, TRANSFORMED_FILE, IDS_FILE)
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    """Everything a model directory holds. ``config`` needs at least ``encoder.name/dim``."""
+
+    weights: AssociationWeights
+    config: Mapping[str, Any]
+    passage_ids: tuple[str, ...]
+    passage_vectors: np.ndarray
+    passage_transformed: np.ndarray
+
+
+def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
+    """Write ``model`` into ``directory`` atomically; returns the directory path."""
+    safetensors_numpy = require("safetensors.numpy", extra="train")
+    target = Path(directory)
+    if target.exists() and (
+        not target.is_dir() or (any(target.iterdir()) and not _is_model(target))
+    ):
+        raise FileExistsError(
+            f"{target} exists and is not a saved association model; refusing to overwrite it "
+            "(choose a new or empty directory)"
+        )
+    config = {
+        **model.config,
+        "kind": KIND,
+        "format_version": FORMAT_VERSION,
+        "rag_multihop_version": __version__,
+        "passages": len(model.passage_ids),
+    }
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
+    retired = staging.with_name(staging.name + ".old")
+    staging.mkdir()  # unlike tempfile.mkdtemp (0700), this honours the umask
+    try:
+        (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False))
+        safetensors_numpy.save_file(
+            model.weights.to_state_dict(), str(staging / WEIGHTS_FILE), metadata={"kind": KIND}
+        )
+        os.chmod(staging / WEIGHTS_FILE, (staging / CONFIG_FILE).stat().st_mode)
+        np.save(staging / VECTORS_FILE, np.ascontiguousarray(model.passage_vectors, "float32"))
+        np.save(
+            staging / TRANSFORMED_FILE, np.ascontiguousarray(model.passage_transformed, "float32")
+        )
+        (staging / IDS_FILE).write_text(json.dumps(list(model.passage_ids), ensure_ascii=False))
+        if target.exists():
+            os.replace(target, retired)
+        os.replace(staging, target)
+    finally:
+        for leftover in (staging, retired):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+    return target
+
+
+def _is_model(directory: Path) -> bool:
+    try:
+        return read_config(directory).get("kind") == KIND
+    except (OSError, ValueError):
+        return False
+
+
+def read_config(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """The model's ``config.json``, checked for kind and format version (no arrays loaded)."""
+    source = Path(directory)
+    path = source / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{source} is not a saved association model (no {CONFIG_FILE}); "
+            "save one with AssociationReranker.save or `rag-multihop aar train`"
+        )
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is corrupted (not valid JSON: {exc})") from None
+    if not isinstance(config, dict) or config.get("kind") != KIND:
+        kind = config.get("kind") if isinstance(config, dict) else type(config).__name__
+        raise ValueError(f"{source} holds a {kind!r} model, not a {KIND!r} one")
+    if config.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{source} has format_version {config.get('format_version')!r}; this version of "
+            f"rag-multihop reads format_version {FORMAT_VERSION}"
+        )
+    encoder = config.get("encoder")
+    name = encoder.get("name") if isinstance(encoder, dict) else None
+    dim = encoder.get("dim") if isinstance(encoder, dict) else None
+    if not isinstance(name, str) or not isinstance(dim, int) or dim <= 0:
+        raise ValueError(f"{path} is corrupted: 'encoder' must hold a name and a positive dim")
+    return config
+
+
+def load_model(directory: str | os.PathLike[str]) -> SavedModel:
+    """Read a model directory; ``ValueError`` names the corrupted or inconsistent file."""
+    source = Path(directory)
+    config = read_config(source)
+    missing = [name for name in FILES if not (source / name).is_file()]
+    if missing:
+        raise ValueError(f"{source} is an incomplete association model: missing {missing}")
+    safetensors_numpy = require("safetensors.numpy", extra="train")
+    safetensor_error = require("safetensors", extra="train").SafetensorError
+    try:
+        state = safetensors_numpy.load_file(str(source / WEIGHTS_FILE))
+    except (safetensor_error, OSError, ValueError) as exc:
+        raise ValueError(f"{source / WEIGHTS_FILE} is corrupted: {exc}") from None
+    try:
+        weights = AssociationWeights.from_state_dict(state)
+    except ValueError as exc:
+        raise ValueError(f"{source / WEIGHTS_FILE}: {exc}") from None
+    dim = config["encoder"]["dim"]
+    if weights.dim != dim:
+        raise ValueError(
+            f"{source}: weights have dimension {weights.dim} but config.json says {dim}"
+        )
+    try:
+        ids = json.loads((source / IDS_FILE).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{source / IDS_FILE} is corrupted: {exc}") from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError(f"{source / IDS_FILE} must hold a JSON list of passage id strings")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{source / IDS_FILE} holds duplicate passage ids")
+    arrays = [
+        _load_matrix(source / name, len(ids), dim) for name in (VECTORS_FILE, TRANSFORMED_FILE)
+    ]
+    return SavedModel(weights, config, tuple(ids), arrays[0], arrays[1])
+
+
+def _load_matrix(path: Path, rows: int, dim: int) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} is corrupted: {exc}") from None
+    if array.dtype != np.float32 or array.shape != (rows, dim):
+        raise ValueError(
+            f"{path} holds a {array.dtype} array of shape {array.shape}; expected float32 "
+            f"({rows}, {dim}) to match {IDS_FILE} and the encoder dimension"
+        )
+    if not np.isfinite(array).all():
+        raise ValueError(f"{path} contains NaN or inf values")
+    return array

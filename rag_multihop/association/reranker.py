@@ -1,0 +1,466 @@
+"""The association reranker: settings and state around the pure functions of :mod:`.model`.
+
+:class:`AssociationReranker` implements the core ``Reranker`` protocol. ``fit`` trains f on
+association pairs (torch, the ``train`` extra) and precomputes ``f(p)`` for every passage;
+``rerank`` needs numpy only: for each candidate it blends ``cos(q, p)`` with the association
+score ``a(q, p)`` of the chosen mode, ``score = (1 − λ)·cos + λ·a``. Candidates keep their
+old signals and gain ``"association"`` and ``"cosine"``.
+
+Vectors for a candidate come from, in order: the model's stored vectors (by passage id), the
+``vectors`` mapping given to ``rerank``, the reranker's encoder (embedding
+``passage.embedding_text``). Passages found in neither are an error naming them. f(p) of a
+passage the model does not store is computed on the fly; :meth:`AssociationReranker.add_passages`
+stores new passages without retraining.
+
+Example (needs torch for ``fit``):
+    >>> import numpy as np
+    >>> from rag_multihop import Candidate, Passage, Query
+    >>> rng = np.random.default_rng(0)
+    >>> ids = ["a", "b", "c", "d"]
+    >>> vectors = rng.normal(size=(4, 8)).astype("float32")
+    >>> reranker = AssociationReranker(training=TrainingConfig(epochs=3, batch_size=4))
+    >>> reranker = reranker.fit(ids, vectors, [("a", "b"), ("c", "d")], encoder_name="toy")
+    >>> found = [Candidate(Passage(i, f"text {i}"), 0.5, signals={"dense": 0.5}) for i in ids]
+    >>> ranked = reranker.rerank(Query("q", embedding=vectors[0]), found, top_n=2)
+    >>> len(ranked), sorted(ranked[0].signals)
+    (2, ['association', 'cosine', 'dense'])
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_multihop.association.model import (
+    DEFAULT_LAMBDA,
+    DEFAULT_MODE,
+    LAYER_NORM_EPS,
+    N_LINEAR,
+    AssociationWeights,
+    association_transform,
+    blend,
+    get_scoring_mode,
+)
+from rag_multihop.association.pairs import PairSet
+from rag_multihop.association.persistence import SavedModel, load_model, save_model
+from rag_multihop.association.training import TrainingConfig
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import (
+    as_embedding_matrix,
+    check_fraction,
+    check_positive_int,
+    l2_normalize,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Store:
+    """A fitted model: weights, the encoder it belongs to, and P / f(P) by passage id."""
+
+    weights: AssociationWeights
+    encoder_name: str
+    ids: list[str]
+    vectors: np.ndarray
+    transformed: np.ndarray
+    provenance: dict[str, Any] = field(default_factory=dict)
+    position: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.position = {pid: i for i, pid in enumerate(self.ids)}
+
+
+@dataclass(frozen=True)
+class AssociationScores:
+    """Per-candidate arrays, in candidate order: ``cosine``, ``association`` and ``score``."""
+
+    cosine: np.ndarray
+    association: np.ndarray
+    score: np.ndarray
+
+
+def rescore_candidates(
+    candidates: Sequence[Candidate], scores: AssociationScores, top_n: int | None = None
+) -> list[Candidate]:
+    """New candidates with ``scores.score``, ranked (ties by id), at most ``top_n``.
+
+    Each keeps its signals and gains ``"association"`` and ``"cosine"``; inputs are not changed.
+    """
+    score, cosine = scores.score.tolist(), scores.cosine.tolist()
+    association = scores.association.tolist()
+    order = sorted(range(len(candidates)), key=lambda i: (-score[i], candidates[i].passage.id))
+    return [
+        Candidate(
+            candidates[i].passage,
+            score[i],
+            rank,
+            {**candidates[i].signals, "association": association[i], "cosine": cosine[i]},
+        )
+        for rank, i in enumerate(order[:top_n], start=1)
+    ]
+
+
+class AssociationReranker:
+    """Association-augmented reranking (AAR) of a candidate list.
+
+    Args:
+        encoder: embeds queries that carry no embedding and passages the model does not
+            store; must be the encoder the model was trained with (name and dimension).
+        lambda_: blend weight λ in [0, 1] of the association score.
+        mode: a scoring mode of :data:`~rag_multihop.association.model.SCORING_MODES`.
+        training: hyperparameters used by :meth:`fit`.
+    """
+
+    def __init__(
+        self,
+        *,
+        encoder: Encoder | None = None,
+        lambda_: float = DEFAULT_LAMBDA,
+        mode: str = DEFAULT_MODE,
+        training: TrainingConfig | None = None,
+    ) -> None:
+        self.encoder = encoder
+        self.lambda_ = check_fraction(lambda_, "lambda_")
+        self.mode = get_scoring_mode(mode).name
+        self.training = training or TrainingConfig()
+        self._store: _Store | None = None
+
+    # --- state --------------------------------------------------------------------------------
+
+    @property
+    def is_fitted(self) -> bool:
+        return self._store is not None
+
+    @property
+    def _fitted(self) -> _Store:
+        if self._store is None:
+            raise RuntimeError("the association reranker is not fitted; call fit() or load()")
+        return self._store
+
+    @property
+    def encoder_name(self) -> str:
+        return self._fitted.encoder_name
+
+    @property
+    def dim(self) -> int:
+        return self._fitted.weights.dim
+
+    @property
+    def weights(self) -> AssociationWeights:
+        return self._fitted.weights
+
+    @property
+    def passage_ids(self) -> tuple[str, ...]:
+        """Ids whose vectors and f(p) the model stores."""
+        return tuple(self._fitted.ids)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Training settings and statistics (``training``, ``training_stats``, ``pair_stats``)."""
+        return dict(self._fitted.provenance)
+
+    def with_settings(
+        self,
+        *,
+        lambda_: float | None = None,
+        mode: str | None = None,
+        encoder: Encoder | None = None,
+    ) -> AssociationReranker:
+        """A reranker sharing this one's fitted model, with other scoring settings or encoder.
+
+        The model state is shared, not copied: :meth:`add_passages` on either shows in both.
+        """
+        other = AssociationReranker(
+            encoder=self.encoder if encoder is None else encoder,
+            lambda_=self.lambda_ if lambda_ is None else lambda_,
+            mode=self.mode if mode is None else mode,
+            training=self.training,
+        )
+        if self._store is not None:
+            self._check_encoder(self._store, encoder)
+        other._store = self._store
+        return other
+
+    def stores(self, passage_id: str) -> bool:
+        """Whether the model stores a vector and f(p) for ``passage_id``."""
+        return passage_id in self._fitted.position
+
+    def passage_vectors(self, passage_ids: Sequence[str]) -> np.ndarray:
+        """The stored (normalised) vectors of ``passage_ids``; ``KeyError`` names unknown ids."""
+        store = self._fitted
+        unknown = [pid for pid in passage_ids if pid not in store.position]
+        if unknown:
+            raise KeyError(f"the model stores no vectors for {len(unknown)} id(s): {unknown[:5]}")
+        return store.vectors[[store.position[pid] for pid in passage_ids]]
+
+    # --- fitting ------------------------------------------------------------------------------
+
+    def fit(
+        self,
+        passage_ids: Sequence[str],
+        passage_vectors: np.ndarray,
+        pairs: PairSet | Iterable[Sequence[str]],
+        *,
+        encoder_name: str | None = None,
+        show_progress: bool = False,
+    ) -> AssociationReranker:
+        """Train f on ``pairs`` of ``passage_ids`` and store P and f(P); returns ``self``.
+
+        ``passage_vectors`` holds one embedding per id (rows are L2-normalised here).
+        ``encoder_name`` names the encoder that made them (default: ``encoder.name``).
+        """
+        from rag_multihop.association.training import train_association
+
+        ids, matrix = self._check_passages(passage_ids, passage_vectors, dim=None)
+        if encoder_name is None:
+            if self.encoder is None:
+                raise ValueError(
+                    "fit needs encoder_name (the model that embedded the passages) when the "
+                    "reranker has no encoder"
+                )
+            encoder_name = self.encoder.name
+        pair_set = pairs if isinstance(pairs, PairSet) else PairSet.from_pairs(pairs)
+        position = {pid: i for i, pid in enumerate(ids)}
+        weights, stats = train_association(
+            matrix, pair_set.rows(position), self.training, show_progress=show_progress
+        )
+        provenance = {
+            "training": self.training.to_dict(),
+            "training_stats": stats.to_dict(),
+            "pair_stats": pair_set.stats().to_dict(),
+        }
+        transformed = association_transform(matrix, weights)
+        store = _Store(weights, encoder_name, ids, matrix, transformed, provenance)
+        self._check_encoder(store, self.encoder)
+        self._store = store
+        return self
+
+    def add_passages(self, passage_ids: Sequence[str], passage_vectors: np.ndarray) -> None:
+        """Store vectors and f(p) for more passages (no retraining); known ids are replaced."""
+        store = self._fitted
+        ids, matrix = self._check_passages(passage_ids, passage_vectors, dim=self.dim)
+        transformed = association_transform(matrix, store.weights)
+        known = [i for i, pid in enumerate(ids) if pid in store.position]
+        for i in known:
+            row = store.position[ids[i]]
+            store.vectors[row], store.transformed[row] = matrix[i], transformed[i]
+        new = [i for i, pid in enumerate(ids) if pid not in store.position]
+        if new:
+            store.ids.extend(ids[i] for i in new)
+            store.vectors = np.concatenate([store.vectors, matrix[new]])
+            store.transformed = np.concatenate([store.transformed, transformed[new]])
+            store.position = {pid: i for i, pid in enumerate(store.ids)}
+        logger.info("added %d passages, replaced %d", len(new), len(known))
+
+    @staticmethod
+    def _check_passages(
+        passage_ids: Sequence[str], passage_vectors: np.ndarray, *, dim: int | None
+    ) -> tuple[list[str], np.ndarray]:
+        ids = [str(pid) for pid in passage_ids]
+        if not ids:
+            raise ValueError("no passages given; pass at least one passage id and vector")
+        dupes = [pid for pid, n in Counter(ids).items() if n > 1]
+        if dupes:
+            raise ValueError(f"passage ids must be unique; duplicated: {dupes[:5]}")
+        matrix = as_embedding_matrix(passage_vectors, name="passage vectors")
+        if dim is not None and matrix.shape[1] != dim:
+            raise ValueError(
+                f"passage vectors have dimension {matrix.shape[1]} but the model expects {dim}"
+            )
+        if matrix.shape[0] != len(ids):
+            raise ValueError(f"got {len(ids)} passage ids but {matrix.shape[0]} vectors")
+        return ids, l2_normalize(matrix)
+
+    @staticmethod
+    def _check_encoder(store: _Store, encoder: Encoder | None) -> None:
+        if encoder is None:
+            return
+        if encoder.name != store.encoder_name or encoder.dim != store.weights.dim:
+            raise ValueError(
+                f"the association model was trained with encoder {store.encoder_name!r} "
+                f"(dim {store.weights.dim}) but the given encoder is {encoder.name!r} "
+                f"(dim {encoder.dim}); use the same encoder or retrain"
+            )
+
+    # --- reranking ----------------------------------------------------------------------------
+
+    def rerank(
+        self,
+        query: Query,
+        candidates: Sequence[Candidate],
+        top_n: int | None = None,
+        *,
+        vectors: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+    ) -> list[Candidate]:
+        """``candidates`` re-scored with association, best first; at most ``top_n``.
+
+        An empty candidate list gives an empty list. ``vectors`` supplies embeddings for
+        passages the model does not store (it is not consulted for stored ones).
+
+        Raises:
+            ValueError: duplicate candidate ids, a query without embedding and no encoder,
+                a dimension mismatch, NaN/inf vectors, or passages without a vector.
+        """
+        if top_n is not None:
+            check_positive_int(top_n, "top_n")
+        if not candidates:
+            return []
+        return rescore_candidates(candidates, self.score(query, candidates, vectors=vectors), top_n)
+
+    def score(
+        self,
+        query: Query,
+        candidates: Sequence[Candidate],
+        *,
+        vectors: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+    ) -> AssociationScores:
+        """The cosine, association and blended scores of ``candidates`` (no reordering)."""
+        if not candidates:
+            raise ValueError("no candidates to score; give at least one candidate")
+        ids = [c.passage.id for c in candidates]
+        if len(set(ids)) != len(ids):
+            dupes = [pid for pid, n in Counter(ids).items() if n > 1]
+            raise ValueError(f"candidates must have unique passage ids; duplicated: {dupes[:5]}")
+        store = self._fitted
+        query_vector = self._query_vector(query)
+        passages, transformed = self._candidate_vectors(candidates, vectors)
+        cosine = passages @ query_vector
+        scoring = get_scoring_mode(self.mode)
+        query_f = (
+            association_transform(query_vector[None, :], store.weights)[0]
+            if scoring.uses_query_transform
+            else None
+        )
+        association = scoring.function(query_vector, query_f, passages, transformed)
+        return AssociationScores(cosine, association, blend(cosine, association, self.lambda_))
+
+    def _query_vector(self, query: Query) -> np.ndarray:
+        store = self._fitted
+        if query.embedding is not None:
+            raw = np.asarray(query.embedding, dtype=np.float32).reshape(1, -1)
+            if raw.shape[1] != store.weights.dim:
+                raise ValueError(
+                    f"query embedding has dimension {raw.shape[1]} but the association model "
+                    f"expects {store.weights.dim} ({store.encoder_name})"
+                )
+            vector = as_embedding_matrix(raw, name="query embedding")
+        elif self.encoder is not None:
+            vector = as_embedding_matrix(self.encoder.encode([query.text]), name="query embedding")
+        else:
+            raise ValueError(
+                f"query {query.text!r} has no embedding and the reranker has no encoder; pass "
+                "Query(..., embedding=...) or AssociationReranker(encoder=...)"
+            )
+        return l2_normalize(vector)[0]
+
+    def _candidate_vectors(
+        self,
+        candidates: Sequence[Candidate],
+        vectors: Mapping[str, Sequence[float] | np.ndarray] | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        store = self._fitted
+        rows = [store.position.get(c.passage.id, -1) for c in candidates]
+        if min(rows) >= 0:
+            return store.vectors[rows], store.transformed[rows]
+        missing = [i for i, row in enumerate(rows) if row < 0]
+        given = vectors or {}
+        from_mapping = [i for i in missing if candidates[i].passage.id in given]
+        to_encode = [i for i in missing if candidates[i].passage.id not in given]
+        parts = []
+        if from_mapping:
+            raw = {
+                candidates[i].passage.id: np.asarray(given[candidates[i].passage.id], np.float32)
+                for i in from_mapping
+            }
+            bad = [pid for pid, v in raw.items() if v.shape != (store.weights.dim,)]
+            if bad:
+                raise ValueError(
+                    f"embeddings given for {bad[:5]} do not have the model's dimension "
+                    f"{store.weights.dim} ({store.encoder_name})"
+                )
+            parts.append(as_embedding_matrix(np.stack(list(raw.values())), name="given vectors"))
+        if to_encode:
+            if self.encoder is None:
+                unknown = [candidates[i].passage.id for i in to_encode]
+                raise ValueError(
+                    f"{len(unknown)} candidate passage(s) are not stored in the association "
+                    f"model and have no embedding: {unknown[:5]}; pass vectors={{id: embedding}}, "
+                    "an encoder, or add them with add_passages()"
+                )
+            texts = [candidates[i].passage.embedding_text for i in to_encode]
+            parts.append(as_embedding_matrix(self.encoder.encode(texts), name="encoder output"))
+        extra = l2_normalize(np.concatenate(parts))
+        passages = np.empty((len(rows), store.weights.dim), dtype=np.float32)
+        transformed = np.empty_like(passages)
+        known = [i for i, row in enumerate(rows) if row >= 0]
+        known_rows = [rows[i] for i in known]
+        passages[known] = store.vectors[known_rows]
+        transformed[known] = store.transformed[known_rows]
+        passages[from_mapping + to_encode] = extra
+        transformed[from_mapping + to_encode] = association_transform(extra, store.weights)
+        return passages, transformed
+
+    # --- persistence --------------------------------------------------------------------------
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Save the model (see :mod:`.persistence`); returns the directory."""
+        store = self._fitted
+        config = {
+            "encoder": {"name": store.encoder_name, "dim": store.weights.dim},
+            "scoring": {"lambda": self.lambda_, "mode": self.mode},
+            "architecture": {
+                "linear_layers": N_LINEAR,
+                "hidden_dim": store.weights.dim,
+                "layer_norm_eps": LAYER_NORM_EPS,
+            },
+            **store.provenance,
+        }
+        ids = tuple(store.ids)
+        saved = SavedModel(store.weights, config, ids, store.vectors, store.transformed)
+        return save_model(saved, directory)
+
+    @classmethod
+    def load(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        encoder: Encoder | None = None,
+        lambda_: float | None = None,
+        mode: str | None = None,
+    ) -> AssociationReranker:
+        """A saved reranker; ``lambda_`` / ``mode`` override the saved scoring settings.
+
+        Raises ``ValueError`` when ``encoder`` differs (name or dimension) from the one the
+        model was trained with, or when the directory is corrupted or not a model.
+        """
+        saved = load_model(directory)
+        scoring = saved.config.get("scoring") or {}
+        training = saved.config.get("training")
+        reranker = cls(
+            encoder=encoder,
+            lambda_=scoring.get("lambda", DEFAULT_LAMBDA) if lambda_ is None else lambda_,
+            mode=scoring.get("mode", DEFAULT_MODE) if mode is None else mode,
+            training=TrainingConfig.from_dict(training) if isinstance(training, dict) else None,
+        )
+        keys = ("training", "training_stats", "pair_stats")
+        provenance = {key: saved.config[key] for key in keys if key in saved.config}
+        store = _Store(
+            saved.weights,
+            saved.config["encoder"]["name"],
+            list(saved.passage_ids),
+            saved.passage_vectors,
+            saved.passage_transformed,
+            provenance,
+        )
+        cls._check_encoder(store, encoder)
+        reranker._store = store
+        return reranker
