@@ -1,0 +1,48 @@
+"""The LLM layer: one client over litellm, prompts, structured replies, cache and accounting.
+
+Importing this package is light: litellm is imported on the first call that reaches a
+provider (``pip install 'rag-multihop[llm]'`` installs it, with pydantic). See
+``docs/llm.md`` for provider setup, retries, the cache, accounting and the malformed-reply
+fallback.
+
+Example:
+    >>> from rag_multihop.llm import LLMAccount, LLMSettings
+    >>> LLMSettings("anthropic/claude-3-5-haiku-latest", api_key_env="ANTHROPIC_API_KEY").timeout
+    60.0
+    >>> sum([LLMAccount(calls=1, prompt_tokens=3), LLMAccount(cache_hits=1)]).calls
+    1
+"""
+
+from __future__ import annotations
+
+try:
+    from rag_multihop.llm.accounting import LLMAccount
+    from rag_multihop.llm.cache import LLMCache, default_cache_path
+    from rag_multihop.llm.client import JSONReply, LLMClient, LLMReply, LLMSettings
+    from rag_multihop.llm.entities import LLMEntityExtractor
+    from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMError, LLMOutputError
+    from rag_multihop.llm.transport import LiteLLMTransport, RawReply, Transport
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
+    if exc.name != "pydantic":
+        raise
+    raise ImportError(
+        "rag_multihop.llm needs pydantic; install it with: pip install 'rag-multihop[llm]'"
+    ) from exc
+
+__all__ = [
+    "JSONReply",
+    "LLMAccount",
+    "LLMCache",
+    "LLMCallError",
+    "LLMClient",
+    "LLMConfigError",
+    "LLMEntityExtractor",
+    "LLMError",
+    "LLMOutputError",
+    "LLMReply",
+    "LLMSettings",
+    "LiteLLMTransport",
+    "RawReply",
+    "Transport",
+    "default_cache_path",
+]

@@ -1,0 +1,182 @@
+"""The one place that talks to litellm: a :class:`Transport` and its litellm implementation.
+
+The client (:mod:`rag_multihop.llm.client`) does retries, caching, accounting and parsing;
+a transport only validates the model string, names missing credentials and makes a single
+attempt, returning a provider-neutral :class:`RawReply`. Tests swap in a plain-object
+transport; everything litellm-specific (its lazy import, its response objects, its
+``max_retries``/``num_retries`` switches) stays in :class:`LiteLLMTransport`.
+
+Example:
+    >>> class Echo:  # any object with these four methods is a Transport
+    ...     def check_model(self, model): pass
+    ...     def missing_credentials(self, model, api_base): return []
+    ...     def complete(self, request, *, api_key, timeout):
+    ...         return RawReply(text=request["messages"][-1]["content"], model=request["model"])
+    ...     async def acomplete(self, request, *, api_key, timeout):
+    ...         return self.complete(request, api_key=api_key, timeout=timeout)
+    >>> isinstance(Echo(), Transport)
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from types import ModuleType
+from typing import Any, Protocol, runtime_checkable
+
+from rag_multihop._optional import require
+from rag_multihop.llm.errors import LLMConfigError
+
+logger = logging.getLogger(__name__)
+
+_SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+MODEL_EXAMPLES = (
+    "'openai/gpt-4o-mini', 'anthropic/claude-3-5-haiku-latest', 'ollama/llama3.1', or "
+    "'openai/<served-model-name>' with api_base for a vLLM or llama.cpp server"
+)
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """One provider reply, reduced to what the client needs (and what the cache stores).
+
+    ``cost`` is ``None`` when the provider's price for the model is unknown.
+    """
+
+    text: str | None
+    finish_reason: str | None = None
+    refusal: str | None = None
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    def to_payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> RawReply:
+        """Rebuild from :meth:`to_payload` output; unknown keys (a newer writer) are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in payload.items() if k in names})
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Makes single LLM attempts; retries, cache and accounting are the client's job.
+
+    ``request`` holds ``model``, ``messages`` and the sampling parameters (and ``api_base``
+    when set); ``api_key`` is ``None`` when the provider reads its own environment variable.
+    Errors are raised as the provider's exceptions; the client classifies them by their
+    ``status_code`` attribute (and ``TimeoutError``/``ConnectionError``).
+    """
+
+    def check_model(self, model: str) -> None:
+        """Raise :class:`LLMConfigError` when ``model`` names no known provider."""
+        ...
+
+    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
+        """Names of the unset environment variables that hold the provider's credentials."""
+        ...
+
+    def complete(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> RawReply: ...
+
+    async def acomplete(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> RawReply: ...
+
+
+class LiteLLMTransport:
+    """A :class:`Transport` over ``litellm.completion`` / ``litellm.acompletion``.
+
+    litellm is imported on first use. litellm's own retries are switched off
+    (``max_retries=0, num_retries=0`` on every call) because the client retries with
+    backoff itself, and ``litellm.suppress_debug_info`` is set so that litellm does not
+    print help banners to stdout on errors (it logs through its ``LiteLLM`` logger instead).
+    """
+
+    def __init__(self) -> None:
+        self._litellm: ModuleType | None = None
+
+    @property
+    def litellm(self) -> ModuleType:
+        if self._litellm is None:
+            module = require("litellm", extra="llm")
+            module.suppress_debug_info = True  # type: ignore[attr-defined]
+            self._litellm = module
+        return self._litellm
+
+    def check_model(self, model: str) -> None:
+        litellm = self.litellm
+        providers = sorted({getattr(p, "value", p) for p in litellm.provider_list})
+        prefix, slash, name = model.partition("/")
+        if slash and name and prefix in providers:
+            return
+        if not slash and "litellm_provider" in litellm.model_cost.get(model, {}):
+            return  # a bare name litellm knows, such as "gpt-4o-mini"
+        hint = ""
+        if slash:
+            close = difflib.get_close_matches(prefix, providers, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LLMConfigError(
+            f"unknown model string {model!r}: start it with a litellm provider prefix"
+            f"{hint}, e.g. {MODEL_EXAMPLES}; providers: https://docs.litellm.ai/docs/providers"
+        )
+
+    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
+        env = self.litellm.validate_environment(model=model, api_base=api_base)
+        if env.get("keys_in_environment"):
+            return []
+        # litellm also lists endpoint variables (OLLAMA_API_BASE, AZURE_API_VERSION); only
+        # credentials are required here, endpoints have defaults or come from api_base.
+        return [name for name in env.get("missing_keys", []) if _SECRET_VARIABLE.search(name)]
+
+    def complete(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> RawReply:
+        response = self.litellm.completion(**self._kwargs(request, api_key, timeout))
+        return _raw_reply(response)
+
+    async def acomplete(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> RawReply:
+        response = await self.litellm.acompletion(**self._kwargs(request, api_key, timeout))
+        return _raw_reply(response)
+
+    @staticmethod
+    def _kwargs(request: Mapping[str, Any], api_key: str | None, timeout: float) -> dict[str, Any]:
+        kwargs = {**request, "timeout": timeout, "max_retries": 0, "num_retries": 0}
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        return kwargs
+
+
+def _raw_reply(response: Any) -> RawReply:
+    """Read a litellm ``ModelResponse`` (OpenAI chat-completion shape)."""
+    choices = getattr(response, "choices", None) or []
+    usage = getattr(response, "usage", None)
+    hidden = getattr(response, "_hidden_params", None) or {}
+    text = finish_reason = refusal = None
+    if choices:
+        message = choices[0].message
+        text = message.content
+        finish_reason = choices[0].finish_reason
+        refusal = getattr(message, "refusal", None) or (
+            getattr(message, "provider_specific_fields", None) or {}
+        ).get("refusal")
+    cost = hidden.get("response_cost")
+    return RawReply(
+        text=text,
+        finish_reason=finish_reason,
+        refusal=refusal,
+        model=str(getattr(response, "model", "") or ""),
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost=float(cost) if cost is not None else None,
+    )
