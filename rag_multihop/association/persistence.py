@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop._atomic import atomic_directory
 from rag_multihop._optional import require
 from rag_multihop._version import __version__
 from rag_multihop.association.model import AssociationWeights
@@ -80,11 +79,7 @@ def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
         "rag_multihop_version": __version__,
         "passages": len(model.passage_ids),
     }
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-    retired = staging.with_name(staging.name + ".old")
-    staging.mkdir()  # unlike tempfile.mkdtemp (0700), this honours the umask
-    try:
+    with atomic_directory(target) as staging:
         (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False))
         safetensors_numpy.save_file(
             model.weights.to_state_dict(), str(staging / WEIGHTS_FILE), metadata={"kind": KIND}
@@ -95,13 +90,6 @@ def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
             staging / TRANSFORMED_FILE, np.ascontiguousarray(model.passage_transformed, "float32")
         )
         (staging / IDS_FILE).write_text(json.dumps(list(model.passage_ids), ensure_ascii=False))
-        if target.exists():
-            os.replace(target, retired)
-        os.replace(staging, target)
-    finally:
-        for leftover in (staging, retired):
-            if leftover.exists():
-                shutil.rmtree(leftover)
     return target
 
 

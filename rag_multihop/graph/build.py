@@ -36,8 +36,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -47,6 +45,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from rag_multihop._atomic import atomic_directory
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
@@ -200,10 +199,7 @@ class EntityGraph:
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write ``graph.json`` and ``graph.npz`` atomically into ``directory``."""
-        target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp"))
-        try:
+        with atomic_directory(directory) as staging:
             arrays: dict[str, np.ndarray] = {}
             for name in ("mentions", "title_links", "synonyms"):
                 matrix = getattr(self, name).tocsr()
@@ -220,12 +216,6 @@ class EntityGraph:
                 "settings": dict(self.settings),
             }
             (staging / "graph.json").write_text(json.dumps(meta, ensure_ascii=False))
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(staging, target)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], corpus: Corpus) -> EntityGraph:

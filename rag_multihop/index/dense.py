@@ -19,14 +19,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rag_multihop._atomic import atomic_directory
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query, rank_candidates
@@ -106,10 +105,7 @@ class DenseIndex:
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write ``index.faiss``, ``ids.json`` and ``config.json`` atomically into ``directory``."""
-        target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp"))
-        try:
+        with atomic_directory(directory) as staging:
             _faiss().write_index(self._index, str(staging / "index.faiss"))
             (staging / "ids.json").write_text(json.dumps(self.ids))
             config = {
@@ -120,12 +116,6 @@ class DenseIndex:
                 "size": len(self.ids),
             }
             (staging / "config.json").write_text(json.dumps(config, indent=2))
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(staging, target)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> DenseIndex:
