@@ -48,12 +48,31 @@ def _encoder(args: argparse.Namespace) -> CachedEncoder:
     return CachedEncoder(default_encoder(), args.cache_dir)
 
 
-def _method_names(args: argparse.Namespace) -> list[str]:
+# The demo shows one representative of each family; `--methods all` shows every ablation.
+DEMO_METHODS = (
+    "dense",
+    "bm25",
+    "li-fusion-dbsf",
+    "hs-joiner-dbsf",
+    "aar",
+    "aar-reverse",
+    "graph",
+    "pit-boltzmann",
+    "pit-linear",
+    "bridge",
+)
+
+
+def _method_names(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
+    """``--methods`` (``all`` = every available method), else ``default`` where available."""
     from rag_multihop.eval.methods import available_methods
 
-    if args.methods:
+    available = available_methods()
+    if args.methods and args.methods != "all":
         return [m.strip() for m in args.methods.split(",") if m.strip()]
-    return list(available_methods())
+    if default is None or args.methods == "all":
+        return list(available)
+    return [name for name in default if name in available]
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
@@ -99,7 +118,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     dataset = load_demo_dataset()
     result = run_benchmark(
-        dataset, _method_names(args), encoder=_encoder(args), show_progress=not args.no_progress
+        dataset,
+        _method_names(args, DEMO_METHODS),
+        encoder=_encoder(args),
+        show_progress=not args.no_progress,
     )
     print(render_rankings(result, top=args.top, max_questions=args.questions))
     print(markdown_table(result))
@@ -112,7 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--methods", help="comma-separated method names (default: all available)")
+        p.add_argument(
+            "--methods",
+            help="comma-separated method names, or 'all' (bench default: all; demo default: "
+            "one representative per family)",
+        )
         p.add_argument(
             "--cache-dir",
             type=Path,

@@ -76,3 +76,18 @@ def test_bad_ks_are_rejected_by_the_parser(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--questions", "q.json", "--out", "x", "--ks", "1,two"])
     assert "--ks must be comma-separated integers" in capsys.readouterr().err
+
+
+def test_demo_defaults_to_available_representatives_and_all_means_all():
+    import argparse
+
+    from rag_multihop.cli import DEMO_METHODS, _method_names
+    from rag_multihop.eval.methods import available_methods
+
+    chosen = _method_names(argparse.Namespace(methods=None), DEMO_METHODS)
+    assert chosen[:2] == ["dense", "bm25"]
+    assert set(chosen) <= set(DEMO_METHODS) & set(available_methods())
+    assert _method_names(argparse.Namespace(methods="all"), DEMO_METHODS) == list(
+        available_methods()
+    )
+    assert _method_names(argparse.Namespace(methods="bm25, dense")) == ["bm25", "dense"]
