@@ -59,7 +59,7 @@ DEMO_METHODS = (
     "graph",
     "pit-boltzmann",
     "pit-linear",
-    "bridge",
+    "bridge-embed",
 )
 
 
@@ -102,7 +102,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _method_names(args),
         encoder=_encoder(args),
         ks=args.ks,
-        options=dict(args.option),
+        options={**({"llm": args.llm} if args.llm else {}), **dict(args.option)},
         show_progress=not args.no_progress,
     )
     paths = write_report(result, args.out)
@@ -173,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="method option KEY=VALUE (repeatable)",
     )
+    bench.add_argument(
+        "--llm",
+        metavar="MODEL",
+        help="litellm model string for LLM-driven methods (e.g. openai/gpt-4o-mini); "
+        "the same as --option llm=MODEL",
+    )
     bench.add_argument("--out", type=Path, required=True, help="output folder")
     bench.set_defaults(func=cmd_bench)
 
@@ -183,6 +189,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_aar_parser(sub)
     return parser
+
+
+def _llm_errors() -> tuple[type[Exception], ...]:
+    """The LLM layer's error base class, when its extra (pydantic) is installed."""
+    try:
+        from rag_multihop.llm.errors import LLMError
+    except ImportError:
+        return ()
+    return (LLMError,)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -196,9 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, handlers=[handler])
     if getattr(args, "no_progress", False):
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    handled: tuple[type[Exception], ...] = (ValueError, FileNotFoundError, ImportError)
     try:
         return int(args.func(args))
-    except (ValueError, FileNotFoundError, ImportError) as exc:
+    except handled + _llm_errors() as exc:
         print(f"rag-multihop: error: {exc}", file=sys.stderr)
         return 2
 

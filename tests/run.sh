@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI: sets up .venv (CPU torch first), installs the
-# package, both integrations and the dev tools, then runs ruff, mypy and pytest.
+# package, both integrations and the dev tools, then runs ruff, mypy (core and both
+# integrations) and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
@@ -12,4 +13,10 @@ pip install --quiet -e '.[dev]' -e integrations/llama-index -e integrations/hays
 ruff check .
 ruff format --check .
 mypy rag_multihop
+(cd integrations/llama-index && mypy --explicit-package-bases \
+    -p llama_index.retrievers.rag_multihop -p llama_index.postprocessor.rag_multihop)
+(cd integrations/haystack && mypy --explicit-package-bases \
+    -p haystack_integrations.components.joiners.rag_multihop \
+    -p haystack_integrations.components.rankers.rag_multihop \
+    -p haystack_integrations.components.retrievers.rag_multihop)
 python -m pytest "$@"

@@ -41,6 +41,7 @@ CORE_METHOD_MODULES = (
     "rag_multihop.eval.baselines",
     "rag_multihop.association.benchmark",
     "rag_multihop.fusion.benchmark",
+    "rag_multihop.bridge.benchmark",
 )
 
 

@@ -2,6 +2,8 @@
 
 - :class:`AssociationRerank`: association-augmented reranking (AAR) with a model trained by
   ``rag-multihop aar train`` (see ``docs/association.md``).
+- :class:`BridgeJudgeRerank`: the bridge-conditioned (tripartite) judge of BridgeRAG, with an
+  LLM or LLM-free (see ``docs/bridge.md``).
 
 Example:
     >>> from llama_index.postprocessor.rag_multihop import AssociationRerank
@@ -12,5 +14,6 @@ Example:
 from __future__ import annotations
 
 from llama_index.postprocessor.rag_multihop.association import AssociationRerank
+from llama_index.postprocessor.rag_multihop.bridge_judge import BridgeJudgeRerank
 
-__all__ = ["AssociationRerank"]
+__all__ = ["AssociationRerank", "BridgeJudgeRerank"]

@@ -2,6 +2,8 @@
 
 - :class:`AssociationRanker`: association-augmented reranking (AAR) with a model trained by
   ``rag-multihop aar train`` (see ``docs/association.md``).
+- :class:`BridgeJudgeRanker`: the bridge-conditioned (tripartite) judge of BridgeRAG, with an
+  LLM or LLM-free (see ``docs/bridge.md``).
 
 Example:
     >>> from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
@@ -12,5 +14,6 @@ Example:
 from __future__ import annotations
 
 from haystack_integrations.components.rankers.rag_multihop.association import AssociationRanker
+from haystack_integrations.components.rankers.rag_multihop.bridge_judge import BridgeJudgeRanker
 
-__all__ = ["AssociationRanker"]
+__all__ = ["AssociationRanker", "BridgeJudgeRanker"]

@@ -1,0 +1,136 @@
+"""``BridgeJudgeRanker``: BridgeRAG's bridge-conditioned judge as a Haystack ranker.
+
+The incoming document with the highest score is the bridge; every other document is judged
+given (question, bridge, bridge entities), and the judge and incoming scores are fused with
+PIT (α = 0.1) by the core :class:`rag_multihop.bridge.rerank.BridgeReranker`. Without
+``llm`` the LLM-free embedding + title-mention judge runs (``encoder_model``, default the
+bundled all-MiniLM-L6-v2); with ``llm`` (a litellm model string) the tripartite LLM judge,
+one call per document, concurrently. Documents come back as new objects
+(``dataclasses.replace``) with the new score and the signals in
+``meta["rag_multihop_signals"]``. ``to_dict`` stores the model string and the key
+variable's name only; a token secret is refused.
+
+Example:
+    >>> from haystack.utils import Secret
+    >>> ranker = BridgeJudgeRanker(
+    ...     llm="openai/gpt-4o-mini", api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False)
+    ... )
+    >>> ranker.to_dict()["init_parameters"]["api_key"]
+    {'type': 'env_var', 'env_vars': ['OPENAI_API_KEY'], 'strict': False}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.utils import Secret
+from haystack_integrations.components.retrievers.rag_multihop.bridge import (
+    candidate_to_document,
+    check_api_key,
+    check_position,
+    document_to_candidate,
+    key_variable,
+    load_encoder,
+)
+
+from rag_multihop.bridge.rerank import BridgeReranker
+from rag_multihop.types import Query
+from rag_multihop.validation import check_fraction, check_positive_int
+
+
+@component
+class BridgeJudgeRanker:
+    """Judge documents against the top document as bridge (see the module docstring).
+
+    Args:
+        top_k: documents returned (``run(top_k=...)`` overrides it).
+        llm: a litellm model string for the LLM judge; ``None`` for the LLM-free judge.
+        api_base: an OpenAI-compatible server URL.
+        api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
+        encoder_model: sentence-transformers model for the LLM-free judge (default MiniLM).
+        alpha: weight of the incoming scores in the fusion, in [0, 1].
+        bridge_position: ``"first"`` or ``"judged"``.
+    """
+
+    def __init__(
+        self,
+        *,
+        top_k: int = 10,
+        llm: str | None = None,
+        api_base: str | None = None,
+        api_key: Secret | None = None,
+        encoder_model: str | None = None,
+        alpha: float = 0.1,
+        bridge_position: str = "first",
+    ) -> None:
+        self.top_k = check_positive_int(top_k, "top_k")
+        self.llm = llm
+        self.api_base = api_base
+        self.api_key = check_api_key(api_key)
+        self.encoder_model = encoder_model
+        self.alpha = check_fraction(alpha, "alpha")
+        self.bridge_position = check_position(bridge_position)
+        self._core: BridgeReranker | None = None
+
+    def warm_up(self) -> None:
+        """Load the encoder (LLM-free) or set up the LLM client (once)."""
+        self._ready()
+
+    def _ready(self) -> BridgeReranker:
+        if self._core is None:
+            if self.llm is None:
+                self._core = BridgeReranker.llm_free(
+                    load_encoder(self.encoder_model),
+                    alpha=self.alpha,
+                    bridge_position=self.bridge_position,
+                )
+            else:
+                self._core = BridgeReranker.with_llm(
+                    self.llm,
+                    api_base=self.api_base,
+                    api_key_env=key_variable(self.api_key),
+                    alpha=self.alpha,
+                    bridge_position=self.bridge_position,
+                )
+        return self._core
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            top_k=self.top_k,
+            llm=self.llm,
+            api_base=self.api_base,
+            api_key=None if self.api_key is None else self.api_key.to_dict(),
+            encoder_model=self.encoder_model,
+            alpha=self.alpha,
+            bridge_position=self.bridge_position,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BridgeJudgeRanker:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, query: str, documents: list[Document], top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """The ``top_k`` best documents after judging, as new ``Document`` objects."""
+        limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
+        if not documents:
+            return {"documents": []}
+        candidates = [document_to_candidate(d) for d in documents]
+        ranked = self._ready().rerank(Query(query), candidates, limit)
+        return {"documents": [candidate_to_document(c) for c in ranked]}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self, query: str, documents: list[Document], top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """The async twin of :meth:`run` (LLM judge calls concurrent)."""
+        limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
+        if not documents:
+            return {"documents": []}
+        candidates = [document_to_candidate(d) for d in documents]
+        ranked = await self._ready().arerank(Query(query), candidates, limit)
+        return {"documents": [candidate_to_document(c) for c in ranked]}

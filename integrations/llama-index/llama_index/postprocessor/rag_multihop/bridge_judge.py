@@ -1,0 +1,128 @@
+"""``BridgeJudgeRerank``: BridgeRAG's bridge-conditioned judge as a node postprocessor.
+
+The top node of the incoming list (by score) is the bridge; every other node is judged given
+(question, bridge, bridge entities) and the judge and incoming scores are fused with PIT
+(α = 0.1), by the core :class:`rag_multihop.bridge.rerank.BridgeReranker`. Without ``llm``
+the LLM-free embedding + title-mention judge runs (``embed_model``, default the bundled
+all-MiniLM-L6-v2); with ``llm`` (a litellm model string) the tripartite LLM judge, one call
+per node, concurrently. Returned nodes are copies with the new score and the signals under
+``metadata["rag_multihop_signals"]`` (hidden from the LLM and the embedder).
+
+Serialisation (``to_dict``) holds the model string and the key's variable NAME, never a key.
+
+Example:
+    >>> from llama_index.postprocessor.rag_multihop import BridgeJudgeRerank
+    >>> BridgeJudgeRerank(top_n=3, llm="openai/gpt-4o-mini").to_dict()["llm"]
+    'openai/gpt-4o-mini'
+"""
+
+from __future__ import annotations
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.callbacks import CBEventType, EventPayload
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop.bridge import (
+    candidate_to_node,
+    judge_encoder,
+    node_to_candidate,
+)
+
+from rag_multihop.bridge import BRIDGE_POSITIONS
+from rag_multihop.bridge.rerank import BridgeReranker
+from rag_multihop.types import Query
+
+
+class BridgeJudgeRerank(BaseNodePostprocessor):
+    """Judge nodes against the top node as bridge, PIT-fused with their scores.
+
+    Args:
+        top_n: nodes returned.
+        llm: a litellm model string for the LLM judge; ``None`` for the LLM-free judge.
+        api_base: an OpenAI-compatible server URL.
+        api_key_env: the NAME of the environment variable holding the key.
+        alpha: weight of the incoming scores in the fusion, in [0, 1].
+        bridge_position: ``"first"`` (the top node stays first) or ``"judged"``.
+        embed_model: embeds texts for the LLM-free judge (not serialised).
+    """
+
+    top_n: int = Field(default=5, gt=0, description="Number of nodes to return.")
+    llm: str | None = Field(default=None, description="litellm model string; None = LLM-free.")
+    api_base: str | None = Field(default=None, description="OpenAI-compatible server URL.")
+    api_key_env: str | None = Field(default=None, description="Name of the key's env variable.")
+    alpha: float = Field(default=0.1, ge=0.0, le=1.0, description="Weight of incoming scores.")
+    bridge_position: str = Field(default="first", description="'first' or 'judged'.")
+    embed_model: BaseEmbedding | None = Field(default=None, exclude=True)
+    _reranker: BridgeReranker | None = PrivateAttr(default=None)
+
+    @field_validator("bridge_position")
+    @classmethod
+    def _check_position(cls, value: str) -> str:
+        if value not in BRIDGE_POSITIONS:
+            raise ValueError(
+                f"bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, got {value!r}"
+            )
+        return value
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BridgeJudgeRerank"
+
+    def _core(self) -> BridgeReranker:
+        if self._reranker is None:
+            if self.llm is None:
+                self._reranker = BridgeReranker.llm_free(
+                    judge_encoder(self.embed_model),
+                    alpha=self.alpha,
+                    bridge_position=self.bridge_position,
+                )
+            else:
+                self._reranker = BridgeReranker.with_llm(
+                    self.llm,
+                    api_base=self.api_base,
+                    api_key_env=self.api_key_env,
+                    alpha=self.alpha,
+                    bridge_position=self.bridge_position,
+                )
+        return self._reranker
+
+    def _event_payload(self, nodes: list[NodeWithScore], query_bundle: QueryBundle) -> dict:
+        return {
+            EventPayload.NODES: nodes,
+            EventPayload.MODEL_NAME: self.llm or "llm-free",
+            EventPayload.QUERY_STR: query_bundle.query_str,
+            EventPayload.TOP_K: self.top_n,
+        }
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if query_bundle is None:
+            raise ValueError("Missing query bundle: BridgeJudgeRerank needs the query.")
+        if not nodes:
+            return []
+        payload = self._event_payload(nodes, query_bundle)
+        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+            ranked = self._core().rerank(
+                Query(query_bundle.query_str), [node_to_candidate(n) for n in nodes], self.top_n
+            )
+            new_nodes = [candidate_to_node(c) for c in ranked]
+            event.on_end(payload={EventPayload.NODES: new_nodes})
+        return new_nodes
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if query_bundle is None:
+            raise ValueError("Missing query bundle: BridgeJudgeRerank needs the query.")
+        if not nodes:
+            return []
+        payload = self._event_payload(nodes, query_bundle)
+        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+            ranked = await self._core().arerank(
+                Query(query_bundle.query_str), [node_to_candidate(n) for n in nodes], self.top_n
+            )
+            new_nodes = [candidate_to_node(c) for c in ranked]
+            event.on_end(payload={EventPayload.NODES: new_nodes})
+        return new_nodes

@@ -1,0 +1,196 @@
+"""``BridgeRetriever``: BridgeRAG around any LlamaIndex retriever, sync and async.
+
+The wrapped retriever does every search: hop 1 on the question (its top node is the
+bridge), then one search per bridge entity and per generated query. Everything else (plan,
+pool, judge, PIT fusion) is rag-multihop's core :class:`rag_multihop.bridge.BridgeRetriever`;
+this file only translates.
+
+- **Searches**: ``retriever.retrieve`` / ``aretrieve`` (concurrently in async code) with a
+  fresh ``QueryBundle`` per text; each result list is cut to the depth the core asks for
+  (``similarity_top_k`` for hop 1, 5 per expansion search), so give the wrapped retriever a
+  ``similarity_top_k`` of at least ``max(similarity_top_k, 5)``.
+- **Nodes**: node id = passage id, ``get_content(MetadataMode.NONE)`` = text,
+  ``metadata["title"]`` = title (the title-mention judge signal needs it). Returned nodes are
+  copies of the retrieved ones with the BridgeRAG score and every signal under
+  :data:`SIGNALS_KEY` in their metadata (hidden from the LLM and the embedder); the wrapped
+  retriever's nodes are not mutated.
+- **Modes**: without ``llm`` the LLM-free mode (template queries, heuristic entities and the
+  embedding + title-mention judge, embedding with ``embed_model`` or, by default, the
+  bundled all-MiniLM-L6-v2); with ``llm="openai/gpt-4o-mini"`` (any litellm model string)
+  LLM entities, SVO queries and the tripartite judge. The key is read from the environment
+  at call time (``api_key_env`` names the variable; default the provider's own).
+
+Example:
+    >>> from llama_index.core.schema import TextNode
+    >>> class Fixed(BaseRetriever):  # stands in for index.as_retriever(similarity_top_k=10)
+    ...     def _retrieve(self, query_bundle):
+    ...         return [NodeWithScore(node=TextNode(id_="a", text="Alpha."), score=0.9)]
+    >>> bridge = BridgeRetriever(Fixed(), similarity_top_k=3)  # LLM-free, MiniLM loads lazily
+    >>> bridge.core.settings.alpha, type(bridge.core.judge).__name__
+    (0.1, 'EmbeddingJudge')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+
+from rag_multihop.bridge import BridgeRetriever as CoreBridgeRetriever
+from rag_multihop.bridge import BridgeSettings, PassageVectors
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_positive_int, l2_normalize
+
+if TYPE_CHECKING:
+    from rag_multihop.llm import LLMClient, LLMSettings
+
+logger = logging.getLogger(__name__)
+
+SIGNALS_KEY = "rag_multihop_signals"
+"""Node metadata key holding the BridgeRAG signals of a returned node."""
+
+TITLE_KEY = "title"
+"""Node metadata key read as the passage title."""
+
+NODE_KEY = "llama_index_node"
+"""Passage metadata key under which the source node travels through the core."""
+
+
+def node_to_candidate(item: NodeWithScore) -> Candidate:
+    """The core candidate of a retrieved node (the node rides along in passage metadata)."""
+    node = item.node
+    passage = Passage(
+        node.node_id,
+        node.get_content(metadata_mode=MetadataMode.NONE),
+        title=str(node.metadata.get(TITLE_KEY, "") or ""),
+        metadata={NODE_KEY: node},
+    )
+    return Candidate(passage, float(item.get_score()))
+
+
+def candidate_to_node(candidate: Candidate) -> NodeWithScore:
+    """A copy of the candidate's source node with its score and signals."""
+    node: BaseNode = candidate.passage.metadata[NODE_KEY]
+    signals = {name: float(value) for name, value in candidate.signals.items()}
+    copy = node.model_copy(
+        update={
+            "metadata": {**node.metadata, SIGNALS_KEY: signals},
+            "excluded_llm_metadata_keys": [*node.excluded_llm_metadata_keys, SIGNALS_KEY],
+            "excluded_embed_metadata_keys": [*node.excluded_embed_metadata_keys, SIGNALS_KEY],
+        }
+    )
+    return NodeWithScore(node=copy, score=float(candidate.score))
+
+
+class EmbeddingEncoder:
+    """A LlamaIndex ``BaseEmbedding`` as a core encoder (unit-length float32 rows)."""
+
+    def __init__(self, embed_model: BaseEmbedding) -> None:
+        self.embed_model = embed_model
+        self._dim: int | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.embed_model.model_name)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embed_model.get_text_embedding("dimension probe"))
+        return self._dim
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        vectors = np.asarray(
+            self.embed_model.get_text_embedding_batch(list(texts), show_progress=show_progress),
+            dtype=np.float32,
+        )
+        self._dim = vectors.shape[1] if vectors.ndim == 2 else self._dim
+        return l2_normalize(vectors)
+
+
+class NodeSearcher:
+    """A LlamaIndex retriever as a core searcher: one (a)retrieve per text, cut to ``k``."""
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        self.retriever = retriever
+
+    def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        check_positive_int(k, "k")
+        return [
+            [node_to_candidate(n) for n in self.retriever.retrieve(QueryBundle(q.text))[:k]]
+            for q in queries
+        ]
+
+    async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        check_positive_int(k, "k")
+        found = await asyncio.gather(
+            *(self.retriever.aretrieve(QueryBundle(q.text)) for q in queries)
+        )
+        return [[node_to_candidate(n) for n in nodes[:k]] for nodes in found]
+
+
+def judge_encoder(embed_model: BaseEmbedding | None) -> Encoder:
+    """``embed_model`` as a core encoder, or the bundled MiniLM when it is ``None``."""
+    if embed_model is not None:
+        return EmbeddingEncoder(embed_model)
+    from rag_multihop.encoders import default_encoder
+
+    return default_encoder()
+
+
+class BridgeRetriever(BaseRetriever):
+    """BridgeRAG over ``retriever`` (see the module docstring).
+
+    Args:
+        retriever: any LlamaIndex retriever; it runs hop 1 and every expansion search.
+        similarity_top_k: nodes returned (the bridge first, then the fused pool).
+        llm: a litellm model string, ``LLMSettings`` or ``LLMClient`` for the LLM mode;
+            ``None`` for the LLM-free mode.
+        api_base: an OpenAI-compatible server URL (with a model string ``llm``).
+        api_key_env: the NAME of the environment variable holding the key (never the key).
+        embed_model: embeds texts for the LLM-free judge (default: bundled MiniLM).
+        alpha: weight of the retrieval score in the PIT fusion (0.1).
+        bridge_position: ``"first"`` or ``"judged"``.
+    """
+
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        similarity_top_k: int = 10,
+        *,
+        llm: str | LLMSettings | LLMClient | None = None,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        embed_model: BaseEmbedding | None = None,
+        alpha: float = 0.1,
+        bridge_position: str = "first",
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
+        settings = BridgeSettings(alpha=alpha, bridge_position=bridge_position)
+        searcher = NodeSearcher(retriever)
+        if llm is None:
+            vectors = PassageVectors(judge_encoder(embed_model))
+            self.core = CoreBridgeRetriever.llm_free(searcher, vectors=vectors, settings=settings)
+        else:
+            self.core = CoreBridgeRetriever.with_llm(
+                searcher, llm, api_base=api_base, api_key_env=api_key_env, settings=settings
+            )
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        result = self.core.run(Query(query_bundle.query_str), self.similarity_top_k)
+        return [candidate_to_node(c) for c in result.candidates]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        result = await self.core.arun(Query(query_bundle.query_str), self.similarity_top_k)
+        return [candidate_to_node(c) for c in result.candidates]

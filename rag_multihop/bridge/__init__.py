@@ -1,0 +1,79 @@
+"""BridgeRAG: bridge-conditioned expansion and judging, with an LLM or without one.
+
+Modules, one job each: :mod:`.search` (batched ANN search behind a protocol),
+:mod:`.vectors` (passage vectors for the LLM-free judges), :mod:`.queries` (hop-2 plans:
+entities and queries, LLM or templates), :mod:`.pool` (the capped expansion pool),
+:mod:`.features` (title-mention signals), :mod:`.judges` (LLM, embedding and association
+judges), :mod:`.pipeline` (:class:`BridgeRetriever`), :mod:`.rerank` (:class:`BridgeReranker`,
+judging a list you already have) and :mod:`.benchmark` (the ``bridge*`` bench methods).
+Importing this package needs neither litellm nor pydantic; the LLM stages import them on
+first use. See ``docs/bridge.md``.
+
+Example:
+    >>> from rag_multihop.bridge import BridgeSettings
+    >>> BridgeSettings().alpha, BridgeSettings().pool_cap
+    (0.1, 20)
+"""
+
+from rag_multihop.bridge.judges import (
+    NEUTRAL_SCORE,
+    AssociationJudge,
+    EmbeddingJudge,
+    Judge,
+    Judgement,
+    JudgeWeights,
+    LLMJudge,
+)
+from rag_multihop.bridge.pipeline import (
+    BRIDGE_POSITIONS,
+    BRIDGE_SCORE,
+    DEFAULT_ALPHA,
+    BridgeResult,
+    BridgeRetriever,
+    BridgeSettings,
+    BridgeTrace,
+)
+from rag_multihop.bridge.pool import build_pool
+from rag_multihop.bridge.queries import (
+    DEFAULT_TEMPLATES,
+    LLM_FREE_ENTITIES,
+    QUERY_TEMPLATES,
+    HopPlan,
+    LLMQueryWriter,
+    QueryWriter,
+    TemplateQueryWriter,
+)
+from rag_multihop.bridge.rerank import BridgeReranker
+from rag_multihop.bridge.search import DenseSearcher, RetrieverSearcher, Searcher, as_searcher
+from rag_multihop.bridge.vectors import PassageVectors
+
+__all__ = [
+    "BRIDGE_POSITIONS",
+    "BRIDGE_SCORE",
+    "DEFAULT_ALPHA",
+    "DEFAULT_TEMPLATES",
+    "LLM_FREE_ENTITIES",
+    "NEUTRAL_SCORE",
+    "QUERY_TEMPLATES",
+    "AssociationJudge",
+    "BridgeReranker",
+    "BridgeResult",
+    "BridgeRetriever",
+    "BridgeSettings",
+    "BridgeTrace",
+    "DenseSearcher",
+    "EmbeddingJudge",
+    "HopPlan",
+    "Judge",
+    "JudgeWeights",
+    "Judgement",
+    "LLMJudge",
+    "LLMQueryWriter",
+    "PassageVectors",
+    "QueryWriter",
+    "RetrieverSearcher",
+    "Searcher",
+    "TemplateQueryWriter",
+    "as_searcher",
+    "build_pool",
+]

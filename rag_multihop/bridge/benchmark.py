@@ -1,0 +1,448 @@
+"""The ``bridge``, ``bridge-embed`` and ``bridge-aar`` benchmark methods.
+
+- ``bridge``: BridgeRAG as configured by the options. Without ``llm`` it is the LLM-free
+  mode: template queries, heuristic entities and the association judge when an AAR model
+  is already trained in this run (``aar`` or ``aar-reverse`` listed before it in
+  ``--methods``), else the embedding judge. With ``--option llm=MODEL`` it is the LLM mode:
+  LLM entities, SVO queries and the tripartite LLM judge.
+- ``bridge-embed``: LLM-free with the :class:`~rag_multihop.bridge.judges.EmbeddingJudge`.
+- ``bridge-aar``: LLM-free with the :class:`~rag_multihop.bridge.judges.AssociationJudge`;
+  the AAR model is trained (or reused) exactly as the ``aar`` method does, under the same
+  options (``protocol``, ``pairs``, ...). With ``protocol=transductive`` (AAR's default)
+  the model has seen the gold pairs of the evaluated questions: use ``protocol=heldout`` or
+  ``pairs=corpus`` for a fair number; the leakage is reported.
+
+Options (``--option KEY=VALUE``): ``llm`` (a litellm model string), ``llm_api_base``,
+``llm_api_key_env`` (the NAME of the key's variable), ``llm_concurrency`` (default 8),
+``llm_cache`` (a SQLite path, or ``default`` for ``~/.cache/rag_multihop/llm``; off by
+default so costs are real), ``bridge_alpha`` (α, default 0.1), ``bridge_position``
+(``first`` or ``judged``) and, for the LLM-free mode, ``bridge_entities`` (entities
+searched, default :data:`~rag_multihop.bridge.queries.LLM_FREE_ENTITIES`),
+``bridge_templates`` (comma-separated names of
+:data:`~rag_multihop.bridge.queries.QUERY_TEMPLATES`) and ``bridge_judge_weights``
+(``q,b,bm,qm``: the four :class:`~rag_multihop.bridge.judges.JudgeWeights`).
+
+``bench_extras()`` reports the settings, the pool (mean size, coverage = share of gold
+passages in bridge + pool, the same share for a dense top list of the same size, how often
+the bridge is gold, entities found), the per-question-type table (R@2/R@5 of the method and
+of its own hop-1 dense ranking, pool coverage; datasets without types report one
+``untyped`` group), the same table by number of gold passages (in 2WikiMultiHopQA the
+4-passage questions are its bridge-comparison, parallel-chain ones) and, in LLM mode,
+calls, tokens, cost, fallbacks and latency per query.
+
+Example:
+    >>> BenchOptions.from_options({"bridge_alpha": "0.15"}).alpha
+    0.15
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rag_multihop.bridge.judges import (
+    AssociationJudge,
+    EmbeddingJudge,
+    Judge,
+    JudgeWeights,
+    LLMJudge,
+    judge_name,
+)
+from rag_multihop.bridge.pipeline import (
+    BRIDGE_POSITIONS,
+    DEFAULT_ALPHA,
+    BridgeRetriever,
+    BridgeSettings,
+    BridgeTrace,
+)
+from rag_multihop.bridge.queries import (
+    DEFAULT_TEMPLATES,
+    LLM_FREE_ENTITIES,
+    QUERY_TEMPLATES,
+    LLMQueryWriter,
+    QueryWriter,
+    TemplateQueryWriter,
+)
+from rag_multihop.bridge.search import DenseSearcher
+from rag_multihop.bridge.vectors import PassageVectors
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.encoders.cache import CachedEncoder
+from rag_multihop.eval.datasets import QAExample
+from rag_multihop.eval.methods import BenchContext, register_method
+from rag_multihop.eval.metrics import recall_at_k
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_fraction, check_positive_int
+
+if TYPE_CHECKING:
+    from rag_multihop.association.reranker import AssociationReranker
+    from rag_multihop.llm.client import LLMClient
+
+logger = logging.getLogger(__name__)
+
+UNTYPED = "untyped"
+"""The question-type group of datasets that give no types (2Wiki's HippoRAG copy)."""
+
+
+def _parse(options: Mapping[str, Any], key: str, default: Any, parse: type) -> Any:
+    value = options.get(key, default)
+    try:
+        return parse(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"option {key} must be a {parse.__name__}, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """The bridge methods' benchmark options, validated (see the module docstring)."""
+
+    llm: str | None = None
+    llm_api_base: str | None = None
+    llm_api_key_env: str | None = None
+    llm_concurrency: int = 8
+    llm_cache: str | None = None
+    alpha: float = DEFAULT_ALPHA
+    entities: int = LLM_FREE_ENTITIES
+    position: str = "first"
+    templates: tuple[str, ...] = DEFAULT_TEMPLATES
+    weights: JudgeWeights = field(default_factory=JudgeWeights)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> BenchOptions:
+        position = str(options.get("bridge_position", cls.position))
+        if position not in BRIDGE_POSITIONS:
+            raise ValueError(
+                f"option bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, "
+                f"got {position!r}"
+            )
+        entities = _parse(options, "bridge_entities", cls.entities, int)
+        if entities < 0:
+            raise ValueError(f"option bridge_entities must be an integer >= 0, got {entities}")
+        templates = tuple(
+            t.strip()
+            for t in str(options.get("bridge_templates", ",".join(cls.templates))).split(",")
+            if t.strip()
+        )
+        if not templates or any(t not in QUERY_TEMPLATES for t in templates):
+            raise ValueError(
+                f"option bridge_templates must be a comma-separated list of "
+                f"{sorted(QUERY_TEMPLATES)}, got {options.get('bridge_templates')!r}"
+            )
+        llm = options.get("llm") or None
+        return cls(
+            llm=None if llm is None else str(llm),
+            llm_api_base=options.get("llm_api_base") or None,
+            llm_api_key_env=options.get("llm_api_key_env") or None,
+            llm_concurrency=check_positive_int(
+                _parse(options, "llm_concurrency", cls.llm_concurrency, int), "llm_concurrency"
+            ),
+            llm_cache=options.get("llm_cache") or None,
+            alpha=check_fraction(_parse(options, "bridge_alpha", cls.alpha, float), "bridge_alpha"),
+            entities=entities,
+            position=position,
+            templates=templates,
+            weights=_weights(options.get("bridge_judge_weights")),
+        )
+
+    def writer(self) -> TemplateQueryWriter:
+        """The LLM-free writer of these options."""
+        return TemplateQueryWriter(n_entities=self.entities, templates=self.templates)
+
+    def settings(self) -> BridgeSettings:
+        return BridgeSettings(alpha=self.alpha, bridge_position=self.position)
+
+    def client(self) -> LLMClient:
+        """The LLM client of ``llm`` (the key is read from the environment at call time)."""
+        from rag_multihop.llm import LLMCache, LLMClient, LLMSettings, default_cache_path
+
+        if self.llm is None:
+            raise ValueError("no LLM configured; pass --option llm=MODEL (e.g. openai/gpt-4o-mini)")
+        settings = LLMSettings(
+            self.llm,
+            api_base=self.llm_api_base,
+            api_key_env=self.llm_api_key_env,
+            max_concurrency=self.llm_concurrency,
+        )
+        cache = None
+        if self.llm_cache is not None:
+            path = default_cache_path() if self.llm_cache == "default" else self.llm_cache
+            cache = LLMCache(path)
+        return LLMClient(settings, cache=cache)
+
+
+def _weights(text: Any) -> JudgeWeights:
+    """``JudgeWeights`` from ``"q,b,bm,qm"`` (question, bridge, bridge mention, question
+    mention); the defaults when ``text`` is ``None``."""
+    if text is None:
+        return JudgeWeights()
+    try:
+        values = [float(part) for part in str(text).split(",")]
+        if len(values) != 4:
+            raise ValueError
+        return JudgeWeights(*values)
+    except ValueError as exc:
+        raise ValueError(
+            "option bridge_judge_weights must be four comma-separated weights >= 0 (question, "
+            f"bridge, bridge_mention, question_mention), e.g. 1,0,1,1; got {text!r}"
+        ) from exc
+
+
+class PerQuestionJudge:
+    """Routes each query to the judge of its question id (AAR's held-out folds)."""
+
+    def __init__(self, judges: Mapping[str, Judge]) -> None:
+        self.judges = dict(judges)
+
+    @property
+    def name(self) -> str:
+        """The name of the routed judges (``"association"``)."""
+        return judge_name(next(iter(self.judges.values()))) if self.judges else "none"
+
+    @property
+    def weights(self) -> JudgeWeights | None:
+        """The routed judges' weights (they share one setting)."""
+        first = next(iter(self.judges.values()), None)
+        return getattr(first, "weights", None)
+
+    def _judge(self, query: Query) -> Judge:
+        try:
+            return self.judges[query.id]
+        except KeyError:
+            raise ValueError(f"query id {query.id!r} is not a question of this benchmark") from None
+
+    def score(
+        self, query: Query, bridge: Passage, entities: Sequence[str], candidates: Sequence[Passage]
+    ) -> Any:
+        return self._judge(query).score(query, bridge, entities, candidates)
+
+    async def ascore(
+        self, query: Query, bridge: Passage, entities: Sequence[str], candidates: Sequence[Passage]
+    ) -> Any:
+        return await self._judge(query).ascore(query, bridge, entities, candidates)
+
+
+def _raw_encoder(context: BenchContext) -> Encoder:
+    """The encoder without its disk cache: per-query texts would each write a cache shard."""
+    return (
+        context.encoder.encoder if isinstance(context.encoder, CachedEncoder) else context.encoder
+    )
+
+
+def _vectors(context: BenchContext) -> PassageVectors:
+    return PassageVectors(
+        _raw_encoder(context), ids=context.dataset.corpus.ids, vectors=context.passage_vectors
+    )
+
+
+def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, list[dict[str, Any]]]:
+    """Association judges from the AAR benchmark's models (trained once per run)."""
+    from rag_multihop.association.benchmark import build as build_aar
+
+    aar = build_aar(context, "mixed")
+    if aar.settings.protocol == "transductive" and aar.settings.pairs != "corpus":
+        logger.warning(
+            "the bridge association judge uses an AAR model trained on the %s pairs of the "
+            "evaluated questions (protocol=transductive): its numbers include that leakage; "
+            "pass --option protocol=heldout for a fair run",
+            aar.settings.pairs,
+        )
+    vectors = _vectors(context)
+    judges: dict[str, Judge] = {}
+    for model in aar.models:
+        reranker: AssociationReranker = model.reranker
+        judge = AssociationJudge(reranker, weights=weights, vectors=vectors)
+        judges.update(dict.fromkeys(model.eval_question_ids, judge))
+    report = [
+        {"settings": {"protocol": aar.settings.protocol, "pairs": aar.settings.pairs}, **m.report}
+        for m in aar.models
+    ]
+    return PerQuestionJudge(judges), report
+
+
+def _has_aar_model(context: BenchContext) -> bool:
+    return any(str(key).startswith("aar-model:") for key in context.artifacts)
+
+
+def _summary(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    return {
+        "mean": round(float(np.mean(values)), 4),
+        "median": round(float(np.median(values)), 4),
+        "p95": round(float(np.percentile(values, 95)), 4),
+    }
+
+
+def _pct(values: Sequence[float]) -> float:
+    return round(100.0 * float(np.mean(values)), 2) if values else float("nan")
+
+
+class BridgeBenchRetriever:
+    """Runs a :class:`BridgeRetriever` per question and keeps its traces for the report."""
+
+    def __init__(
+        self,
+        pipeline: BridgeRetriever,
+        questions: Sequence[QAExample],
+        *,
+        mode: str,
+        options: BenchOptions,
+        aar: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.mode = mode
+        self.options = options
+        self.aar = aar
+        self._questions = {q.id: q for q in questions}
+        self.traces: list[BridgeTrace] = []
+        self.rankings: list[list[str]] = []
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        result = self.pipeline.run(query, k)
+        self.traces.append(result.trace)
+        self.rankings.append([c.id for c in result.candidates])
+        return result.candidates
+
+    def _groups(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        """Per question type and per number of gold passages: recall, coverage, bridge."""
+        by_type: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        by_gold: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for trace, ranking in zip(self.traces, self.rankings, strict=True):
+            question = self._questions.get(trace.query_id)
+            if question is None:
+                continue
+            gold = question.gold_ids
+            reach = {*trace.pool_ids, *([trace.bridge_id] if trace.bridge_id else [])}
+            row = {
+                "R@2": recall_at_k(ranking, gold, 2),
+                "R@5": recall_at_k(ranking, gold, 5),
+                "dense_R@2": recall_at_k(list(trace.hop1_ids), gold, 2),
+                "dense_R@5": recall_at_k(list(trace.hop1_ids), gold, 5),
+                "pool_coverage": len(set(gold) & reach) / len(set(gold)),
+                "dense_coverage_same_size": recall_at_k(list(trace.hop1_ids), gold, len(reach)),
+                "bridge_is_gold": float(trace.bridge_id in gold),
+            }
+            for table, group in (
+                (by_type, "all"),
+                (by_type, question.type or UNTYPED),
+                (by_gold, f"{len(set(gold))} gold"),
+            ):
+                for key, value in row.items():
+                    table[group][key].append(value)
+
+        def summary(table: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Any]]:
+            return {
+                group: {"questions": len(rows["R@2"]), **{k: _pct(v) for k, v in rows.items()}}
+                for group, rows in table.items()
+            }
+
+        return summary(by_type), summary(by_gold)
+
+    def bench_extras(self) -> dict[str, Any]:
+        """Settings, pool statistics, per-type recall and, in LLM mode, the LLM accounts."""
+        pipeline = self.pipeline
+        writer = pipeline.writer
+        extras: dict[str, Any] = {
+            "mode": self.mode,
+            "judge": self.traces[0].judge if self.traces else None,
+            "writer": type(writer).__name__,
+            "settings": {
+                "alpha": pipeline.settings.alpha,
+                "entity_k": pipeline.settings.entity_k,
+                "query_k": pipeline.settings.query_k,
+                "pool_cap": pipeline.settings.pool_cap,
+                "bridge_position": pipeline.settings.bridge_position,
+            },
+            "pool": {
+                "size": _summary([len(t.pool_ids) for t in self.traces]),
+                "entities": _summary([len(t.entities) for t in self.traces]),
+                "no_entities_share": _pct([float(not t.entities) for t in self.traces]),
+                "queries": _summary([len(t.queries) for t in self.traces]),
+            },
+        }
+        extras["by_type"], extras["by_gold_count"] = self._groups()
+        if not any(
+            self._questions[t.query_id].type for t in self.traces if t.query_id in self._questions
+        ):
+            extras["by_type_note"] = "the dataset gives no question types"
+        if isinstance(writer, TemplateQueryWriter):
+            extras["settings"] |= {
+                "entities": writer.n_entities,
+                "templates": list(writer.templates),
+            }
+        weights = getattr(pipeline.judge, "weights", None)
+        if isinstance(weights, JudgeWeights):
+            extras["settings"]["judge_weights"] = asdict(weights)
+        if self.aar is not None:
+            extras["aar_models"] = self.aar
+        if self.mode == "llm":
+            extras["llm"] = self._llm_report()
+        return extras
+
+    def _llm_report(self) -> dict[str, Any]:
+        accounts = [t.account for t in self.traces if t.account is not None]
+        total = sum(accounts[1:], start=accounts[0]) if accounts else None
+        costs = [a.cost for a in accounts]
+        return {
+            "model": self.options.llm,
+            "total": None if total is None else total.to_dict(),
+            "per_query": {
+                "calls": _summary([a.calls for a in accounts]),
+                "cache_hits": _summary([a.cache_hits for a in accounts]),
+                "prompt_tokens": _summary([a.prompt_tokens for a in accounts]),
+                "completion_tokens": _summary([a.completion_tokens for a in accounts]),
+                "cost_usd": None
+                if any(c is None for c in costs)
+                else _summary([float(c) for c in costs if c is not None]),
+                "latency_s": _summary([t.seconds for t in self.traces]),
+                "fallbacks": _summary([t.fallbacks for t in self.traces]),
+            },
+        }
+
+
+def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
+    """The bench retriever with ``judge`` in ``auto``, ``embedding`` or ``association``."""
+    options = BenchOptions.from_options(context.options)
+    searcher = DenseSearcher.from_retriever(context.dense, encoder=_raw_encoder(context))
+    aar_report = None
+    writer: QueryWriter
+    chosen: Judge
+    if judge == "auto" and options.llm is not None:
+        client = options.client()
+        mode, writer, chosen = "llm", LLMQueryWriter(client), LLMJudge(client)
+    else:
+        mode, writer = "llm-free", options.writer()
+        if judge == "association" or (judge == "auto" and _has_aar_model(context)):
+            logger.info("bridge: association judge with the AAR model of this run")
+            chosen, aar_report = _aar_judge(context, options.weights)
+        else:
+            chosen = EmbeddingJudge(_vectors(context), weights=options.weights)
+    pipeline = BridgeRetriever(searcher, judge=chosen, writer=writer, settings=options.settings())
+    return BridgeBenchRetriever(
+        pipeline, context.dataset.questions, mode=mode, options=options, aar=aar_report
+    )
+
+
+@register_method(
+    "bridge",
+    "BridgeRAG: bridge = dense top-1, entity + query expansion, judge, PIT fusion "
+    "(LLM-free unless --option llm=MODEL)",
+)
+def build_bridge_auto(context: BenchContext) -> BridgeBenchRetriever:
+    return build_bridge(context, "auto")
+
+
+@register_method("bridge-embed", "BridgeRAG LLM-free, embedding + title-mention judge")
+def build_bridge_embed(context: BenchContext) -> BridgeBenchRetriever:
+    return build_bridge(context, "embedding")
+
+
+@register_method(
+    "bridge-aar", "BridgeRAG LLM-free, association (AAR) judge; AAR trained as `aar` does"
+)
+def build_bridge_aar(context: BenchContext) -> BridgeBenchRetriever:
+    return build_bridge(context, "association")
