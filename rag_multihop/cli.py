@@ -125,6 +125,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     print(render_rankings(result, top=args.top, max_questions=args.questions))
     print(markdown_table(result))
+    if any(name.startswith("aar") for name in result.methods):
+        print(
+            "aar / aar-reverse are trained on the demo questions' own gold pairs (the paper's "
+            "transductive setting); see docs/association.md for held-out numbers."
+        )
     return 0
 
 
