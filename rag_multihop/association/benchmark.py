@@ -42,7 +42,7 @@ from rag_multihop.association.reranker import AssociationReranker, rescore_candi
 from rag_multihop.association.retriever import DEFAULT_CANDIDATES
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.methods import BenchContext, register_method
+from rag_multihop.eval.methods import BenchContext, parse_option, register_method
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_fraction, check_positive_int
@@ -67,14 +67,6 @@ PAIR_SOURCES: Mapping[str, str] = MappingProxyType(
 )
 HELDOUT_SEED = 0
 """Seed of the held-out 2-fold question split (fixed, so every run splits the same way)."""
-
-
-def _option(options: Mapping[str, Any], key: str, default: Any, parse: type) -> Any:
-    value = options.get(key, default)
-    try:
-        return parse(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"option {key} must be a {parse.__name__}, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -108,21 +100,25 @@ class BenchSettings:
                 f"option aar_relations must be a comma-separated list of "
                 f"{sorted(CORPUS_RELATIONS)}, got {relations!r}"
             )
-        seed = _option(options, "aar_seed", cls.seed, int)
+        seed = parse_option(options, "aar_seed", cls.seed, int)
         if seed < 0:
             raise ValueError(f"option aar_seed must be a non-negative integer, got {seed!r}")
         threads = options.get("aar_threads")
         if threads is not None:
-            threads = check_positive_int(_option(options, "aar_threads", None, int), "aar_threads")
+            threads = check_positive_int(
+                parse_option(options, "aar_threads", None, int), "aar_threads"
+            )
         return cls(
             protocol=protocol,
             pairs=pairs,
             lambda_=check_fraction(
-                _option(options, "aar_lambda", cls.lambda_, float), "aar_lambda"
+                parse_option(options, "aar_lambda", cls.lambda_, float), "aar_lambda"
             ),
-            candidates=check_positive_int(_option(options, "aar_k", cls.candidates, int), "aar_k"),
+            candidates=check_positive_int(
+                parse_option(options, "aar_k", cls.candidates, int), "aar_k"
+            ),
             epochs=check_positive_int(
-                _option(options, "aar_epochs", cls.epochs, int), "aar_epochs"
+                parse_option(options, "aar_epochs", cls.epochs, int), "aar_epochs"
             ),
             seed=seed,
             relations=names,

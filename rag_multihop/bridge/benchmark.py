@@ -73,7 +73,7 @@ from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.methods import BenchContext, register_method
+from rag_multihop.eval.methods import BenchContext, parse_option, register_method
 from rag_multihop.eval.metrics import recall_at_k
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_fraction, check_positive_int
@@ -86,14 +86,6 @@ logger = logging.getLogger(__name__)
 
 UNTYPED = "untyped"
 """The question-type group of datasets that give no types (2Wiki's HippoRAG copy)."""
-
-
-def _parse(options: Mapping[str, Any], key: str, default: Any, parse: type) -> Any:
-    value = options.get(key, default)
-    try:
-        return parse(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"option {key} must be a {parse.__name__}, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,7 @@ class BenchOptions:
                 f"option bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, "
                 f"got {position!r}"
             )
-        entities = _parse(options, "bridge_entities", cls.entities, int)
+        entities = parse_option(options, "bridge_entities", cls.entities, int)
         if entities < 0:
             raise ValueError(f"option bridge_entities must be an integer >= 0, got {entities}")
         templates = tuple(
@@ -138,10 +130,13 @@ class BenchOptions:
             llm_api_base=options.get("llm_api_base") or None,
             llm_api_key_env=options.get("llm_api_key_env") or None,
             llm_concurrency=check_positive_int(
-                _parse(options, "llm_concurrency", cls.llm_concurrency, int), "llm_concurrency"
+                parse_option(options, "llm_concurrency", cls.llm_concurrency, int),
+                "llm_concurrency",
             ),
             llm_cache=options.get("llm_cache") or None,
-            alpha=check_fraction(_parse(options, "bridge_alpha", cls.alpha, float), "bridge_alpha"),
+            alpha=check_fraction(
+                parse_option(options, "bridge_alpha", cls.alpha, float), "bridge_alpha"
+            ),
             entities=entities,
             position=position,
             templates=templates,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
@@ -32,6 +32,7 @@ from rag_multihop.index.bm25 import BM25Retriever
 from rag_multihop.index.dense import DenseIndex, DenseRetriever
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Query
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,37 @@ class BenchContext:
 
 
 MethodFactory = Callable[[BenchContext], Retriever]
+
+PEER_CHILD_K_OPTION = "peer_child_k"
+"""Benchmark option: candidates each child of a peer fusion returns before fusing."""
+DEFAULT_PEER_CHILD_K = 100
+
+
+def parse_option(options: Mapping[str, Any], key: str, default: Any, parse: type) -> Any:
+    """Option ``key`` (CLI values arrive as strings) converted by ``parse``, else ``default``.
+
+    >>> parse_option({"aar_k": "50"}, "aar_k", 100, int), parse_option({}, "aar_k", 100, int)
+    (50, 100)
+    """
+    value = options.get(key, default)
+    try:
+        return parse(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"option {key} must be a {parse.__name__}, got {value!r}") from None
+
+
+def peer_child_k(options: Mapping[str, Any]) -> int:
+    """The peers' child depth from benchmark options (default :data:`DEFAULT_PEER_CHILD_K`)."""
+    value = options.get(PEER_CHILD_K_OPTION, DEFAULT_PEER_CHILD_K)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    try:
+        return check_positive_int(value, PEER_CHILD_K_OPTION)
+    except ValueError:
+        raise ValueError(
+            f"option {PEER_CHILD_K_OPTION} must be a positive integer (candidates per child "
+            f"retriever before fusion; default {DEFAULT_PEER_CHILD_K}), got {value!r}"
+        ) from None
 
 
 @dataclass(frozen=True)

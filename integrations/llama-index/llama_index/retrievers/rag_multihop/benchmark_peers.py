@@ -37,16 +37,13 @@ from llama_index.retrievers.rag_multihop._convert import (
 )
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.eval.methods import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
+from rag_multihop.eval.methods import PEER_CHILD_K_OPTION as CHILD_K_OPTION
 from rag_multihop.eval.methods import BenchContext, register_method
+from rag_multihop.eval.methods import peer_child_k as child_k_from_options
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
-
-DEFAULT_CHILD_K = 100
-"""Candidates each child retriever returns before fusion (see the package README)."""
-
-CHILD_K_OPTION = "peer_child_k"
-"""Benchmark option overriding :data:`DEFAULT_CHILD_K`."""
 
 FUSION_PEERS: dict[str, tuple[str, str]] = {
     "li-fusion-rrf": (
@@ -64,20 +61,6 @@ FUSION_PEERS: dict[str, tuple[str, str]] = {
     ),
 }
 """Peer name -> (``QueryFusionRetriever`` mode, description)."""
-
-
-def child_k_from_options(options: dict[str, Any]) -> int:
-    """The child depth from benchmark options (CLI values arrive as strings)."""
-    value = options.get(CHILD_K_OPTION, DEFAULT_CHILD_K)
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    try:
-        return check_positive_int(value, CHILD_K_OPTION)
-    except ValueError:
-        raise ValueError(
-            f"option {CHILD_K_OPTION} must be a positive integer (candidates per child retriever "
-            f"before fusion; default {DEFAULT_CHILD_K}), got {value!r}"
-        ) from None
 
 
 class _CoreRetriever(BaseRetriever):
