@@ -42,6 +42,7 @@ DEFAULTS: dict[str, float] = {
     "seed_top_n": 2,
     "entity_share": 0.5,
     "graph_synonyms": 0,
+    "graph_push_epsilon": 1e-5,
 }
 """Benchmark options of this module and their defaults."""
 
@@ -104,6 +105,8 @@ def _graph_retriever(
         seed_top_n=max(top_n, 1),
         entity_share=option(context, "entity_share"),
         use_entities=entities,
+        ppr=str(context.options.get("graph_ppr", "auto")),
+        push_epsilon=option(context, "graph_push_epsilon"),
     )
     return _Benchmarked(retriever, {"graph_build_seconds": round(seconds, 3)})
 

@@ -41,11 +41,17 @@ from rag_multihop.corpus import Corpus
 from rag_multihop.graph.build import EdgeWeights, EntityGraph
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.graph.ppr import Transition, personalized_pagerank, transition_matrix
+from rag_multihop.graph.push import DEFAULT_EPSILON, PushGraph, push_pagerank
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_fraction, check_positive_int
 
 logger = logging.getLogger(__name__)
+
+PPR_METHODS = ("auto", "power", "push")
+"""How the walk is computed: exact power iteration, local forward push, or ``auto``
+(push from :data:`PUSH_MIN_NODES` nodes up, where power iteration grows with the graph)."""
+PUSH_MIN_NODES = 200_000
 
 
 class GraphRetriever:
@@ -63,6 +69,10 @@ class GraphRetriever:
         weights: edge-kind weights of the walk (:class:`EdgeWeights`).
         damping: probability of another step, ``[0, 1)``.
         tol, max_iter: power-iteration stop rule.
+        ppr: ``"power"`` (exact), ``"push"`` (local forward push, time independent of the
+            graph size, L1 error ``<= push residual``; see :mod:`rag_multihop.graph.push`) or
+            ``"auto"`` (push from :data:`PUSH_MIN_NODES` graph nodes up).
+        push_epsilon: forward-push threshold per unit of out-degree.
     """
 
     def __init__(
@@ -79,6 +89,8 @@ class GraphRetriever:
         damping: float = 0.5,
         tol: float = 1e-8,
         max_iter: int = 100,
+        ppr: str = "auto",
+        push_epsilon: float = DEFAULT_EPSILON,
     ) -> None:
         graph.check_corpus(corpus)
         if not 0.0 <= damping < 1.0:
@@ -102,7 +114,14 @@ class GraphRetriever:
         self.damping = float(damping)
         self.tol = tol
         self.max_iter = check_positive_int(max_iter, "max_iter")
+        if ppr not in PPR_METHODS:
+            raise ValueError(f"ppr must be one of {', '.join(PPR_METHODS)}, got {ppr!r}")
+        if not (np.isfinite(push_epsilon) and push_epsilon > 0):
+            raise ValueError(f"push_epsilon must be a finite number > 0, got {push_epsilon!r}")
+        self.ppr = ppr
+        self.push_epsilon = float(push_epsilon)
         self._transition: Transition | None = None
+        self._push_graph: PushGraph | None = None
 
     @property
     def transition(self) -> Transition:
@@ -111,65 +130,103 @@ class GraphRetriever:
             self._transition = transition_matrix(self.graph.adjacency(self.weights))
         return self._transition
 
+    @property
+    def uses_push(self) -> bool:
+        """Whether queries run the local push (by ``ppr`` and the graph's size)."""
+        return self.ppr == "push" or (self.ppr == "auto" and self.graph.n_nodes >= PUSH_MIN_NODES)
+
+    @property
+    def push_graph(self) -> PushGraph:
+        """The forward walk for :func:`push_pagerank` (built on first use)."""
+        if self._push_graph is None:
+            self._push_graph = PushGraph.from_transition(self.transition)
+        return self._push_graph
+
     def query_entities(self, text: str) -> list[str]:
         """The query's entities that are nodes of the graph."""
         index = self.graph.entity_index
         return [name for name in self.extractor.extract([text])[0] if name in index]
 
-    def seed_vector(
+    def seeds(
         self, query_text: str, seed_candidates: Sequence[Candidate] = ()
-    ) -> tuple[np.ndarray, list[str]]:
-        """Seed weights over all nodes (all zero when there is no seed) and the query entities.
+    ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Seed nodes, their weights (summing to 1; both empty when there is no seed) and
+        the query entities.
 
         The first ``seed_top_n`` of ``seed_candidates`` seed passages, weighted by
-        ``max(score, 0)``; their ids must be passages of the graph.
+        ``max(score, 0)``; their ids must be passages of the graph. Query entities weigh
+        ``1 / frequency``; with both kinds, ``entity_share`` of the mass goes to entities.
         """
         graph = self.graph
         entities = self.query_entities(query_text) if self.use_entities else []
-        entity_part = np.zeros(graph.n_nodes)
-        for name in entities:
-            j = graph.entity_index[name]
-            entity_part[graph.n_passages + j] += 1.0 / max(int(graph.entity_frequency[j]), 1)
-        passage_part = np.zeros(graph.n_nodes)
+        entity_nodes = [graph.n_passages + graph.entity_index[name] for name in entities]
+        entity_weights = [
+            1.0 / max(int(graph.entity_frequency[node - graph.n_passages]), 1)
+            for node in entity_nodes
+        ]
+        passage_nodes, passage_weights = [], []
         for candidate in list(seed_candidates)[: self.seed_top_n]:
             if candidate.id not in graph.passage_index:
                 raise ValueError(
                     f"seed passage {candidate.id!r} is not a passage of the graph; seeds must "
                     "come from the corpus the graph was built from"
                 )
-            passage_part[graph.passage_index[candidate.id]] += max(float(candidate.score), 0.0)
-        entity_mass, passage_mass = entity_part.sum(), passage_part.sum()
+            passage_nodes.append(graph.passage_index[candidate.id])
+            passage_weights.append(max(float(candidate.score), 0.0))
+        entity_mass, passage_mass = sum(entity_weights), sum(passage_weights)
         if entity_mass > 0 and passage_mass > 0:
-            seeds = (
-                self.entity_share * entity_part / entity_mass
-                + (1.0 - self.entity_share) * passage_part / passage_mass
-            )
+            entity_scale = self.entity_share / entity_mass
+            passage_scale = (1.0 - self.entity_share) / passage_mass
         elif entity_mass > 0 or passage_mass > 0:
-            seeds = (entity_part + passage_part) / (entity_mass + passage_mass)
+            entity_scale = passage_scale = 1.0 / (entity_mass + passage_mass)
         else:
-            seeds = entity_part  # all zero: no seed
-        return seeds, entities
+            entity_scale = passage_scale = 0.0
+        nodes = np.asarray(entity_nodes + passage_nodes, dtype=np.int64)
+        weights = np.asarray(
+            [w * entity_scale for w in entity_weights]
+            + [w * passage_scale for w in passage_weights]
+        )
+        keep = weights > 0
+        return nodes[keep], weights[keep], entities
+
+    def seed_vector(
+        self, query_text: str, seed_candidates: Sequence[Candidate] = ()
+    ) -> tuple[np.ndarray, list[str]]:
+        """:meth:`seeds` as one weight per graph node (all zero when there is no seed)."""
+        nodes, weights, entities = self.seeds(query_text, seed_candidates)
+        vector = np.zeros(self.graph.n_nodes)
+        np.add.at(vector, nodes, weights)
+        return vector, entities
 
     def rank(
         self, query: Query, seed_candidates: Sequence[Candidate] = (), k: int = 10
     ) -> list[Candidate]:
         """The ``k`` best passages by PPR from the query's entities and ``seed_candidates``."""
         check_positive_int(k, "k")
-        seeds, _ = self.seed_vector(query.text, seed_candidates)
-        if not seeds.any():
+        nodes, weights, _ = self.seeds(query.text, seed_candidates)
+        if nodes.size == 0:
             logger.warning(
                 "no seed for query %r: no query entity is in the graph and no seed passage; "
                 "returning no candidates",
                 query.text,
             )
             return []
-        result = personalized_pagerank(
-            self.transition, seeds, damping=self.damping, tol=self.tol, max_iter=self.max_iter
-        )
-        scores = result.scores[: self.graph.n_passages]
+        n_passages = self.graph.n_passages
+        if self.uses_push:
+            pushed = push_pagerank(
+                self.push_graph, nodes, weights, damping=self.damping, epsilon=self.push_epsilon
+            )
+            scores, support = pushed.scores, pushed.support[pushed.support < n_passages]
+        else:
+            seeds = np.zeros(self.graph.n_nodes)
+            np.add.at(seeds, nodes, weights)
+            scores = personalized_pagerank(
+                self.transition, seeds, damping=self.damping, tol=self.tol, max_iter=self.max_iter
+            ).scores
+            support = np.arange(n_passages)
         return rank_candidates(
             Candidate(self.corpus[i], float(scores[i]), signals={"graph": float(scores[i])})
-            for i in _top_positive(scores, k)
+            for i in _top_positive(scores, support, k)
         )
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
@@ -190,11 +247,13 @@ class GraphRetriever:
             "seed_top_n": self.seed_top_n,
             "entity_share": self.entity_share,
             "damping": self.damping,
+            "ppr": "push" if self.uses_push else "power",
         }
 
 
-def _top_positive(scores: np.ndarray, k: int) -> Sequence[int]:
-    positive = np.flatnonzero(scores > 0)
+def _top_positive(scores: np.ndarray, nodes: np.ndarray, k: int) -> Sequence[int]:
+    """The ``k`` best of ``nodes`` with a positive score, best first (ties by index)."""
+    positive = nodes[scores[nodes] > 0]
     if positive.size > k:
         positive = positive[np.argpartition(-scores[positive], k - 1)[:k]]
     return positive[np.argsort(-scores[positive], kind="stable")].tolist()
