@@ -59,6 +59,7 @@ from collections.abc import (
     Callable,
     Coroutine,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -71,9 +72,16 @@ from pydantic import BaseModel
 from rag_multihop.llm.accounting import LLMAccount
 from rag_multihop.llm.cache import LLMCache, cache_key
 from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMOutputError
+from rag_multihop.llm.local import ensure_local_server, is_local_model, local_model_name
 from rag_multihop.llm.prompts import format_repair
 from rag_multihop.llm.structured import parse_reply
-from rag_multihop.llm.transport import LiteLLMTransport, RawReply, Transport
+from rag_multihop.llm.transport import (
+    LiteLLMTransport,
+    RawReply,
+    StreamDelta,
+    StreamingTransport,
+    Transport,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +94,9 @@ Messages = str | Sequence[Mapping[str, str]]
 
 PLACEHOLDER_API_KEY = "sk-no-key-required"
 """Sent to an ``api_base`` server when no key variable is set (local servers ignore it)."""
+
+JSON_OBJECT: dict[str, str] = {"type": "json_object"}
+"""The response format of JSON calls when the schema is not sent."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx (timeout, conflict, rate limit)."""
@@ -141,8 +152,12 @@ class LLMSettings:
         temperature: sampling temperature, 0 for repeatable judging.
         max_tokens: cap on reply tokens (``None``: the provider's default).
         max_concurrency: requests in flight at once per client (sync and async counted apart).
-        json_mode: send ``response_format={"type": "json_object"}`` for JSON calls; turn off
-            for servers that reject it (parsing is defensive either way).
+        json_mode: ask for JSON in JSON calls (``response_format``); turn off for servers
+            that reject any response format (parsing is defensive either way).
+        json_schema: with ``json_mode``, send the reply's JSON schema so the provider decodes
+            under it (``{"type": "json_schema", ...}``) instead of ``{"type": "json_object"}``.
+            ``None`` (default): when the provider supports it (the local model does; others
+            as litellm knows them); ``True``/``False``: always / never.
         input_cost_per_token, output_cost_per_token: US dollars, for models litellm cannot
             price (local servers: 0). Both or neither.
 
@@ -166,12 +181,20 @@ class LLMSettings:
     max_tokens: int | None = None
     max_concurrency: int = 8
     json_mode: bool = True
+    json_schema: bool | None = None
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError(f"model must be a non-empty litellm model string, got {self.model!r}")
+        if is_local_model(self.model):
+            local_model_name(self.model)  # an unknown local name fails here, not at first use
+            if self.api_base is not None:
+                raise ValueError(
+                    f"api_base must be None for the local model {self.model!r}: the library "
+                    "starts its server and knows its address"
+                )
         if self.api_base is not None and not (
             isinstance(self.api_base, str) and self.api_base.startswith(("http://", "https://"))
         ):
@@ -194,6 +217,8 @@ class LLMSettings:
         _integer(self.max_concurrency, "max_concurrency", 1, 1024)
         if not isinstance(self.json_mode, bool):
             raise ValueError(f"json_mode must be True or False, got {self.json_mode!r}")
+        if self.json_schema is not None and not isinstance(self.json_schema, bool):
+            raise ValueError(f"json_schema must be True, False or None, got {self.json_schema!r}")
         prices = (self.input_cost_per_token, self.output_cost_per_token)
         if (prices[0] is None) != (prices[1] is None):
             raise ValueError(
@@ -319,19 +344,21 @@ class LLMClient:
         Raises :class:`LLMConfigError` (unknown model, missing or rejected key, model not
         served) or :class:`LLMCallError` (provider failure after the retry budget).
         """
-        request = self._request(messages, temperature, max_tokens, json_mode)
+        return self._complete(self._request(messages, temperature, max_tokens, json_mode))
+
+    def _complete(self, request: dict[str, Any]) -> LLMReply:
         key = cache_key(request) if self.cache is not None else None
         cached = self._from_cache(key)
         if cached is not None:
             return cached
-        api_key = self._prepare()
+        sent, api_key = self._prepare(request)
         start = time.perf_counter()
         attempt = 0
         while True:
             try:
                 with self._thread_slots:
                     raw = self.transport.complete(
-                        request, api_key=api_key, timeout=self.settings.timeout
+                        sent, api_key=api_key, timeout=self.settings.timeout
                     )
                 break
             except Exception as exc:
@@ -351,19 +378,21 @@ class LLMClient:
         json_mode: bool = False,
     ) -> LLMReply:
         """The async twin of :meth:`complete`; waits for a free slot of ``max_concurrency``."""
-        request = self._request(messages, temperature, max_tokens, json_mode)
+        return await self._acomplete(self._request(messages, temperature, max_tokens, json_mode))
+
+    async def _acomplete(self, request: dict[str, Any]) -> LLMReply:
         key = cache_key(request) if self.cache is not None else None
         cached = self._from_cache(key)
         if cached is not None:
             return cached
-        api_key = self._prepare()
+        sent, api_key = self._prepare(request)
         start = time.perf_counter()
         attempt = 0
         while True:
             try:
                 async with self._slot():
                     raw = await self.transport.acomplete(
-                        request, api_key=api_key, timeout=self.settings.timeout
+                        sent, api_key=api_key, timeout=self.settings.timeout
                     )
                 break
             except Exception as exc:
@@ -391,20 +420,14 @@ class LLMClient:
         ``account`` holds what the attempts cost); with it, the default comes back in a
         reply with ``fallback=True``.
         """
-        first = self.complete(
-            messages, temperature=temperature, max_tokens=max_tokens, json_mode=True
-        )
+        first = self._complete(self._request(messages, temperature, max_tokens, True, schema))
         parsed = self._parse(first, schema, first.account, repaired=False)
         if isinstance(parsed, JSONReply):
             return parsed
         if parsed.reason == "refused":
             return self._give_up(parsed, default)
-        second = self.complete(
-            format_repair(_as_messages(messages), first.text, str(parsed), schema),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            json_mode=True,
-        )
+        repair = format_repair(_as_messages(messages), first.text, str(parsed), schema)
+        second = self._complete(self._request(repair, temperature, max_tokens, True, schema))
         repaired = self._parse(second, schema, first.account + second.account, repaired=True)
         return repaired if isinstance(repaired, JSONReply) else self._give_up(repaired, default)
 
@@ -418,22 +441,131 @@ class LLMClient:
         max_tokens: int | None = None,
     ) -> JSONReply[M]:
         """The async twin of :meth:`complete_json`."""
-        first = await self.acomplete(
-            messages, temperature=temperature, max_tokens=max_tokens, json_mode=True
-        )
+        request = self._request(messages, temperature, max_tokens, True, schema)
+        first = await self._acomplete(request)
         parsed = self._parse(first, schema, first.account, repaired=False)
         if isinstance(parsed, JSONReply):
             return parsed
         if parsed.reason == "refused":
             return self._give_up(parsed, default)
-        second = await self.acomplete(
-            format_repair(_as_messages(messages), first.text, str(parsed), schema),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            json_mode=True,
-        )
+        repair = format_repair(_as_messages(messages), first.text, str(parsed), schema)
+        repair_request = self._request(repair, temperature, max_tokens, True, schema)
+        second = await self._acomplete(repair_request)
         repaired = self._parse(second, schema, first.account + second.account, repaired=True)
         return repaired if isinstance(repaired, JSONReply) else self._give_up(repaired, default)
+
+    # ------------------------------------------------------------------ streaming
+
+    def stream(
+        self,
+        messages: Messages,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> TextStream:
+        """A text reply streamed as it is generated: iterate the returned
+        :class:`TextStream` for text pieces; its ``reply`` (text, finish reason and the
+        complete account) is set when the stream ends.
+
+        Failures before the first piece are retried like :meth:`complete`; a stream that
+        breaks after pieces were delivered raises :class:`LLMCallError` (the pieces cannot
+        be taken back). A cached reply arrives as one piece.
+        """
+        request = self._request(messages, temperature, max_tokens, False)
+        return TextStream(self._stream_pieces(request))
+
+    def astream(
+        self,
+        messages: Messages,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncTextStream:
+        """The async twin of :meth:`stream` (``async for piece in client.astream(...)``)."""
+        request = self._request(messages, temperature, max_tokens, False)
+        return AsyncTextStream(self._astream_pieces(request))
+
+    def _streaming(self) -> StreamingTransport:
+        if not isinstance(self.transport, StreamingTransport):
+            raise LLMConfigError(
+                f"the transport {type(self.transport).__name__} cannot stream; use "
+                "complete() or a transport with stream()/astream() (LiteLLMTransport has them)"
+            )
+        return self.transport
+
+    def _stream_pieces(self, request: dict[str, Any]) -> Iterator[str | LLMReply]:
+        key = cache_key(request) if self.cache is not None else None
+        cached = self._from_cache(key)
+        if cached is not None:
+            if cached.text:
+                yield cached.text
+            yield cached
+            return
+        transport = self._streaming()
+        sent, api_key = self._prepare(request)
+        start = time.perf_counter()
+        attempt = 0
+        collected = _Collected()
+        while True:
+            try:
+                with self._thread_slots:
+                    for delta in transport.stream(
+                        sent, api_key=api_key, timeout=self.settings.timeout
+                    ):
+                        if collected.add(delta):
+                            yield delta.text
+                break
+            except Exception as exc:
+                delay = self._stream_retry_delay(exc, attempt, collected)
+                if delay is None:
+                    raise
+                self._sleep(delay)
+                attempt += 1
+        seconds = time.perf_counter() - start
+        yield self._finish(collected.raw(), key, attempt, seconds)
+
+    async def _astream_pieces(self, request: dict[str, Any]) -> AsyncIterator[str | LLMReply]:
+        key = cache_key(request) if self.cache is not None else None
+        cached = self._from_cache(key)
+        if cached is not None:
+            if cached.text:
+                yield cached.text
+            yield cached
+            return
+        transport = self._streaming()
+        sent, api_key = self._prepare(request)
+        start = time.perf_counter()
+        attempt = 0
+        collected = _Collected()
+        while True:
+            try:
+                async with self._slot():
+                    async for delta in transport.astream(
+                        sent, api_key=api_key, timeout=self.settings.timeout
+                    ):
+                        if collected.add(delta):
+                            yield delta.text
+                break
+            except Exception as exc:
+                delay = self._stream_retry_delay(exc, attempt, collected)
+                if delay is None:
+                    raise
+                await self._async_sleep(delay)
+                attempt += 1
+        seconds = time.perf_counter() - start
+        yield self._finish(collected.raw(), key, attempt, seconds)
+
+    def _stream_retry_delay(
+        self, exc: Exception, attempt: int, collected: _Collected
+    ) -> float | None:
+        if collected.pieces:
+            raise LLMCallError(
+                f"the stream from {self.settings.model!r} broke after {len(collected.pieces)} "
+                f"piece(s): {type(exc).__name__}: {exc}",
+                model=self.settings.model,
+                attempts=attempt + 1,
+            ) from exc
+        return self._retry_delay(exc, attempt)
 
     # ------------------------------------------------------------------ batches
 
@@ -473,28 +605,36 @@ class LLMClient:
         *,
         limit: int | None = None,
     ) -> list[R]:
-        """:meth:`map_async` from synchronous code, on an event loop the client keeps.
-
-        The loop runs in a background thread, started on first use and reused by later
-        batches (from any thread), which keeps litellm's per-loop HTTP clients and logging
-        worker alive between batches. Inside a running event loop, ``await map_async(...)``
-        instead.
-        """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+        """:meth:`map_async` from synchronous code, through :meth:`run`. Inside a running
+        event loop, ``await client.map_async(...)`` instead."""
+        if _loop_running():
             raise RuntimeError(
                 "run_batch() cannot be called from a running event loop; "
                 "use `await client.map_async(fn, items)` instead"
+            )
+        return self.run(self.map_async(fn, items, limit=limit))
+
+    def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        """Run one coroutine (such as ``client.acomplete(...)`` or a method's ``arun``) to
+        completion from synchronous code, on the event loop the client keeps.
+
+        The loop runs in a background thread, started on first use and reused by later
+        calls (from any thread), which keeps litellm's per-loop HTTP clients and logging
+        worker alive between calls. Inside a running event loop, ``await`` the coroutine
+        instead (this raises ``RuntimeError`` saying so).
+        """
+        if _loop_running():
+            coroutine.close()
+            raise RuntimeError(
+                "LLMClient.run() cannot be called from a running event loop; await the coroutine "
+                "instead (e.g. `await client.acomplete(...)`, `await retriever.arun(...)`)"
             )
         with self._lock:
             if self._loop_thread is None:
                 self._loop_thread = _LoopThread()
                 weakref.finalize(self, self._loop_thread.stop)
             loop_thread = self._loop_thread
-        return loop_thread.run(self.map_async(fn, items, limit=limit))
+        return loop_thread.run(coroutine)
 
     def close(self) -> None:
         """Stop the event loop of :meth:`run_batch` (a later batch starts a new one)."""
@@ -517,7 +657,9 @@ class LLMClient:
         temperature: float | None,
         max_tokens: int | None,
         json_mode: bool,
+        schema: type[BaseModel] | None = None,
     ) -> dict[str, Any]:
+        """The request as cached: the model as configured (``local`` stays ``local``)."""
         s = self.settings
         request: dict[str, Any] = {
             "model": s.model,
@@ -530,14 +672,35 @@ class LLMClient:
         if tokens is not None:
             request["max_tokens"] = tokens
         if json_mode and s.json_mode:
-            request["response_format"] = {"type": "json_object"}
+            request["response_format"] = (
+                _schema_format(schema)
+                if schema is not None and self._uses_schema()
+                else JSON_OBJECT
+            )
         if s.api_base is not None:
             request["api_base"] = s.api_base
         return request
 
-    def _prepare(self) -> str | None:
-        """Validate the model and resolve the key, at call time; the key is never stored."""
+    def _uses_schema(self) -> bool:
+        """Whether JSON calls send their schema (see ``LLMSettings.json_schema``)."""
         s = self.settings
+        if s.json_schema is not None:
+            return s.json_schema
+        if is_local_model(s.model):
+            return True  # llama.cpp's server turns the schema into a decoding grammar
+        if isinstance(self.transport, StreamingTransport):
+            return self.transport.supports_response_schema(s.model)
+        return False
+
+    def _prepare(self, request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The request as sent and the API key, both resolved at call time (the key is
+        never stored); the local model is routed to its server here (started on first use).
+        """
+        s = self.settings
+        if is_local_model(s.model):
+            server = ensure_local_server(local_model_name(s.model))
+            routed = {**request, "model": server.model, "api_base": server.base_url}
+            return routed, PLACEHOLDER_API_KEY
         self.transport.check_model(s.model)
         if s.api_key_env is not None:
             value = os.environ.get(s.api_key_env, "").strip()
@@ -547,13 +710,13 @@ class LLMClient:
                     f"(api_key_env) is not set; export {s.api_key_env}=<key>, or use the "
                     "method's LLM-free mode"
                 )
-            return value
+            return request, value
         missing = self.transport.missing_credentials(s.model, s.api_base)
         if not missing:
-            return None  # the provider reads its own variable, or needs none
+            return request, None  # the provider reads its own variable, or needs none
         if s.api_base is not None:
             logger.debug("no %s set; sending a placeholder key to %s", missing[0], s.api_base)
-            return PLACEHOLDER_API_KEY
+            return request, PLACEHOLDER_API_KEY
         raise LLMConfigError(
             f"no API key for {s.model!r}: set the environment variable "
             f"{' or '.join(missing)}, or set api_key_env to the variable that holds the key, "
@@ -643,7 +806,7 @@ class LLMClient:
 
     def _finish(self, raw: RawReply, key: str | None, retries: int, seconds: float) -> LLMReply:
         s = self.settings
-        cost = raw.cost
+        cost = 0.0 if is_local_model(s.model) else raw.cost
         if s.input_cost_per_token is not None and s.output_cost_per_token is not None:
             cost = (
                 raw.prompt_tokens * s.input_cost_per_token
@@ -700,6 +863,97 @@ class LLMClient:
         )
 
 
+class TextStream:
+    """Text pieces of a streamed reply (see :meth:`LLMClient.stream`); after the last piece
+    :attr:`reply` holds the whole reply with its account.
+
+    Example (a fake streaming transport):
+        >>> from rag_multihop.llm.transport import RawReply, StreamDelta
+        >>> class Fake:
+        ...     def check_model(self, model): pass
+        ...     def missing_credentials(self, model, api_base): return []
+        ...     def supports_response_schema(self, model): return False
+        ...     def complete(self, request, *, api_key, timeout): return RawReply("hi there")
+        ...     async def acomplete(self, request, *, api_key, timeout): return RawReply("")
+        ...     def stream(self, request, *, api_key, timeout):
+        ...         yield StreamDelta("hi ")
+        ...         yield StreamDelta("there", finish_reason="stop")
+        ...         yield StreamDelta(prompt_tokens=7, completion_tokens=2)
+        ...     async def astream(self, request, *, api_key, timeout):
+        ...         yield StreamDelta("hi")
+        >>> stream = LLMClient("openai/gpt-4o-mini", transport=Fake()).stream("Say hi.")
+        >>> list(stream), stream.reply.text, stream.reply.account.total_tokens
+        (['hi ', 'there'], 'hi there', 9)
+    """
+
+    def __init__(self, pieces: Iterator[str | LLMReply]) -> None:
+        self._pieces = pieces
+        self.reply: LLMReply | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        for item in self._pieces:
+            if isinstance(item, LLMReply):
+                self.reply = item
+            else:
+                yield item
+
+
+class AsyncTextStream:
+    """The async twin of :class:`TextStream` (``async for``)."""
+
+    def __init__(self, pieces: AsyncIterator[str | LLMReply]) -> None:
+        self._pieces = pieces
+        self.reply: LLMReply | None = None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for item in self._pieces:
+            if isinstance(item, LLMReply):
+                self.reply = item
+            else:
+                yield item
+
+
+class _Collected:
+    """What a stream delivered so far, turned into a :class:`RawReply` at its end.
+
+    Without a usage report from the provider, completion tokens are counted as pieces
+    (one token per piece for OpenAI-compatible servers) and prompt tokens stay 0.
+    """
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.finish_reason: str | None = None
+        self.model = ""
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+
+    def add(self, delta: StreamDelta) -> bool:
+        """Record ``delta``; whether it carries text to pass on."""
+        self.finish_reason = delta.finish_reason or self.finish_reason
+        self.model = delta.model or self.model
+        if delta.prompt_tokens is not None:
+            self.prompt_tokens = delta.prompt_tokens
+        if delta.completion_tokens is not None:
+            self.completion_tokens = delta.completion_tokens
+        if delta.text:
+            self.pieces.append(delta.text)
+            return True
+        return False
+
+    def raw(self) -> RawReply:
+        if self.completion_tokens is None:
+            logger.debug("the stream reported no usage; counting %d pieces", len(self.pieces))
+        return RawReply(
+            text="".join(self.pieces),
+            finish_reason=self.finish_reason,
+            model=self.model,
+            prompt_tokens=self.prompt_tokens or 0,
+            completion_tokens=(
+                self.completion_tokens if self.completion_tokens is not None else len(self.pieces)
+            ),
+        )
+
+
 class _LoopThread:
     """An event loop running in a daemon thread, for running coroutines from sync code."""
 
@@ -734,6 +988,14 @@ class _LoopThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         if threading.current_thread() is not self.thread:
             self.thread.join(timeout=10)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _as_messages(messages: Messages) -> list[dict[str, str]]:
@@ -778,3 +1040,11 @@ def _retry_after(exc: BaseException) -> float | None:
         if seconds is not None and math.isfinite(seconds) and seconds >= 0:
             return seconds
     return None
+
+
+def _schema_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """``response_format`` asking the provider to decode under ``schema``'s JSON schema."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+    }

@@ -41,21 +41,29 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Annotated
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, StringConstraints, field_validator
 
 from rag_multihop.types import Passage
 
 Message = dict[str, str]
 
 # ---------------------------------------------------------------------------- reply schemas
+# Bounds on lengths keep a small model's schema-constrained decoding from running on until
+# max_tokens; they are far above what a sensible reply needs.
+
+MAX_ENTITY_CHARS = 200
+MAX_QUERY_CHARS = 400
+MAX_QUERIES = 10
+MAX_ENTITIES = 60
 
 
 class BridgeEntities(BaseModel):
     """Reply of :data:`ENTITY_EXTRACTION`: two entities of the bridge passage ("" if none)."""
 
-    e1: str
-    e2: str
+    e1: str = Field(max_length=MAX_ENTITY_CHARS)
+    e2: str = Field(max_length=MAX_ENTITY_CHARS)
 
     @field_validator("e1", "e2")
     @classmethod
@@ -66,7 +74,9 @@ class BridgeEntities(BaseModel):
 class SVOQueries(BaseModel):
     """Reply of :data:`SVO_QUERIES`: at least one non-empty query (blank ones are dropped)."""
 
-    queries: list[str] = Field(min_length=1)
+    queries: list[Annotated[str, StringConstraints(max_length=MAX_QUERY_CHARS)]] = Field(
+        min_length=1, max_length=MAX_QUERIES
+    )
 
     @field_validator("queries")
     @classmethod
@@ -80,7 +90,11 @@ class SVOQueries(BaseModel):
 class JudgeScore(BaseModel):
     """Reply of :data:`TRIPARTITE_JUDGE`: a score in [0, 10] (NaN and infinity rejected)."""
 
-    score: float = Field(ge=0.0, le=10.0, allow_inf_nan=False)
+    # The schema lists 0-10 as an enum: grammar-based decoding (llama.cpp) enforces enums but
+    # not numeric ranges. Parsing accepts any number in range (providers without schemas).
+    score: float = Field(
+        ge=0.0, le=10.0, allow_inf_nan=False, json_schema_extra={"enum": list(range(11))}
+    )
 
     @property
     def unit(self) -> float:
@@ -91,7 +105,9 @@ class JudgeScore(BaseModel):
 class EntityList(BaseModel):
     """Reply of :data:`GRAPH_ENTITIES`: entity names as written in the text (may be empty)."""
 
-    entities: list[str]
+    entities: list[Annotated[str, StringConstraints(max_length=MAX_ENTITY_CHARS)]] = Field(
+        max_length=MAX_ENTITIES
+    )
 
 
 # ---------------------------------------------------------------------------- templates

