@@ -190,10 +190,28 @@ def build_parser() -> argparse.ArgumentParser:
     methods = sub.add_parser("methods", help="list the available methods")
     methods.set_defaults(func=cmd_methods)
 
+    llm = sub.add_parser("llm", help="the embedded local language model")
+    llm_sub = llm.add_subparsers(dest="llm_command", required=True)
+    serve = llm_sub.add_parser(
+        "serve",
+        help="start the local model (llama.cpp server on 127.0.0.1) and print its "
+        "OpenAI-compatible address until interrupted",
+    )
+    serve.add_argument(
+        "--model", default="smollm2-135m", help="which local model to serve (default: %(default)s)"
+    )
+    serve.set_defaults(func=cmd_llm_serve)
+
     from rag_multihop.association.cli import add_aar_parser
 
     add_aar_parser(sub)
     return parser
+
+
+def cmd_llm_serve(args: argparse.Namespace) -> int:
+    from rag_multihop.llm.local import serve
+
+    return serve(args.model)
 
 
 def _llm_errors() -> tuple[type[Exception], ...]:

@@ -241,7 +241,7 @@ def test_sync_run_inside_an_event_loop_points_to_the_async_api(dense: DenseRetri
     bridge = BridgeRetriever.with_llm(dense, client(FakeLLM()))
 
     async def inside() -> list[str]:
-        with pytest.raises(RuntimeError, match="map_async"):
+        with pytest.raises(RuntimeError, match=r"await retriever\.arun\(\.\.\.\)"):
             bridge.run(QUESTION, k=3)
         return [c.id for c in (await bridge.arun(QUESTION, k=3)).candidates]
 

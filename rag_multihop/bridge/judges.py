@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from rag_multihop.bridge.features import mentions, to_unit
-from rag_multihop.bridge.queries import check_on_error, run_sync
+from rag_multihop.bridge.queries import check_on_error
 from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int
@@ -371,10 +371,7 @@ class LLMJudge:
         candidates: Sequence[Passage],
     ) -> Judgement:
         """:meth:`ascore` on the client's event loop (not from inside a running loop)."""
-        judgement: Judgement = run_sync(
-            self.client, lambda: self.ascore(query, bridge, entities, candidates)
-        )
-        return judgement
+        return self.client.run(self.ascore(query, bridge, entities, candidates))
 
 
 def _zero_account() -> LLMAccount:

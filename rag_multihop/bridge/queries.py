@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
 from rag_multihop.types import Passage, Query
@@ -243,15 +243,6 @@ def make_client(
     return client
 
 
-def run_sync(client: LLMClient, factory: Callable[[], Any]) -> Any:
-    """Await ``factory()`` from sync code on the client's own event loop (see ``run_batch``)."""
-
-    async def call(_: int) -> Any:
-        return await factory()
-
-    return client.run_batch(call, [0])[0]
-
-
 class LLMQueryWriter:
     """BridgeRAG's plan: two LLM-extracted entities and ``n_queries`` SVO queries.
 
@@ -314,5 +305,4 @@ class LLMQueryWriter:
 
     def plan(self, query: Query, bridge: Passage) -> HopPlan:
         """:meth:`aplan` on the client's event loop (not from inside a running loop)."""
-        plan: HopPlan = run_sync(self.client, lambda: self.aplan(query, bridge))
-        return plan
+        return self.client.run(self.aplan(query, bridge))

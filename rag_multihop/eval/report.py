@@ -124,7 +124,33 @@ def markdown_table(result: BenchResult) -> str:
         f"{d['name']}: {d['questions']} questions, {d['passages']} passages, "
         f"encoder {result.encoder_name}"
     )
-    return caption + "\n\n" + "\n".join(lines) + "\n"
+    return caption + "\n\n" + "\n".join(lines) + "\n" + _llm_table(summary["methods"])
+
+
+def _llm_table(methods: dict[str, Any]) -> str:
+    """Per-query LLM usage of the methods that called a model (empty when none did)."""
+    rows = []
+    for name, row in methods.items():
+        llm = row.get("extras", {}).get("llm")
+        if not llm:
+            continue
+        q = llm["per_query"]
+        cost = None if q["cost_usd"] is None else q["cost_usd"]["mean"]
+        rows.append(
+            f"| {name} | {llm['model']} | {q['calls']['mean']:.1f} / {q['calls']['p95']:.1f} | "
+            f"{q['prompt_tokens']['mean']:.0f} | {q['completion_tokens']['mean']:.0f} | "
+            f"{'unknown' if cost is None else f'{cost:.5f}'} | "
+            f"{q['latency_s']['median']:.2f} / {q['latency_s']['p95']:.2f} | "
+            f"{q['fallbacks']['mean']:.2f} |"
+        )
+    if not rows:
+        return ""
+    header = (
+        "| method | model | LLM calls (mean / p95) | prompt tokens (mean) | completion tokens "
+        "(mean) | cost USD (mean) | latency s (p50 / p95) | fallbacks (mean) |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+    )
+    return "\nLLM usage per query\n\n" + header + "\n".join(rows) + "\n"
 
 
 def plot_recall_curves(result: BenchResult, path: str | os.PathLike[str]) -> None:

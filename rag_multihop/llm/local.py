@@ -13,8 +13,8 @@ The bundled model, SmolLM2-135M-Instruct (Q4_1, 98 MB), is tiny: it proves the L
 end to end and keeps the examples offline; what it answers says nothing about a method's
 quality. Any litellm model string replaces it.
 
-Other programs can use the same server: ``rag-multihop llm serve`` (or
-``python -m rag_multihop.llm.local``) starts it and prints its address.
+Other programs can use the same server: ``rag-multihop llm serve`` starts it and prints its
+address.
 
 Example:
     >>> sorted(LOCAL_MODELS)
@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
 import importlib
@@ -35,12 +34,12 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -261,24 +260,11 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``rag-multihop llm serve``: start the local model server and print its address."""
-    parser = argparse.ArgumentParser(
-        prog="rag-multihop llm serve",
-        description="Start the embedded local model (llama.cpp server on 127.0.0.1) and "
-        "print its OpenAI-compatible address until interrupted.",
-    )
-    parser.add_argument(
-        "--model",
-        default=DEFAULT_LOCAL_MODEL,
-        choices=sorted(LOCAL_MODELS),
-        help="which local model to serve",
-    )
-    args = parser.parse_args(argv)
-    try:
-        server = ensure_local_server(args.model)
-    except LLMConfigError as exc:
-        parser.exit(2, f"error: {exc}\n")
+def serve(name: str = DEFAULT_LOCAL_MODEL) -> int:
+    """``rag-multihop llm serve``: start local model ``name``, print its address, and keep
+    it running until interrupted (Ctrl-C or SIGTERM stop the server too)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run the cleanup below
+    server = ensure_local_server(name)
     print(f"api_base={server.base_url}")
     print(f"model={server.model}  (litellm model string; any API key is accepted)", flush=True)
     try:
@@ -289,7 +275,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         stop_local_servers()
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
