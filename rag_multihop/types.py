@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -78,6 +79,7 @@ class Candidate:
     signals: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "score", check_score(self.score, f"Candidate {self.passage.id!r}"))
         object.__setattr__(self, "signals", _frozen_mapping(self.signals))
 
     @property
@@ -86,7 +88,27 @@ class Candidate:
 
     def with_score(self, score: float, **signals: float) -> Candidate:
         """A copy with a new score and extra signals merged into ``signals``."""
-        return replace(self, score=float(score), signals={**self.signals, **signals})
+        return replace(self, score=score, signals={**self.signals, **signals})
+
+
+def check_score(score: object, where: str) -> float:
+    """``score`` as a float, or a ``ValueError`` naming ``where`` when it is not a finite
+    number: the library rejects NaN and infinity wherever a score enters (see
+    docs/guarantees.md), rather than sorting them into arbitrary places.
+
+    >>> check_score(0.5, "x")
+    0.5
+    >>> check_score(float("nan"), "Candidate 'p1'")
+    Traceback (most recent call last):
+    ...
+    ValueError: Candidate 'p1': score must be a finite number, got nan
+    """
+    if isinstance(score, bool) or not isinstance(score, int | float | np.floating | np.integer):
+        raise ValueError(f"{where}: score must be a finite number, got {score!r}")
+    value = float(score)
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: score must be a finite number, got {value!r}")
+    return value
 
 
 def rank_candidates(candidates: Iterable[Candidate], top_n: int | None = None) -> list[Candidate]:

@@ -73,7 +73,24 @@ def calibrate(name: str, scores: np.ndarray) -> np.ndarray:
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
         return np.zeros(0, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(
+            f"calibration {name!r}: scores contain NaN or inf at positions {bad[:5].tolist()} "
+            f"({bad.size} in all); every score must be finite"
+        )
     return function(values)
+
+
+def scale_down(values: np.ndarray) -> np.ndarray:
+    """``values / max(|values|)`` (unchanged when all zero): the same order and ratios, but
+    differences and squares can no longer overflow (scores near 1e308 stay finite).
+
+    >>> scale_down(np.array([1e308, -1e308, 0.0]))
+    array([ 1., -1.,  0.])
+    """
+    peak = float(np.abs(values).max()) if values.size else 0.0
+    return values / peak if peak > 0.0 else values
 
 
 @register_calibration("pit", bounded=True)
@@ -94,7 +111,7 @@ def minmax(scores: np.ndarray) -> np.ndarray:
     >>> minmax(np.array([5.0, 5.0]))
     array([1., 1.])
     """
-    values = np.asarray(scores, dtype=np.float64)
+    values = scale_down(np.asarray(scores, dtype=np.float64))
     low, high = float(values.min()), float(values.max())
     if high == low:
         return np.ones_like(values)
@@ -108,7 +125,7 @@ def zscore(scores: np.ndarray) -> np.ndarray:
     >>> zscore(np.array([1.0, 3.0]))
     array([-1.,  1.])
     """
-    values = np.asarray(scores, dtype=np.float64)
+    values = scale_down(np.asarray(scores, dtype=np.float64))
     std = float(values.std())
     if std == 0.0:
         return np.zeros_like(values)

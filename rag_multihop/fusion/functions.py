@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+from rag_multihop.fusion.calibration import scale_down
+
 
 @dataclass(frozen=True)
 class ScoreTable:
@@ -213,7 +215,7 @@ def dbsf(table: ScoreTable, weights: np.ndarray) -> np.ndarray:
     for s in range(table.n_systems):
         rows = np.flatnonzero(table.present[:, s])
         if rows.size:
-            values = table.raw[rows, s]
+            values = scale_down(table.raw[rows, s])
             sigma = float(values.std())
             scaled = (
                 np.full(rows.size, 0.5)

@@ -131,6 +131,12 @@ class FusionRetriever:
         self, lists: Mapping[str, Sequence[Candidate]], k: int | None = None
     ) -> list[Candidate]:
         """Fuse already retrieved candidate lists (keyed like ``retrievers``)."""
+        missing = [name for name in self.names if name not in lists]
+        if missing:
+            raise ValueError(
+                f"fuse() got no list for system(s) {missing}; this retriever fuses "
+                f"{list(self.names)} (give an empty list for a system that found nothing)"
+            )
         passages: dict[str, Passage] = {}
         scored = []
         for name in self.names:
