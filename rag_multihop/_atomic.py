@@ -11,12 +11,37 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+
+class ArtifactError(ValueError):
+    """A saved artifact (index, graph, model, cache) is not what it claims to be; the
+    message names the file and what is wrong. Raised when the artifact is loaded, never
+    later at first use."""
+
+
+def read_json_file(path: Path, what: str) -> Any:
+    """The JSON value in ``path``, or :class:`ArtifactError` naming the file.
+
+    >>> import tempfile
+    >>> bad = Path(tempfile.mkdtemp()) / "config.json"
+    >>> _ = bad.write_bytes(b"{not json")
+    >>> read_json_file(bad, "index config")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rag_multihop._atomic.ArtifactError: .../config.json is not a valid index config (not JSON: ...)
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"{path} is not a valid {what} (not JSON: {exc})") from None
 
 
 @contextmanager

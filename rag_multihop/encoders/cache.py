@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -57,15 +58,19 @@ class EmbeddingCache:
         self._load()
 
     def _load(self) -> None:
+        """Read every shard; a shard that is unreadable or inconsistent (truncated, corrupt,
+        keys and vectors of different lengths, another dimension, non-finite values) is
+        skipped with a warning naming the file, and its texts are encoded again on demand."""
         for shard in sorted(self.directory.glob("shard-*.npz")):
             try:
                 with np.load(shard, allow_pickle=False) as data:
                     keys, vectors = data["keys"], data["vectors"]
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
                 logger.warning("ignoring unreadable embedding cache shard %s: %s", shard, exc)
                 continue
-            if vectors.ndim != 2 or vectors.shape[1] != self.dim:
-                logger.warning("ignoring cache shard %s with shape %s", shard, vectors.shape)
+            problem = _shard_problem(keys, vectors, self.dim)
+            if problem:
+                logger.warning("ignoring embedding cache shard %s: %s", shard, problem)
                 continue
             self._vectors.update(zip(keys.tolist(), vectors, strict=True))
 
@@ -90,6 +95,19 @@ class EmbeddingCache:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+def _shard_problem(keys: np.ndarray, vectors: np.ndarray, dim: int) -> str | None:
+    """Why a shard's arrays cannot be trusted, or ``None``."""
+    if keys.ndim != 1 or keys.dtype.kind not in "US":
+        return f"keys are not a list of strings (shape {keys.shape}, dtype {keys.dtype})"
+    if vectors.ndim != 2 or vectors.shape[1] != dim:
+        return f"vectors have shape {vectors.shape}, expected (n, {dim})"
+    if len(keys) != len(vectors):
+        return f"{len(keys)} keys but {len(vectors)} vectors"
+    if vectors.dtype.kind != "f" or not np.isfinite(vectors).all():
+        return "vectors hold NaN, infinity or non-float values"
+    return None
 
 
 class CachedEncoder:

@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import re
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from rag_multihop._atomic import atomic_directory
+from rag_multihop._atomic import ArtifactError, atomic_directory, read_json_file
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
@@ -224,25 +225,42 @@ class EntityGraph:
         meta_path = source / "graph.json"
         if not meta_path.is_file():
             raise FileNotFoundError(f"{source} is not a saved EntityGraph (no graph.json)")
-        meta = json.loads(meta_path.read_text())
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(
-                f"unsupported EntityGraph format_version {meta.get('format_version')!r} in "
+        meta = read_json_file(meta_path, "EntityGraph description")
+        version = meta.get("format_version") if isinstance(meta, dict) else meta
+        if version != FORMAT_VERSION:
+            raise ArtifactError(
+                f"unsupported EntityGraph format_version {version!r} in "
                 f"{meta_path}; this version reads {FORMAT_VERSION}"
             )
+        for key in ("passage_ids", "entity_names"):
+            names = meta.get(key)
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise ArtifactError(f"{meta_path}: {key!r} must be a list of strings")
+        if not isinstance(meta.get("fingerprint"), str):
+            raise ArtifactError(f"{meta_path}: 'fingerprint' must be a string")
         n_p, n_e = len(meta["passage_ids"]), len(meta["entity_names"])
         shapes = {"mentions": (n_p, n_e), "title_links": (n_p, n_p), "synonyms": (n_e, n_e)}
         blocks: dict[str, sparse.csr_matrix] = {}
-        with np.load(source / "graph.npz", allow_pickle=False) as data:
-            for name, shape in shapes.items():
-                blocks[name] = sparse.csr_matrix(
-                    (
-                        data[f"{name}_data"].astype(np.float64),
-                        data[f"{name}_indices"],
-                        data[f"{name}_indptr"],
-                    ),
-                    shape=shape,
-                )
+        arrays_path = source / "graph.npz"
+        try:
+            with np.load(arrays_path, allow_pickle=False) as data:
+                for name, shape in shapes.items():
+                    block = sparse.csr_matrix(
+                        (
+                            data[f"{name}_data"].astype(np.float64),
+                            data[f"{name}_indices"],
+                            data[f"{name}_indptr"],
+                        ),
+                        shape=shape,
+                    )
+                    block.check_format(full_check=True)
+                    if block.nnz and not np.isfinite(block.data).all():
+                        raise ValueError(f"{name} holds NaN or infinite weights")
+                    blocks[name] = block
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise ArtifactError(
+                f"{arrays_path} does not hold the graph that {meta_path.name} describes: {exc}"
+            ) from None
         graph = cls(
             tuple(meta["passage_ids"]),
             tuple(meta["entity_names"]),

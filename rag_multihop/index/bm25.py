@@ -39,7 +39,13 @@ class BM25Retriever:
         self.k1, self.b = k1, b
         self._stemmer = Stemmer.Stemmer(stemmer) if stemmer else None
         self._bm25: Any = bm25s.BM25(k1=k1, b=b, method="lucene")
-        self._bm25.index(self._tokenize(corpus.texts()), show_progress=False)
+        tokens = self._tokenize(corpus.texts())
+        if not any(tokens):
+            raise ValueError(
+                f"BM25 needs at least one passage with a word that is not a stopword; all "
+                f"{len(corpus)} passages are empty, punctuation or stopwords only"
+            )
+        self._bm25.index(tokens, show_progress=False)
 
     def _tokenize(self, texts: list[str]) -> Any:
         return bm25s.tokenize(
@@ -47,10 +53,16 @@ class BM25Retriever:
         )
 
     def scores(self, text: str) -> np.ndarray:
-        """BM25 score of every passage for ``text``, in corpus order."""
-        return np.asarray(self._bm25.get_scores(self._tokenize([text])[0]), dtype=np.float32)
+        """BM25 score of every passage for ``text``, in corpus order; all zero when ``text``
+        has no indexable word (stopwords or punctuation only)."""
+        tokens = self._tokenize([text])[0]
+        if not tokens:
+            return np.zeros(len(self.corpus), dtype=np.float32)
+        return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """The ``k`` best passages with a positive score: an empty list when the query has
+        no indexable word (stopwords or punctuation only) or matches nothing."""
         check_positive_int(k, "k")
         scores = self.scores(query.text)
         top = np.argsort(-scores, kind="stable")[:k]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop._atomic import atomic_directory
+from rag_multihop._atomic import ArtifactError, atomic_directory, read_json_file
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query, rank_candidates
@@ -93,15 +93,20 @@ class DenseIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, list[list[str]]]:
-        """Scores ``(n_queries, k')`` and ids per query, best first; ``k' = min(k, len(self))``."""
+    def search(self, queries: np.ndarray, k: int) -> tuple[list[np.ndarray], list[list[str]]]:
+        """Scores and ids per query, best first, at most ``min(k, len(self))`` each.
+
+        Approximate indexes (IVF, HNSW) can find fewer than ``k``: FAISS marks the missing
+        slots with id -1, and they are dropped from both lists, which stay aligned.
+        """
         check_positive_int(k, "k")
         matrix = as_embedding_matrix(queries, name="query vectors", dim=self.dim)
         if self.normalize:
             matrix = l2_normalize(matrix)
         scores, rows = self._index.search(matrix, min(k, len(self.ids)))
-        ids = [[self.ids[r] for r in row if r >= 0] for row in rows]
-        return scores, ids
+        found = rows >= 0
+        ids = [[self.ids[r] for r in row[keep]] for row, keep in zip(rows, found, strict=True)]
+        return [row[keep] for row, keep in zip(scores, found, strict=True)], ids
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write ``index.faiss``, ``ids.json`` and ``config.json`` atomically into ``directory``."""
@@ -119,18 +124,43 @@ class DenseIndex:
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> DenseIndex:
+        """Read an index saved by :meth:`save`; a folder that is not one, or whose files are
+        corrupt or disagree, raises :class:`~rag_multihop._atomic.ArtifactError` naming the
+        file."""
         source = Path(directory)
         config_path = source / "config.json"
         if not config_path.is_file():
             raise FileNotFoundError(f"{source} is not a saved DenseIndex (no config.json)")
-        config = json.loads(config_path.read_text())
-        if config.get("format_version") != FORMAT_VERSION:
-            raise ValueError(
-                f"unsupported DenseIndex format_version {config.get('format_version')!r}"
+        config = read_json_file(config_path, "DenseIndex config")
+        if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
+            version = config.get("format_version") if isinstance(config, dict) else config
+            raise ArtifactError(
+                f"{config_path}: unsupported DenseIndex format_version {version!r}; this "
+                f"version reads {FORMAT_VERSION}"
             )
-        index = _faiss().read_index(str(source / "index.faiss"))
-        ids = json.loads((source / "ids.json").read_text())
-        return cls(index, ids, factory=config["factory"], normalize=config["normalize"])
+        factory, normalize = config.get("factory"), config.get("normalize")
+        if not isinstance(factory, str) or not isinstance(normalize, bool):
+            raise ArtifactError(
+                f"{config_path}: 'factory' must be a string and 'normalize' true or false, "
+                f"got {factory!r} and {normalize!r}"
+            )
+        try:
+            index = _faiss().read_index(str(source / "index.faiss"))
+        except RuntimeError as exc:
+            reason = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else "unreadable"
+            raise ArtifactError(
+                f"{source / 'index.faiss'} is not a FAISS index: {reason}"
+            ) from None
+        ids_path = source / "ids.json"
+        ids = read_json_file(ids_path, "DenseIndex id list")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ArtifactError(f"{ids_path} must hold a JSON list of passage id strings")
+        if len(ids) != index.ntotal or config.get("dim") not in (None, index.d):
+            raise ArtifactError(
+                f"{source}: {len(ids)} ids for {index.ntotal} vectors of dimension {index.d} "
+                f"(config says dim {config.get('dim')!r}); the files do not belong together"
+            )
+        return cls(index, ids, factory=factory, normalize=normalize)
 
 
 class DenseRetriever:
@@ -143,6 +173,12 @@ class DenseRetriever:
     def __init__(self, corpus: Corpus, index: DenseIndex, encoder: Encoder | None = None) -> None:
         if len(index) != len(corpus):
             raise ValueError(f"index holds {len(index)} passages but the corpus has {len(corpus)}")
+        unknown = [pid for pid in index.ids if pid not in corpus]
+        if unknown:
+            raise ValueError(
+                f"the index was built over other passages: {len(unknown)} of its ids are not in "
+                f"the corpus (e.g. {unknown[:3]}); build it from this corpus's ids"
+            )
         self.corpus = corpus
         self.index = index
         self.encoder = encoder

@@ -34,10 +34,13 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
+from rag_multihop._atomic import ArtifactError
+
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 """Stored as SQLite ``user_version``; a file with another version is refused, not misread."""
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def default_cache_path() -> Path:
@@ -69,6 +72,14 @@ class LLMCache:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._ready = False
+        if self.path.is_file() and self.path.stat().st_size:
+            with self.path.open("rb") as handle:
+                header = handle.read(len(SQLITE_HEADER))
+            if header != SQLITE_HEADER:
+                raise ArtifactError(
+                    f"LLM cache {self.path} is not an SQLite database; delete it or pass "
+                    "another cache path"
+                )
 
     def __repr__(self) -> str:
         return f"LLMCache({str(self.path)!r})"
@@ -78,11 +89,16 @@ class LLMCache:
         if not self._ready:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(self.path, timeout=30.0)) as conn:
-            if not self._ready:
-                self._init_schema(conn)
-                self._ready = True
-            with conn:  # one transaction: committed on success, rolled back on error
-                yield conn
+            try:
+                if not self._ready:
+                    self._init_schema(conn)
+                    self._ready = True
+                with conn:  # one transaction: committed on success, rolled back on error
+                    yield conn
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                raise ArtifactError(f"LLM cache {self.path} is unusable: {exc}") from exc
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -94,7 +110,7 @@ class LLMCache:
                 )
                 conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
         elif version != FORMAT_VERSION:
-            raise ValueError(
+            raise ArtifactError(
                 f"LLM cache {self.path} has format version {version}, expected "
                 f"{FORMAT_VERSION}; delete the file or pass another cache path"
             )
