@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag_multihop.bridge.benchmark import LLM_FREE_ENTITIES, BenchOptions
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.methods import available_methods
+from rag_multihop.eval.methods.bridge import LLM_FREE_ENTITIES, BenchOptions
+from rag_multihop.eval.registry import available_methods
 
 
 def test_bridge_methods_are_registered() -> None:

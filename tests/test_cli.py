@@ -81,8 +81,9 @@ def test_bad_ks_are_rejected_by_the_parser(capsys):
 def test_demo_defaults_to_available_representatives_and_all_means_all():
     import argparse
 
-    from rag_multihop.cli import DEMO_METHODS, _method_names
-    from rag_multihop.eval.methods import available_methods
+    from rag_multihop.cli.common import method_names as _method_names
+    from rag_multihop.cli.demo import DEMO_METHODS
+    from rag_multihop.eval.registry import available_methods
 
     chosen = _method_names(argparse.Namespace(methods=None), DEMO_METHODS)
     assert chosen[:2] == ["dense", "bm25"]

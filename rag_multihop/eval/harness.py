@@ -33,8 +33,8 @@ import numpy as np
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.eval.datasets import Dataset, QAExample
-from rag_multihop.eval.methods import BenchContext, get_method
 from rag_multihop.eval.metrics import all_recall_at_k, last_hop_recall_at_k, recall_at_k
+from rag_multihop.eval.registry import BenchContext, get_method
 from rag_multihop.types import Candidate
 from rag_multihop.validation import check_positive_int
 

@@ -42,7 +42,7 @@ from rag_multihop.association.reranker import AssociationReranker, rescore_candi
 from rag_multihop.association.retriever import DEFAULT_CANDIDATES
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.methods import BenchContext, parse_option, register_method
+from rag_multihop.eval.registry import BenchContext, parse_option, register_method
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_fraction, check_positive_int

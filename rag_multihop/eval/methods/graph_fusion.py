@@ -1,6 +1,6 @@
 """Benchmark methods of the entity graph and the calibrated fusion (``rag-multihop bench``).
 
-Registered when :mod:`rag_multihop.eval.methods` loads its core modules:
+Registered when :mod:`rag_multihop.eval.registry` loads its core modules:
 
 - ``graph``: :class:`~rag_multihop.graph.GraphRetriever` alone, seeded by the query's
   entities and the dense top-``seed_top_n`` (the defaults);
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rag_multihop.eval.methods import BenchContext, register_method
+from rag_multihop.eval.registry import BenchContext, register_method
 from rag_multihop.fusion.retriever import FusionRetriever
 from rag_multihop.graph.build import EntityGraph, build_entity_graph
 from rag_multihop.graph.retriever import GraphRetriever

@@ -73,8 +73,8 @@ from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.methods import BenchContext, parse_option, register_method
 from rag_multihop.eval.metrics import recall_at_k
+from rag_multihop.eval.registry import BenchContext, parse_option, register_method
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_fraction, check_positive_int
 
@@ -235,7 +235,7 @@ def _vectors(context: BenchContext) -> PassageVectors:
 
 def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, list[dict[str, Any]]]:
     """Association judges from the AAR benchmark's models (trained once per run)."""
-    from rag_multihop.association.benchmark import build as build_aar
+    from rag_multihop.eval.methods.association import build as build_aar
 
     aar = build_aar(context, "mixed")
     if aar.settings.protocol == "transductive" and aar.settings.pairs != "corpus":
