@@ -87,8 +87,32 @@ class _Benchmarked:
         return self.retriever.retrieve(query, k=k)
 
     def bench_extras(self) -> dict[str, Any]:
-        inner: dict[str, Any] = getattr(self.retriever, "bench_extras", dict)()
-        return {**inner, **self.extras}
+        return {**settings_report(self.retriever), **self.extras}
+
+
+def settings_report(retriever: Retriever) -> dict[str, Any]:
+    """The settings of a graph or fusion retriever, reported next to its numbers."""
+    if isinstance(retriever, GraphRetriever):
+        return {
+            "passages": retriever.graph.n_passages,
+            "entities": retriever.graph.n_entities,
+            "edges": retriever.graph.edge_counts,
+            "seed_top_n": retriever.seed_top_n,
+            "entity_share": retriever.entity_share,
+            "damping": retriever.damping,
+        }
+    if isinstance(retriever, FusionRetriever):
+        return {
+            "systems": retriever.names,
+            "calibration": retriever.calibration,
+            "fusion": retriever.fusion,
+            "weights": retriever.weights,
+            "pool_cap": retriever.pool_cap,
+            "child_k": retriever.child_k,
+            "consensus_beta": retriever.consensus_beta,
+            "params": retriever.params,
+        }
+    return {}
 
 
 def _graph_retriever(
