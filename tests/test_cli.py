@@ -92,3 +92,23 @@ def test_demo_defaults_to_available_representatives_and_all_means_all():
         available_methods()
     )
     assert _method_names(argparse.Namespace(methods="bm25, dense")) == ["bm25", "dense"]
+
+
+def test_version_and_plain_help(capsys) -> None:
+    from rag_multihop._version import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"rag-multihop {__version__}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "``" not in capsys.readouterr().out
+
+
+def test_every_aar_train_flag_has_help(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["aar", "train", "--help"])
+    out = capsys.readouterr().out
+    for text in ("epochs (default", "pairs per batch (default", "random seed (default"):
+        assert text in out

@@ -17,11 +17,17 @@ OFFLINE_ENV = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rag_multihop._version import __version__
     from rag_multihop.cli.aar import add_aar_parser
     from rag_multihop.cli.bench import add_bench_parsers
     from rag_multihop.cli.demo import add_demo_parser
 
-    parser = argparse.ArgumentParser(prog="rag-multihop", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="rag-multihop",
+        description="Multi-hop retrieval: run the demo, benchmark methods on a dataset, "
+        "list the methods, train AAR models.",
+    )
+    parser.add_argument("--version", action="version", version=f"rag-multihop {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO level")
     sub = parser.add_subparsers(dest="command", required=True)
     add_demo_parser(sub)
