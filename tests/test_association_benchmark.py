@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 
 import pytest
 
 from rag_multihop.association import AssociationReranker, PairSet
-from rag_multihop.association.benchmark import BenchSettings, heldout_folds
 from rag_multihop.cli import main
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.methods import available_methods
+from rag_multihop.eval.methods.association import BenchSettings, heldout_folds
+from rag_multihop.eval.registry import available_methods
 from tests.conftest import HashingEncoder
 
 pytest.importorskip("torch")
@@ -24,11 +23,11 @@ FAST = {"aar_epochs": "2"}
 @pytest.fixture(autouse=True)
 def core_methods_only(monkeypatch):
     """Skip importing the installed integrations' peer methods (slow, not under test here)."""
-    import rag_multihop.eval.methods as methods
+    import rag_multihop.eval.methods
+    import rag_multihop.eval.registry as registry
 
-    for module in methods.CORE_METHOD_MODULES:
-        importlib.import_module(module)
-    monkeypatch.setattr(methods, "_entry_points_loaded", True)
+    assert rag_multihop.eval.methods.association  # the core families are registered
+    monkeypatch.setattr(registry, "_entry_points_loaded", True)
 
 
 @pytest.fixture(scope="module")

@@ -161,7 +161,7 @@ def test_numpy_forward_matches_an_independent_torch_functional_forward():
 def test_importing_the_package_does_not_import_torch():
     heavy = ("torch", "safetensors", "llama_index", "haystack")
     code = (
-        "import sys, rag_multihop.association, rag_multihop.association.benchmark\n"
+        "import sys, rag_multihop.association, rag_multihop.eval.methods.association\n"
         f"print([m for m in {heavy!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

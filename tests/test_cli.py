@@ -81,8 +81,9 @@ def test_bad_ks_are_rejected_by_the_parser(capsys):
 def test_demo_defaults_to_available_representatives_and_all_means_all():
     import argparse
 
-    from rag_multihop.cli import DEMO_METHODS, _method_names
-    from rag_multihop.eval.methods import available_methods
+    from rag_multihop.cli.common import method_names as _method_names
+    from rag_multihop.cli.demo import DEMO_METHODS
+    from rag_multihop.eval.registry import available_methods
 
     chosen = _method_names(argparse.Namespace(methods=None), DEMO_METHODS)
     assert chosen[:2] == ["dense", "bm25"]
@@ -91,3 +92,23 @@ def test_demo_defaults_to_available_representatives_and_all_means_all():
         available_methods()
     )
     assert _method_names(argparse.Namespace(methods="bm25, dense")) == ["bm25", "dense"]
+
+
+def test_version_and_plain_help(capsys) -> None:
+    from rag_multihop._version import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"rag-multihop {__version__}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "``" not in capsys.readouterr().out
+
+
+def test_every_aar_train_flag_has_help(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["aar", "train", "--help"])
+    out = capsys.readouterr().out
+    for text in ("epochs (default", "pairs per batch (default", "random seed (default"):
+        assert text in out

@@ -55,7 +55,7 @@ def test_weights_and_pool_caps_by_name():
     top = fusion.retrieve(Query("q"), k=10)
     assert top[0].id == "c" and top[0].score == pytest.approx(1.0)
     assert "graph" not in top[-1].signals  # d was capped out of the graph pool
-    assert fusion.bench_extras()["pool_cap"] == [None, 1]
+    assert fusion.pool_cap == [None, 1]
 
 
 def test_children_candidates_are_not_mutated():

@@ -36,7 +36,7 @@ from haystack_integrations.components.joiners.rag_multihop.benchmark_peers impor
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.eval.datasets import Dataset, QAExample
-from rag_multihop.eval.methods import BenchContext, available_methods, get_method
+from rag_multihop.eval.registry import BenchContext, available_methods, get_method
 from rag_multihop.types import Candidate, Passage, Query
 
 PASSAGES = [

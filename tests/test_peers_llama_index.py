@@ -36,7 +36,7 @@ from llama_index.retrievers.rag_multihop.benchmark_peers import (
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.eval.datasets import Dataset, QAExample
-from rag_multihop.eval.methods import BenchContext, available_methods, get_method
+from rag_multihop.eval.registry import BenchContext, available_methods, get_method
 from rag_multihop.types import Candidate, Passage, Query
 
 PASSAGES = [

@@ -8,8 +8,9 @@ reranking needs numpy only. Importing this package does not import torch.
 
 Modules: :mod:`.model` (f and the scoring modes as numpy functions), :mod:`.training`
 (torch), :mod:`.pairs` (pair sources, statistics, leakage), :mod:`.persistence` (model
-directories), :mod:`.reranker` (:class:`AssociationReranker`), :mod:`.retriever`,
-:mod:`.benchmark` (the ``aar`` / ``aar-reverse`` bench methods) and :mod:`.cli`.
+directories), :mod:`.reranker` (:class:`AssociationReranker`) and :mod:`.retriever`. The
+bench methods live in :mod:`rag_multihop.eval.methods.association`, the ``rag-multihop aar``
+command in :mod:`rag_multihop.cli.aar`.
 
 Example (see ``docs/association.md``):
     >>> from rag_multihop.association import AssociationReranker, PairSet

@@ -5,7 +5,8 @@ Modules, one job each: :mod:`.search` (batched ANN search behind a protocol),
 entities and queries, LLM or templates), :mod:`.pool` (the capped expansion pool),
 :mod:`.features` (title-mention signals), :mod:`.judges` (LLM, embedding and association
 judges), :mod:`.pipeline` (:class:`BridgeRetriever`), :mod:`.rerank` (:class:`BridgeReranker`,
-judging a list you already have) and :mod:`.benchmark` (the ``bridge*`` bench methods).
+judging a list you already have). The ``bridge*`` bench methods live in
+:mod:`rag_multihop.eval.methods.bridge`.
 Importing this package needs neither litellm nor pydantic; the LLM stages import them on
 first use. See ``docs/bridge.md``.
 

@@ -159,16 +159,3 @@ class FusionRetriever:
         check_positive_int(k, "k")
         lists = {name: r.retrieve(query, k=self.child_k) for name, r in self.retrievers.items()}
         return self.fuse(lists, k)
-
-    def bench_extras(self) -> dict[str, Any]:
-        """Fusion settings, reported next to benchmark numbers."""
-        return {
-            "systems": self.names,
-            "calibration": self.calibration,
-            "fusion": self.fusion,
-            "weights": self.weights,
-            "pool_cap": self.pool_cap,
-            "child_k": self.child_k,
-            "consensus_beta": self.consensus_beta,
-            "params": self.params,
-        }

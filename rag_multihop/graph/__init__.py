@@ -4,9 +4,9 @@
 - :mod:`.build`: :class:`EntityGraph` (passages, entities, mention / title-link / synonym
   edges), :func:`build_entity_graph`, save and load;
 - :mod:`.ppr`: Personalized PageRank by sparse power iteration (pure functions);
-- :mod:`.retriever`: :class:`GraphRetriever`, seeded by query entities and/or a dense top-n;
-- :mod:`.scale`: ``python -m rag_multihop.graph.scale``, PPR time and memory on synthetic
-  graphs.
+- :mod:`.retriever`: :class:`GraphRetriever`, seeded by query entities and/or a dense top-n.
+
+PPR time and memory on synthetic graphs: ``python -m rag_multihop.eval.graph_scale``.
 
 Example:
     >>> from rag_multihop import Corpus, Passage, Query

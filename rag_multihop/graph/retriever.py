@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -237,18 +236,6 @@ class GraphRetriever:
             else []
         )
         return self.rank(query, seeds, k)
-
-    def bench_extras(self) -> dict[str, Any]:
-        """Graph size and walk settings, reported next to benchmark numbers."""
-        return {
-            "passages": self.graph.n_passages,
-            "entities": self.graph.n_entities,
-            "edges": self.graph.edge_counts,
-            "seed_top_n": self.seed_top_n,
-            "entity_share": self.entity_share,
-            "damping": self.damping,
-            "ppr": "push" if self.uses_push else "power",
-        }
 
 
 def _top_positive(scores: np.ndarray, nodes: np.ndarray, k: int) -> Sequence[int]:

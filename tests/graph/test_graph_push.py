@@ -7,11 +7,11 @@ import pytest
 from scipy import sparse
 
 from rag_multihop import Candidate, Corpus, Passage, Query
+from rag_multihop.eval.graph_scale import synthetic_graph
 from rag_multihop.graph import GraphRetriever, build_entity_graph
 from rag_multihop.graph import retriever as graph_retriever
 from rag_multihop.graph.ppr import personalized_pagerank, transition_matrix
 from rag_multihop.graph.push import PushGraph, push_pagerank
-from rag_multihop.graph.scale import synthetic_graph
 
 
 def random_graph(n: int, seed: int) -> sparse.csr_matrix:

@@ -37,10 +37,10 @@ from llama_index.retrievers.rag_multihop._convert import (
 )
 
 from rag_multihop.corpus import Corpus
-from rag_multihop.eval.methods import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
-from rag_multihop.eval.methods import PEER_CHILD_K_OPTION as CHILD_K_OPTION
-from rag_multihop.eval.methods import BenchContext, register_method
-from rag_multihop.eval.methods import peer_child_k as child_k_from_options
+from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
+from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
+from rag_multihop.eval.registry import BenchContext, register_method
+from rag_multihop.eval.registry import peer_child_k as child_k_from_options
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int

@@ -42,7 +42,8 @@ from rag_multihop.association.reranker import AssociationReranker, rescore_candi
 from rag_multihop.association.retriever import DEFAULT_CANDIDATES
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.methods import BenchContext, parse_option, register_method
+from rag_multihop.eval.harness import FoldRouter
+from rag_multihop.eval.registry import BenchContext, parse_option, register_method
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_fraction, check_positive_int
@@ -222,18 +223,19 @@ class AssociationBenchRetriever:
         self.models = list(models)
         self.mode = mode
         self.settings = settings
-        self._by_question: dict[str, AssociationReranker] = {}
-        for model in self.models:
-            scoring = model.reranker.with_settings(lambda_=settings.lambda_, mode=mode)
-            self._by_question.update(dict.fromkeys(model.eval_question_ids, scoring))
+        self._rerankers = FoldRouter(
+            (
+                model.eval_question_ids,
+                model.reranker.with_settings(lambda_=settings.lambda_, mode=mode),
+            )
+            for model in self.models
+        )
         self.faiss_ms: list[float] = []
         self.scoring_ms: list[float] = []
         self.rerank_ms: list[float] = []
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        reranker = self._by_question.get(query.id)
-        if reranker is None:
-            raise ValueError(f"query id {query.id!r} is not a question of this benchmark")
+        reranker = self._rerankers.route(query)
         vector = self.dense.query_vector(query)
         t0 = time.perf_counter()
         dense_scores, ids = self.dense.index.search(vector, self.settings.candidates)

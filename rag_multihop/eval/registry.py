@@ -1,9 +1,9 @@
 """The registry of benchmark methods and the context they are built from.
 
 A method is a factory ``build(context) -> Retriever``, registered under a name. Core
-methods register here; other packages (the LlamaIndex and Haystack integrations, for the
-peer baselines) register theirs through the ``rag_multihop.methods`` entry-point group,
-whose entries name a module that calls :func:`register_method` when imported.
+methods register in :mod:`rag_multihop.eval.methods` (one module per family); third-party
+plugins register theirs through the ``rag_multihop.methods`` entry-point group, whose
+entries name a module that calls :func:`register_method` when imported.
 
 Example:
     >>> @register_method("dense-copy", "dense retrieval, registered twice for this example")
@@ -37,13 +37,6 @@ from rag_multihop.validation import check_positive_int
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "rag_multihop.methods"
-# Core modules that register methods when imported; integrations use the entry-point group.
-CORE_METHOD_MODULES = (
-    "rag_multihop.eval.baselines",
-    "rag_multihop.association.benchmark",
-    "rag_multihop.fusion.benchmark",
-    "rag_multihop.bridge.benchmark",
-)
 
 
 @dataclass
@@ -150,8 +143,7 @@ def available_methods() -> dict[str, MethodSpec]:
     global _entry_points_loaded
     if not _entry_points_loaded:
         _entry_points_loaded = True
-        for module in CORE_METHOD_MODULES:
-            importlib.import_module(module)
+        importlib.import_module("rag_multihop.eval.methods")
         for entry in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 entry.load()

@@ -1,4 +1,4 @@
-"""PPR time and memory on synthetic entity graphs: ``python -m rag_multihop.graph.scale``.
+"""PPR time and memory on synthetic entity graphs: ``python -m rag_multihop.eval.graph_scale``.
 
 A synthetic graph has ``n`` passages and ``entity_ratio * n`` entities; each passage mentions
 ``mentions`` entities drawn from a Zipf-like popularity (a few hub entities, a long tail, as
@@ -181,7 +181,7 @@ def _or_dash(value: float | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rag_multihop.graph.scale", description=__doc__.split("\n")[0]
+        prog="python -m rag_multihop.eval.graph_scale", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--sizes", default="10000,100000,1000000", help="passage counts")
     parser.add_argument("--queries", type=int, default=5, help="PPR runs per size")

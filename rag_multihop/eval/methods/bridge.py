@@ -1,9 +1,8 @@
 """The ``bridge``, ``bridge-embed`` and ``bridge-aar`` benchmark methods.
 
 - ``bridge``: BridgeRAG as configured by the options. Without ``llm`` it is the LLM-free
-  mode: template queries, heuristic entities and the association judge when an AAR model
-  is already trained in this run (``aar`` or ``aar-reverse`` listed before it in
-  ``--methods``), else the embedding judge. With ``--option llm=MODEL`` it is the LLM mode:
+  mode: template queries, heuristic entities and the embedding judge, whatever other
+  methods run beside it. With ``--option llm=MODEL`` it is the LLM mode:
   LLM entities, SVO queries and the tripartite LLM judge.
 - ``bridge-embed``: LLM-free with the :class:`~rag_multihop.bridge.judges.EmbeddingJudge`.
 - ``bridge-aar``: LLM-free with the :class:`~rag_multihop.bridge.judges.AssociationJudge`;
@@ -73,13 +72,13 @@ from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.methods import BenchContext, parse_option, register_method
+from rag_multihop.eval.harness import FoldRouter
 from rag_multihop.eval.metrics import recall_at_k
+from rag_multihop.eval.registry import BenchContext, parse_option, register_method
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_fraction, check_positive_int
 
 if TYPE_CHECKING:
-    from rag_multihop.association.reranker import AssociationReranker
     from rag_multihop.llm.client import LLMClient
 
 logger = logging.getLogger(__name__)
@@ -186,16 +185,17 @@ def _weights(text: Any) -> JudgeWeights:
         ) from exc
 
 
-class PerQuestionJudge:
-    """Routes each query to the judge of its question id (AAR's held-out folds)."""
+class FoldedJudge:
+    """A :class:`Judge` that asks the judge of each query's fold (AAR's held-out folds)."""
 
-    def __init__(self, judges: Mapping[str, Judge]) -> None:
-        self.judges = dict(judges)
+    def __init__(self, judges: FoldRouter[Judge]) -> None:
+        self.judges = judges
 
     @property
     def name(self) -> str:
         """The name of the routed judges (``"association"``)."""
-        return judge_name(next(iter(self.judges.values()))) if self.judges else "none"
+        first = next(iter(self.judges.values()), None)
+        return judge_name(first) if first is not None else "none"
 
     @property
     def weights(self) -> JudgeWeights | None:
@@ -203,21 +203,15 @@ class PerQuestionJudge:
         first = next(iter(self.judges.values()), None)
         return getattr(first, "weights", None)
 
-    def _judge(self, query: Query) -> Judge:
-        try:
-            return self.judges[query.id]
-        except KeyError:
-            raise ValueError(f"query id {query.id!r} is not a question of this benchmark") from None
-
     def score(
         self, query: Query, bridge: Passage, entities: Sequence[str], candidates: Sequence[Passage]
     ) -> Any:
-        return self._judge(query).score(query, bridge, entities, candidates)
+        return self.judges.route(query).score(query, bridge, entities, candidates)
 
     async def ascore(
         self, query: Query, bridge: Passage, entities: Sequence[str], candidates: Sequence[Passage]
     ) -> Any:
-        return await self._judge(query).ascore(query, bridge, entities, candidates)
+        return await self.judges.route(query).ascore(query, bridge, entities, candidates)
 
 
 def _raw_encoder(context: BenchContext) -> Encoder:
@@ -235,7 +229,7 @@ def _vectors(context: BenchContext) -> PassageVectors:
 
 def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, list[dict[str, Any]]]:
     """Association judges from the AAR benchmark's models (trained once per run)."""
-    from rag_multihop.association.benchmark import build as build_aar
+    from rag_multihop.eval.methods.association import build as build_aar
 
     aar = build_aar(context, "mixed")
     if aar.settings.protocol == "transductive" and aar.settings.pairs != "corpus":
@@ -246,20 +240,18 @@ def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, lis
             aar.settings.pairs,
         )
     vectors = _vectors(context)
-    judges: dict[str, Judge] = {}
-    for model in aar.models:
-        reranker: AssociationReranker = model.reranker
-        judge = AssociationJudge(reranker, weights=weights, vectors=vectors)
-        judges.update(dict.fromkeys(model.eval_question_ids, judge))
+    judges: FoldRouter[Judge] = FoldRouter(
+        (
+            model.eval_question_ids,
+            AssociationJudge(model.reranker, weights=weights, vectors=vectors),
+        )
+        for model in aar.models
+    )
     report = [
         {"settings": {"protocol": aar.settings.protocol, "pairs": aar.settings.pairs}, **m.report}
         for m in aar.models
     ]
-    return PerQuestionJudge(judges), report
-
-
-def _has_aar_model(context: BenchContext) -> bool:
-    return any(str(key).startswith("aar-model:") for key in context.artifacts)
+    return FoldedJudge(judges), report
 
 
 def _summary(values: Sequence[float]) -> dict[str, float]:
@@ -411,8 +403,7 @@ def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
         mode, writer, chosen = "llm", LLMQueryWriter(client), LLMJudge(client)
     else:
         mode, writer = "llm-free", options.writer()
-        if judge == "association" or (judge == "auto" and _has_aar_model(context)):
-            logger.info("bridge: association judge with the AAR model of this run")
+        if judge == "association":
             chosen, aar_report = _aar_judge(context, options.weights)
         else:
             chosen = EmbeddingJudge(_vectors(context), weights=options.weights)

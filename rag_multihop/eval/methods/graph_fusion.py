@@ -1,6 +1,6 @@
 """Benchmark methods of the entity graph and the calibrated fusion (``rag-multihop bench``).
 
-Registered when :mod:`rag_multihop.eval.methods` loads its core modules:
+Registered when :mod:`rag_multihop.eval.registry` loads its core modules:
 
 - ``graph``: :class:`~rag_multihop.graph.GraphRetriever` alone, seeded by the query's
   entities and the dense top-``seed_top_n`` (the defaults);
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rag_multihop.eval.methods import BenchContext, register_method
+from rag_multihop.eval.registry import BenchContext, register_method
 from rag_multihop.fusion.retriever import FusionRetriever
 from rag_multihop.graph.build import EntityGraph, build_entity_graph
 from rag_multihop.graph.retriever import GraphRetriever
@@ -88,8 +88,33 @@ class _Benchmarked:
         return self.retriever.retrieve(query, k=k)
 
     def bench_extras(self) -> dict[str, Any]:
-        inner: dict[str, Any] = getattr(self.retriever, "bench_extras", dict)()
-        return {**inner, **self.extras}
+        return {**settings_report(self.retriever), **self.extras}
+
+
+def settings_report(retriever: Retriever) -> dict[str, Any]:
+    """The settings of a graph or fusion retriever, reported next to its numbers."""
+    if isinstance(retriever, GraphRetriever):
+        return {
+            "passages": retriever.graph.n_passages,
+            "entities": retriever.graph.n_entities,
+            "edges": retriever.graph.edge_counts,
+            "seed_top_n": retriever.seed_top_n,
+            "entity_share": retriever.entity_share,
+            "damping": retriever.damping,
+            "ppr": "push" if retriever.uses_push else "power",
+        }
+    if isinstance(retriever, FusionRetriever):
+        return {
+            "systems": retriever.names,
+            "calibration": retriever.calibration,
+            "fusion": retriever.fusion,
+            "weights": retriever.weights,
+            "pool_cap": retriever.pool_cap,
+            "child_k": retriever.child_k,
+            "consensus_beta": retriever.consensus_beta,
+            "params": retriever.params,
+        }
+    return {}
 
 
 def _graph_retriever(

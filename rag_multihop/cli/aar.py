@@ -57,9 +57,18 @@ def add_aar_parser(subparsers: Any) -> None:
     )
     train.add_argument("--out", type=Path, required=True, help="model directory to write")
     defaults = TrainingConfig()
-    train.add_argument("--epochs", type=int, default=defaults.epochs)
-    train.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    train.add_argument("--seed", type=int, default=defaults.seed)
+    train.add_argument(
+        "--epochs", type=int, default=defaults.epochs, help=f"epochs (default {defaults.epochs})"
+    )
+    train.add_argument(
+        "--batch-size",
+        type=int,
+        default=defaults.batch_size,
+        help=f"pairs per batch (default {defaults.batch_size})",
+    )
+    train.add_argument(
+        "--seed", type=int, default=defaults.seed, help=f"random seed (default {defaults.seed})"
+    )
     train.add_argument(
         "--threads", type=int, default=None, help="torch threads while training (default: torch's)"
     )

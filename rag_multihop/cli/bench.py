@@ -1,0 +1,101 @@
+"""``rag-multihop bench`` (methods on a dataset, with a report) and ``rag-multihop methods``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rag_multihop.cli.common import add_common_arguments, encoder_from_args, method_names
+
+
+def _default_data_dir() -> Path | None:
+    candidate = Path.cwd().parent / "shared" / "datasets"
+    return candidate if candidate.is_dir() else None
+
+
+def _parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--ks must be comma-separated integers, got {text!r}"
+        ) from None
+
+
+def _parse_option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--option must look like KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    from rag_multihop.eval.registry import available_methods
+
+    for name, spec in sorted(available_methods().items()):
+        print(f"{name:<24} {spec.family:<5} {spec.description}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from rag_multihop.eval.datasets import load_dataset, load_named
+    from rag_multihop.eval.harness import run_benchmark
+    from rag_multihop.eval.report import markdown_table, write_report
+
+    if args.questions:
+        dataset = load_dataset(args.questions, args.corpus, limit=args.limit)
+    elif args.dataset:
+        data_dir = args.data_dir or _default_data_dir()
+        if data_dir is None:
+            raise SystemExit("no --data-dir given and ../shared/datasets does not exist")
+        dataset = load_named(args.dataset, data_dir, limit=args.limit)
+    else:
+        raise SystemExit("give --dataset NAME or --questions FILE [--corpus FILE]")
+    result = run_benchmark(
+        dataset,
+        method_names(args),
+        encoder=encoder_from_args(args),
+        ks=args.ks,
+        options={**({"llm": args.llm} if args.llm else {}), **dict(args.option)},
+        show_progress=not args.no_progress,
+    )
+    paths = write_report(result, args.out)
+    print(markdown_table(result))
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+def add_bench_parsers(sub: Any) -> None:
+    """Add the ``bench`` and ``methods`` commands to the main CLI's subparsers."""
+    bench = sub.add_parser("bench", help="benchmark methods on a dataset")
+    add_common_arguments(bench)
+    bench.add_argument("--dataset", help="a named dataset (2wiki, hotpotqa-500, musique-train-100)")
+    bench.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="folder holding the named datasets (default: ../shared/datasets)",
+    )
+    bench.add_argument("--questions", type=Path, help="a question file in any supported format")
+    bench.add_argument("--corpus", type=Path, help="its corpus file, when separate")
+    bench.add_argument("--limit", type=int, default=None, help="use the first N questions")
+    bench.add_argument("--ks", type=_parse_ks, default=(1, 2, 5, 10, 20), help="recall cut-offs")
+    bench.add_argument(
+        "--option",
+        type=_parse_option,
+        action="append",
+        default=[],
+        help="method option KEY=VALUE (repeatable)",
+    )
+    bench.add_argument(
+        "--llm",
+        metavar="MODEL",
+        help="litellm model string for LLM-driven methods (e.g. openai/gpt-4o-mini); "
+        "the same as --option llm=MODEL",
+    )
+    bench.add_argument("--out", type=Path, required=True, help="output folder")
+    bench.set_defaults(func=cmd_bench)
+
+    methods = sub.add_parser("methods", help="list the available methods")
+    methods.set_defaults(func=cmd_methods)

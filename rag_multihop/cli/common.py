@@ -1,0 +1,45 @@
+"""Helpers the ``bench`` and ``demo`` commands share: method selection and the encoder."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag_multihop.encoders import CachedEncoder
+
+
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """``--methods``, ``--cache-dir`` and ``--no-progress``."""
+    p.add_argument(
+        "--methods",
+        help="comma-separated method names, or 'all' (bench default: all; demo default: "
+        "one representative per family)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="embedding cache folder (default: $RAG_MULTIHOP_CACHE or ~/.cache/rag_multihop)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def encoder_from_args(args: argparse.Namespace) -> CachedEncoder:
+    from rag_multihop.encoders import CachedEncoder, default_encoder
+
+    return CachedEncoder(default_encoder(), args.cache_dir)
+
+
+def method_names(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
+    """``--methods`` (``all`` = every available method), else ``default`` where available."""
+    from rag_multihop.eval.registry import available_methods
+
+    available = available_methods()
+    if args.methods and args.methods != "all":
+        return [m.strip() for m in args.methods.split(",") if m.strip()]
+    if default is None or args.methods == "all":
+        return list(available)
+    return [name for name in default if name in available]

@@ -1,0 +1,10 @@
+"""Benchmark method factories, one module per family; importing this package registers them.
+
+Each module registers ``build(context) -> Retriever`` factories with
+:func:`rag_multihop.eval.registry.register_method`. Method packages (``association/``,
+``fusion/``, ``graph/``, ``bridge/``) hold only the method and never import this package.
+"""
+
+from rag_multihop.eval.methods import association, baselines, bridge, graph_fusion
+
+__all__ = ["association", "baselines", "bridge", "graph_fusion"]
