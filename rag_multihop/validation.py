@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 
@@ -45,3 +47,70 @@ def check_fraction(value: float, name: str) -> float:
     if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {value!r}")
     return float(value)
+
+
+LOG_TEXT_LIMIT = 200
+"""Characters of a user-supplied text (a query, a reply) that a log line shows."""
+
+
+def loggable(text: object, limit: int = LOG_TEXT_LIMIT) -> str:
+    """``repr`` of ``text`` cut to ``limit`` characters, saying how much was left out, so a
+    300 KB query never fills a log line.
+
+    >>> loggable("short")
+    "'short'"
+    >>> loggable("x" * 1000, limit=10)
+    "'xxxxxxxx… (+993 characters)"
+    """
+    shown = repr(text) if isinstance(text, str) else str(text)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[: limit - 1]}… (+{len(shown) - limit + 1} characters)"
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY_PREFIXES = (
+    "sk-",
+    "sk_",
+    "pk_",
+    "rk_",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "xox",
+    "AIza",
+    "AKIA",
+    "hf_",
+)
+
+
+def check_env_var_name(value: object, name: str) -> str | None:
+    """``value`` when it is ``None`` or the NAME of an environment variable; a ``ValueError``
+    that never echoes ``value`` when it is not one or looks like a secret itself (a known key
+    prefix, or a long mixed-case string with digits: names are short and usually upper case).
+
+    >>> check_env_var_name("OPENAI_API_KEY", "api_key_env")
+    'OPENAI_API_KEY'
+    >>> check_env_var_name("sk_live_51HxYz", "api_key_env")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: api_key_env must be the NAME of the environment variable ... is not shown
+    """
+    if value is None:
+        return None
+    looks_secret = isinstance(value, str) and (
+        value.startswith(_KEY_PREFIXES)
+        or (
+            len(value) >= 24
+            and any(c.islower() for c in value)
+            and any(c.isupper() for c in value)
+            and any(c.isdigit() for c in value)
+        )
+    )
+    if not isinstance(value, str) or not _ENV_NAME.match(value) or looks_secret:
+        raise ValueError(
+            f"{name} must be the NAME of the environment variable that holds the key (letters, "
+            "digits, underscores, e.g. 'OPENAI_API_KEY'), not the key itself; the value given "
+            "is not shown"
+        )
+    return value

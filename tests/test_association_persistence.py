@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rag_multihop import Candidate, Passage, Query
+from rag_multihop._atomic import artifact_path
 from rag_multihop.association import AssociationReranker, TrainingConfig
 from rag_multihop.association.persistence import (
     CONFIG_FILE,
@@ -58,6 +59,8 @@ def test_reload_gives_identical_scores_and_settings(trained, saved, encoder):
 
 
 def test_directory_is_inspectable(saved):
+    assert sorted(p.name for p in saved.iterdir())[0] == "CURRENT"  # names the version
+    saved = artifact_path(saved)
     assert sorted(p.name for p in saved.iterdir()) == sorted(
         [CONFIG_FILE, WEIGHTS_FILE, VECTORS_FILE, TRANSFORMED_FILE, IDS_FILE]
     )
@@ -121,7 +124,7 @@ def edit_config(path, **changes):
     ],
 )  # fmt: skip
 def test_corrupted_or_foreign_directories(saved, damage, error, message):
-    damage(saved)
+    damage(artifact_path(saved))
     with pytest.raises(error, match=message):
         AssociationReranker.load(saved)
 

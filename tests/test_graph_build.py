@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rag_multihop import Corpus, Passage
+from rag_multihop._atomic import artifact_path
 from rag_multihop.graph import (
     EdgeWeights,
     EntityGraph,
@@ -123,7 +124,7 @@ def test_save_load_round_trip_is_exact(tmp_path):
         diff = getattr(loaded, name) - getattr(graph, name)
         assert abs(diff).max() < 1e-6 if diff.nnz else True
     assert dict(loaded.settings) == dict(graph.settings)
-    meta = json.loads((tmp_path / "g" / "graph.json").read_text())
+    meta = json.loads((artifact_path(tmp_path / "g") / "graph.json").read_text())
     assert meta["format_version"] == 1 and meta["fingerprint"] == corpus_fingerprint(CORPUS)
 
 
@@ -138,7 +139,7 @@ def test_loading_bad_folders_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a saved EntityGraph"):
         EntityGraph.load(tmp_path, CORPUS)
     build_entity_graph(CORPUS).save(tmp_path / "g")
-    meta_path = tmp_path / "g" / "graph.json"
+    meta_path = artifact_path(tmp_path / "g") / "graph.json"
     meta = json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps({**meta, "format_version": 99}))
     with pytest.raises(ValueError, match="unsupported EntityGraph format_version 99"):

@@ -6,6 +6,8 @@ import warnings
 
 import pytest
 
+from rag_multihop._atomic import artifact_path
+
 pytest.importorskip("haystack")
 
 from haystack import Document, Pipeline
@@ -193,7 +195,7 @@ def test_graph_retriever_saves_and_reloads_its_graph(tmp_path, graph_module):
     first = EntityGraphRetriever(make_store(), graph_path=path)
     first.warm_up()
     first.warm_up()  # idempotent
-    assert (tmp_path / "graph" / "graph.json").is_file()
+    assert (artifact_path(tmp_path / "graph") / "graph.json").is_file()
     reloaded = EntityGraphRetriever(make_store(), graph_path=path)
     query = "Which film did Alfred Hitchcock make?"
     assert [d.id for d in reloaded.run(query=query)["documents"]] == [

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop._atomic import atomic_directory
+from rag_multihop._atomic import artifact_path, atomic_directory
 from rag_multihop._optional import require
 from rag_multihop._version import __version__
 from rag_multihop.association.model import AssociationWeights
@@ -102,7 +102,7 @@ def _is_model(directory: Path) -> bool:
 
 def read_config(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """The model's ``config.json``, checked for kind and format version (no arrays loaded)."""
-    source = Path(directory)
+    source = artifact_path(directory)
     path = source / CONFIG_FILE
     if not path.is_file():
         raise FileNotFoundError(
@@ -131,7 +131,7 @@ def read_config(directory: str | os.PathLike[str]) -> dict[str, Any]:
 
 def load_model(directory: str | os.PathLike[str]) -> SavedModel:
     """Read a model directory; ``ValueError`` names the corrupted or inconsistent file."""
-    source = Path(directory)
+    source = artifact_path(directory)
     config = read_config(source)
     missing = [name for name in FILES if not (source / name).is_file()]
     if missing:

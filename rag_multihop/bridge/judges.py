@@ -47,7 +47,7 @@ from rag_multihop.bridge.features import mentions, to_unit
 from rag_multihop.bridge.queries import check_on_error
 from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import check_positive_int, loggable
 
 if TYPE_CHECKING:
     from rag_multihop.association.reranker import AssociationReranker
@@ -101,9 +101,30 @@ def check_judgement(
     ...
     ValueError: judge my-judge returned scores outside [0, 1] at positions [1]: [1.5]; ...
     """
-    judgement = result if isinstance(result, Judgement) else Judgement(np.asarray(result))
     name = judge if isinstance(judge, str) else type(judge).__name__
-    scores = np.asarray(judgement.scores, dtype=np.float64)
+    raw = result.scores if isinstance(result, Judgement) else result
+    judgement = result if isinstance(result, Judgement) else Judgement(np.zeros(0))
+    if isinstance(raw, np.ndarray):
+        values = raw.ravel().tolist()
+    elif isinstance(raw, Sequence) and not isinstance(raw, str | bytes):
+        values = list(raw)
+    else:
+        raise ValueError(
+            f"judge {name} returned {loggable(raw, 120)}, not a list of scores; a judge must "
+            "return one score in [0, 1] per candidate"
+        )
+    wrong = [
+        (i, v)
+        for i, v in enumerate(values)
+        if isinstance(v, bool) or not isinstance(v, int | float | np.number)
+    ]
+    if wrong:
+        shown = ", ".join(f"{i}: {loggable(v, 60)}" for i, v in wrong[:5])
+        raise ValueError(
+            f"judge {name} returned non-numeric scores at (position: value) {shown}; a judge "
+            "must return one score in [0, 1] per candidate"
+        )
+    scores = np.asarray(values, dtype=np.float64).reshape(np.shape(raw))
     if scores.ndim != 1 or scores.size != n:
         raise ValueError(
             f"judge {name} returned {scores.size} score(s) of shape {scores.shape} for {n} "

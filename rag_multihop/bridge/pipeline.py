@@ -88,7 +88,7 @@ from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import fuse_lists
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_fraction, check_positive_int, loggable
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
@@ -370,7 +370,7 @@ class BridgeRetriever:
         return BridgeResult(candidates, trace)
 
     def _empty(self, query: Query, start: float) -> BridgeResult:
-        logger.warning("hop 1 found nothing for %r; returning no candidates", query.text)
+        logger.warning("hop 1 found nothing for %s; returning no candidates", loggable(query.text))
         trace = BridgeTrace(
             query_id=query.id,
             bridge_id=None,

@@ -46,7 +46,12 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from rag_multihop._atomic import ArtifactError, atomic_directory, read_json_file
+from rag_multihop._atomic import (
+    ArtifactError,
+    artifact_path,
+    atomic_directory,
+    read_json_file,
+)
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
@@ -218,10 +223,15 @@ class EntityGraph:
             }
             (staging / "graph.json").write_text(json.dumps(meta, ensure_ascii=False))
 
+    @staticmethod
+    def is_saved(directory: str | os.PathLike[str]) -> bool:
+        """Whether ``directory`` holds a graph written by :meth:`save`."""
+        return Path(directory).is_dir() and (artifact_path(directory) / "graph.json").is_file()
+
     @classmethod
     def load(cls, directory: str | os.PathLike[str], corpus: Corpus) -> EntityGraph:
         """Read a graph saved by :meth:`save`; ``ValueError`` if it belongs to another corpus."""
-        source = Path(directory)
+        source = artifact_path(directory)
         meta_path = source / "graph.json"
         if not meta_path.is_file():
             raise FileNotFoundError(f"{source} is not a saved EntityGraph (no graph.json)")

@@ -85,7 +85,23 @@ _MONTH_YEAR = re.compile(r"\b" + _MONTH.format("m") + r"\s+(?P<y>\d{4})\b", re.I
 _YEAR = re.compile(r"(?<![\d,.])\b(1[0-9]{3}|20[0-9]{2})\b(?![\d,.]\d)")
 _NUMBER = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w])")
 _WORD = re.compile(r"[^\W_][\w'’\-.]*[^\W_]|[^\W_]", re.UNICODE)
-_SENTENCE_END = re.compile(r"[.!?:;\"“”(\[]\s*$")
+_SENTENCE_ENDS = frozenset('.!?:;"“”([')
+
+
+def _ends_sentence(gap: str) -> bool:
+    """Whether the characters between two words end a sentence (or open a quote or bracket).
+
+    Only the gap is read (words end in a word character), which keeps extraction linear in
+    the passage's length.
+    """
+    stripped = gap.rstrip()
+    return bool(stripped) and stripped[-1] in _SENTENCE_ENDS
+
+
+def _cover(mask: bytearray, span: tuple[int, int]) -> None:
+    mask[span[0] : span[1]] = b"\x01" * (span[1] - span[0])
+
+
 _POSSESSIVE = re.compile(r"'s\b")
 _PUNCTUATION = re.compile(r"[^\w\s&-]", re.UNICODE)
 _SPACES = re.compile(r"[\s\-]+")
@@ -169,20 +185,20 @@ class HeuristicExtractor:
 
     def _dates_and_numbers(self, text: str) -> list[str]:
         found: list[str] = []
-        covered: list[tuple[int, int]] = []
+        covered = bytearray(len(text))  # 1 where a date already matched: linear, not quadratic
         for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR):
             for match in pattern.finditer(text):
                 day, year = int(match["d"]), int(match["y"])
                 if 1 <= day <= 31:
                     month = MONTHS[match["m"].lower()]
                     found += [f"{year:04d}-{month:02d}-{day:02d}", str(year)]
-                    covered.append(match.span())
+                    _cover(covered, match.span())
         for match in _MONTH_YEAR.finditer(text):
-            if not any(a <= match.start() < b for a, b in covered):
+            if not covered[match.start()]:
                 found += [f"{int(match['y']):04d}-{MONTHS[match['m'].lower()]:02d}", match["y"]]
-                covered.append(match.span())
+                _cover(covered, match.span())
         for match in _NUMBER.finditer(text):
-            if any(a <= match.start() < b for a, b in covered):
+            if covered[match.start()]:
                 continue
             number = match.group().replace(",", "")
             digits = sum(ch.isdigit() for ch in number)
@@ -215,7 +231,9 @@ class HeuristicExtractor:
                 else:
                     break
             length = span_end - i + 1
-            start_of_sentence = i == 0 or bool(_SENTENCE_END.search(text[: words[i].start()]))
+            start_of_sentence = i == 0 or _ends_sentence(
+                text[words[i - 1].end() : words[i].start()]
+            )
             first = word.lower()
             if length == 1:
                 if self.include_single_words and first not in STOP_CAPITALISED:

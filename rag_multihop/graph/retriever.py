@@ -43,7 +43,7 @@ from rag_multihop.graph.ppr import Transition, personalized_pagerank, transition
 from rag_multihop.graph.push import DEFAULT_EPSILON, PushGraph, push_pagerank
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query, rank_candidates
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_fraction, check_positive_int, loggable
 
 logger = logging.getLogger(__name__)
 
@@ -205,9 +205,9 @@ class GraphRetriever:
         nodes, weights, _ = self.seeds(query.text, seed_candidates)
         if nodes.size == 0:
             logger.warning(
-                "no seed for query %r: no query entity is in the graph and no seed passage; "
+                "no seed for query %s: no query entity is in the graph and no seed passage; "
                 "returning no candidates",
-                query.text,
+                loggable(query.text),
             )
             return []
         n_passages = self.graph.n_passages

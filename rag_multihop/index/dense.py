@@ -20,12 +20,16 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rag_multihop._atomic import ArtifactError, atomic_directory, read_json_file
+from rag_multihop._atomic import (
+    ArtifactError,
+    artifact_path,
+    atomic_directory,
+    read_json_file,
+)
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query, rank_candidates
@@ -127,7 +131,7 @@ class DenseIndex:
         """Read an index saved by :meth:`save`; a folder that is not one, or whose files are
         corrupt or disagree, raises :class:`~rag_multihop._atomic.ArtifactError` naming the
         file."""
-        source = Path(directory)
+        source = artifact_path(directory)
         config_path = source / "config.json"
         if not config_path.is_file():
             raise FileNotFoundError(f"{source} is not a saved DenseIndex (no config.json)")

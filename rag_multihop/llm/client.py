@@ -49,7 +49,6 @@ import logging
 import math
 import os
 import random
-import re
 import threading
 import time
 import weakref
@@ -82,6 +81,7 @@ from rag_multihop.llm.transport import (
     StreamingTransport,
     Transport,
 )
+from rag_multihop.validation import check_env_var_name, loggable
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,6 @@ JSON_OBJECT: dict[str, str] = {"type": "json_object"}
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx (timeout, conflict, rate limit)."""
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ROLES = frozenset({"system", "user", "assistant"})
 
 
@@ -199,14 +198,7 @@ class LLMSettings:
             isinstance(self.api_base, str) and self.api_base.startswith(("http://", "https://"))
         ):
             raise ValueError(f"api_base must be an http(s) URL or None, got {self.api_base!r}")
-        if self.api_key_env is not None and not (
-            isinstance(self.api_key_env, str) and _ENV_NAME.match(self.api_key_env)
-        ):
-            # the value is not echoed: a caller may have passed the key itself by mistake
-            raise ValueError(
-                "api_key_env must be the NAME of the environment variable that holds the key "
-                "(letters, digits, underscores, e.g. 'OPENAI_API_KEY'), not the key itself"
-            )
+        check_env_var_name(self.api_key_env, "api_key_env")  # never echoes a pasted key
         _number(self.timeout, "timeout", 0, 3600, low_open=True)
         _integer(self.max_retries, "max_retries", 0, 20)
         _number(self.backoff_base, "backoff_base", 0, 600)
@@ -849,7 +841,11 @@ class LLMClient:
         except LLMOutputError as exc:
             exc.account = account
             if not repaired and exc.reason != "refused":
-                logger.info("unusable %s reply (%s); one repair attempt", schema.__name__, exc)
+                logger.info(
+                    "unusable %s reply (%s); one repair attempt",
+                    schema.__name__,
+                    loggable(exc, 500),
+                )
             return exc
         return JSONReply(value=value, account=account, raw=reply.text, repaired=repaired)
 
@@ -857,7 +853,9 @@ class LLMClient:
     def _give_up(error: LLMOutputError, default: M | Literal[_Missing.MISSING]) -> JSONReply[M]:
         if default is MISSING:
             raise error
-        logger.warning("using the caller's default after an unusable LLM reply: %s", error)
+        logger.warning(
+            "using the caller's default after an unusable LLM reply: %s", loggable(error, 500)
+        )
         return JSONReply(
             value=default, account=error.account, raw=error.raw, fallback=True, error=error
         )

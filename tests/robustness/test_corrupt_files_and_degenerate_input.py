@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rag_multihop import Corpus, Passage, Query
-from rag_multihop._atomic import ArtifactError
+from rag_multihop._atomic import ArtifactError, artifact_path
 from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.graph import EntityGraph, build_entity_graph
 from rag_multihop.index.bm25 import BM25Retriever
@@ -72,7 +72,7 @@ def test_a_damaged_cache_shard_is_skipped_named_and_recomputed(tmp_path, caplog,
 def _saved_index(tmp_path: Path) -> Path:
     folder = tmp_path / "index"
     DenseIndex.build(CORPUS.ids, np.eye(3, 4, dtype=np.float32)).save(folder)
-    return folder
+    return artifact_path(folder)
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_a_corrupt_dense_index_fails_at_load_naming_the_file(
 def _saved_graph(tmp_path: Path) -> Path:
     folder = tmp_path / "graph"
     build_entity_graph(CORPUS).save(folder)
-    return folder
+    return artifact_path(folder)
 
 
 def test_a_corrupt_graph_fails_at_load_naming_the_file(tmp_path) -> None:

@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
@@ -32,6 +34,7 @@ from llama_index.retrievers.rag_multihop.bridge import (
 from rag_multihop.bridge import BRIDGE_POSITIONS
 from rag_multihop.bridge.rerank import BridgeReranker
 from rag_multihop.types import Query
+from rag_multihop.validation import check_env_var_name
 
 
 class BridgeJudgeRerank(BaseNodePostprocessor):
@@ -55,6 +58,11 @@ class BridgeJudgeRerank(BaseNodePostprocessor):
     bridge_position: str = Field(default="first", description="'first' or 'judged'.")
     embed_model: BaseEmbedding | None = Field(default=None, exclude=True)
     _reranker: BridgeReranker | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic, whose errors would echo a key pasted here by mistake
+        check_env_var_name(data.get("api_key_env"), "api_key_env")
+        super().__init__(**data)
 
     @field_validator("bridge_position")
     @classmethod

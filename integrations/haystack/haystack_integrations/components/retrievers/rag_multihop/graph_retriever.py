@@ -102,7 +102,7 @@ class EntityGraphRetriever:
             documents = self.document_store.filter_documents()
             corpus = documents_to_corpus(documents)
             folder = None if self.graph_path is None else Path(self.graph_path)
-            if folder is not None and (folder / "graph.json").is_file():
+            if folder is not None and EntityGraph.is_saved(folder):
                 graph = EntityGraph.load(folder, corpus)
             else:
                 graph = build_entity_graph(corpus, show_progress=self.show_progress)
