@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop._atomic import ArtifactError, artifact_path
 from rag_multihop.association.model import (
     DEFAULT_LAMBDA,
     DEFAULT_MODE,
@@ -49,7 +50,7 @@ from rag_multihop.association.model import (
     get_scoring_mode,
 )
 from rag_multihop.association.pairs import PairSet
-from rag_multihop.association.persistence import SavedModel, load_model, save_model
+from rag_multihop.association.persistence import CONFIG_FILE, SavedModel, load_model, save_model
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query
@@ -445,11 +446,20 @@ class AssociationReranker:
         saved = load_model(directory)
         scoring = saved.config.get("scoring") or {}
         training = saved.config.get("training")
+        try:  # the file's own settings, checked as the constructor checks them
+            stored = cls(
+                lambda_=scoring.get("lambda", DEFAULT_LAMBDA),
+                mode=scoring.get("mode", DEFAULT_MODE),
+                training=TrainingConfig.from_dict(training) if isinstance(training, dict) else None,
+            )
+        except (AttributeError, TypeError, ValueError) as exc:
+            config_file = artifact_path(directory) / CONFIG_FILE
+            raise ArtifactError(f"{config_file} holds invalid settings: {exc}") from None
         reranker = cls(
             encoder=encoder,
-            lambda_=scoring.get("lambda", DEFAULT_LAMBDA) if lambda_ is None else lambda_,
-            mode=scoring.get("mode", DEFAULT_MODE) if mode is None else mode,
-            training=TrainingConfig.from_dict(training) if isinstance(training, dict) else None,
+            lambda_=stored.lambda_ if lambda_ is None else lambda_,
+            mode=stored.mode if mode is None else mode,
+            training=stored.training,
         )
         keys = ("training", "training_stats", "pair_stats")
         provenance = {key: saved.config[key] for key in keys if key in saved.config}

@@ -162,3 +162,25 @@ def test_a_dense_retriever_refuses_an_index_over_other_ids() -> None:
     other = DenseIndex.build(["x", "y", "z"], np.eye(3, 4, dtype=np.float32))
     with pytest.raises(ValueError, match=r"index was built over other passages: 3 of its ids"):
         DenseRetriever(CORPUS, other)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"mode": "sideways"}, {"lambda": 7.0}, {"lambda": "half"}],
+)
+def test_an_association_config_with_invalid_settings_fails_at_load(tmp_path, change) -> None:
+    from rag_multihop.association import AssociationReranker
+    from rag_multihop.association.training import TrainingConfig
+
+    ids = [f"p{i}" for i in range(8)]
+    vectors = np.random.default_rng(0).normal(size=(8, 16)).astype(np.float32)
+    reranker = AssociationReranker(training=TrainingConfig(epochs=1, batch_size=4))
+    reranker.fit(ids, vectors, [("p0", "p1"), ("p2", "p3")], encoder_name="test").save(
+        tmp_path / "m"
+    )
+    config_file = artifact_path(tmp_path / "m") / "config.json"
+    config = json.loads(config_file.read_text())
+    config["scoring"].update(change)
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(ArtifactError, match=r"config\.json holds invalid settings"):
+        AssociationReranker.load(tmp_path / "m")
