@@ -67,3 +67,25 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
     return SHARED_DATASETS
+
+
+@pytest.fixture
+def polish_wedding() -> list:
+    """A toy two-hop corpus: the question's bridge, its answer passage and distractors."""
+    from rag_multihop import Passage
+
+    return [
+        Passage(
+            "polish-wedding",
+            "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
+            title="Polish Wedding",
+        ),
+        Passage(
+            "theresa-connelly",
+            "Theresa Connelly is an American screenwriter born in Philadelphia.",
+            title="Theresa Connelly",
+        ),
+        Passage("philadelphia", "Philadelphia is a city in Pennsylvania.", title="Philadelphia"),
+        Passage("claire-danes", "Claire Danes is an American actress.", title="Claire Danes"),
+        Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", title="Rope"),
+    ]

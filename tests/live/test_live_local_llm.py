@@ -29,20 +29,6 @@ from rag_multihop.llm.prompts import (
 pytestmark = pytest.mark.live_llm
 
 QUESTION = "Where was the director of Polish Wedding born?"
-PASSAGES = [
-    Passage(
-        "polish-wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-        title="Polish Wedding",
-    ),
-    Passage(
-        "theresa-connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-        title="Theresa Connelly",
-    ),
-    Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", title="Rope"),
-    Passage("philadelphia", "Philadelphia is a city in Pennsylvania.", title="Philadelphia"),
-]
 
 
 @pytest.fixture(scope="module")
@@ -78,21 +64,18 @@ def test_complete_sync_and_async_are_accounted(llm: LLMClient) -> None:
     assert llm.total.calls == 2
 
 
-def test_json_replies_are_schema_valid(llm: LLMClient) -> None:
+def test_json_replies_are_schema_valid(llm: LLMClient, polish_wedding: list[Passage]) -> None:
+    bridge, answer = polish_wedding[:2]
     judge = llm.complete_json(
-        format_tripartite_judge(
-            QUESTION, PASSAGES[0].text, "Theresa Connelly", "", PASSAGES[1].text
-        ),
+        format_tripartite_judge(QUESTION, bridge.text, "Theresa Connelly", "", answer.text),
         JudgeScore,
     )
     assert not judge.fallback and not judge.repaired
     assert judge.value.score in range(11)
     entities = llm.complete_json(
-        format_entity_extraction(QUESTION, PASSAGES[0]), BridgeEntities, default=None
+        format_entity_extraction(QUESTION, bridge), BridgeEntities, default=None
     )
-    svo = llm.complete_json(
-        format_svo_queries(QUESTION, PASSAGES[0], n=3), SVOQueries, default=None
-    )
+    svo = llm.complete_json(format_svo_queries(QUESTION, bridge, n=3), SVOQueries, default=None)
     for reply in (entities, svo):
         # constrained decoding yields valid JSON; a reply cut by max_tokens falls back
         assert reply.fallback or reply.value is not None
@@ -120,8 +103,10 @@ def test_concurrent_calls_stay_within_the_bound(llm: LLMClient) -> None:
     assert llm.total.calls == 8
 
 
-def test_bridge_llm_mode_end_to_end(llm: LLMClient, hashing_encoder) -> None:
-    dense = DenseRetriever.from_corpus(Corpus(PASSAGES), hashing_encoder)
+def test_bridge_llm_mode_end_to_end(
+    llm: LLMClient, hashing_encoder, polish_wedding: list[Passage]
+) -> None:
+    dense = DenseRetriever.from_corpus(Corpus(polish_wedding), hashing_encoder)
     result = BridgeRetriever.with_llm(dense, llm).run(Query(QUESTION), k=3)
     assert 1 <= len(result.candidates) <= 3
     trace = result.trace
@@ -132,9 +117,9 @@ def test_bridge_llm_mode_end_to_end(llm: LLMClient, hashing_encoder) -> None:
     assert all("judge" in c.signals for c in result.candidates if c.id != trace.bridge_id)
 
 
-def test_llm_entity_extractor(llm: LLMClient) -> None:
+def test_llm_entity_extractor(llm: LLMClient, polish_wedding: list[Passage]) -> None:
     extractor = LLMEntityExtractor(llm)
-    entities = extractor.extract([PASSAGES[0].text, "", PASSAGES[1].text])
+    entities = extractor.extract([polish_wedding[0].text, "", polish_wedding[1].text])
     assert len(entities) == 3 and entities[1] == []
     assert all(isinstance(name, str) and name for names in entities for name in names)
     assert extractor.account.calls >= 2  # one per non-empty text, plus any repair
