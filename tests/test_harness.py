@@ -109,3 +109,14 @@ def test_benchmark_rejects_bad_arguments(dataset, hashing_encoder):
     with pytest.raises(ValueError, match="unknown method"):
         run_benchmark(dataset, ["dense", "nope"], encoder=hashing_encoder)
     assert hashing_encoder.calls == 0  # names are checked before anything is embedded
+
+
+def test_an_unknown_option_is_refused_before_anything_runs(dataset, hashing_encoder):
+    with pytest.raises(
+        ValueError, match=r"unknown --option 'aar_lamda' \(did you mean 'aar_lambda'\?\)"
+    ):
+        run_benchmark(dataset, ["dense"], encoder=hashing_encoder, options={"aar_lamda": "0.3"})
+    assert hashing_encoder.calls == 0  # refused before embedding
+    known = {"aar_lambda": "0.3", "graph_ppr": "push", "bm25_stemmer": "none", "llm": "local"}
+    result = run_benchmark(dataset, ["dense"], encoder=hashing_encoder, options=known)
+    assert "dense" in result.methods

@@ -34,7 +34,7 @@ import numpy as np
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.metrics import all_recall_at_k, last_hop_recall_at_k, recall_at_k
-from rag_multihop.eval.registry import BenchContext, get_method
+from rag_multihop.eval.registry import BenchContext, check_options, get_method
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
 
@@ -207,6 +207,7 @@ def run_benchmark(
     ks = tuple(sorted({check_positive_int(k, "k") for k in ks}))
     for name in methods:
         get_method(name)  # fail before embedding if a name is unknown
+    check_options(options or {})
     context, embed_seconds = build_context(
         dataset, encoder, options=options, show_progress=show_progress
     )

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 from collections.abc import Callable, Mapping
@@ -150,6 +151,40 @@ def available_methods() -> dict[str, MethodSpec]:
             except ImportError as exc:
                 logger.warning("skipping benchmark methods from %s: %s", entry.value, exc)
     return dict(_REGISTRY)
+
+
+_OPTIONS: dict[str, str] = {}
+
+
+def declare_options(owner: str, *keys: str) -> None:
+    """Declare the ``--option`` keys that ``owner`` (a method family) reads, so that
+    :func:`check_options` can refuse keys nobody reads. Call it next to the family's
+    :func:`register_method` calls (plugins too)."""
+    for key in keys:
+        _OPTIONS.setdefault(key, owner)
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Refuse option keys that no registered method family reads (a typo such as
+    ``aar_lamda`` would otherwise run silently with the default), naming the closest valid
+    key and listing them all.
+
+    >>> check_options({"aar_lamda": "0.3"})
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown --option 'aar_lamda' (did you mean 'aar_lambda'?); valid options: ...
+    """
+    available_methods()  # the families declare their options when they load
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(_OPTIONS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"unknown --option {unknown[0]!r}{hint}; valid options: {', '.join(sorted(_OPTIONS))}"
+        )
+
+
+declare_options("registry", "bm25_stemmer", PEER_CHILD_K_OPTION)
 
 
 def get_method(name: str) -> MethodSpec:

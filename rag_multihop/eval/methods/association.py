@@ -43,12 +43,29 @@ from rag_multihop.association.retriever import DEFAULT_CANDIDATES
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.harness import FoldRouter
-from rag_multihop.eval.registry import BenchContext, parse_option, register_method
+from rag_multihop.eval.registry import (
+    BenchContext,
+    declare_options,
+    parse_option,
+    register_method,
+)
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_fraction, check_positive_int
 
 logger = logging.getLogger(__name__)
+
+declare_options(
+    "association",
+    "protocol",
+    "pairs",
+    "aar_lambda",
+    "aar_k",
+    "aar_epochs",
+    "aar_seed",
+    "aar_relations",
+    "aar_threads",
+)
 
 PROTOCOLS: Mapping[str, str] = MappingProxyType(
     {

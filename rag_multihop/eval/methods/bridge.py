@@ -74,7 +74,12 @@ from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.harness import FoldRouter
 from rag_multihop.eval.metrics import recall_at_k
-from rag_multihop.eval.registry import BenchContext, parse_option, register_method
+from rag_multihop.eval.registry import (
+    BenchContext,
+    declare_options,
+    parse_option,
+    register_method,
+)
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_fraction, check_positive_int
 
@@ -82,6 +87,20 @@ if TYPE_CHECKING:
     from rag_multihop.llm.client import LLMClient
 
 logger = logging.getLogger(__name__)
+
+declare_options(
+    "bridge",
+    "bridge_position",
+    "bridge_entities",
+    "bridge_templates",
+    "bridge_alpha",
+    "bridge_judge_weights",
+    "llm",
+    "llm_api_base",
+    "llm_api_key_env",
+    "llm_concurrency",
+    "llm_cache",
+)
 
 UNTYPED = "untyped"
 """The question-type group of datasets that give no types (2Wiki's HippoRAG copy)."""

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rag_multihop.eval.registry import BenchContext, register_method
+from rag_multihop.eval.registry import BenchContext, declare_options, register_method
 from rag_multihop.fusion.retriever import FusionRetriever
 from rag_multihop.graph.build import EntityGraph, build_entity_graph
 from rag_multihop.graph.retriever import GraphRetriever
@@ -45,6 +45,12 @@ DEFAULTS: dict[str, float] = {
     "graph_push_epsilon": 1e-5,
 }
 """Benchmark options of this module and their defaults."""
+
+declare_options(
+    "graph_fusion",
+    *DEFAULTS,
+    "graph_ppr",
+)
 
 BM25_CAP = 20
 
