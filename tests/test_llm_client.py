@@ -506,7 +506,13 @@ def test_account_tokens_and_cost() -> None:
 
 
 def test_cassettes_hold_no_credentials() -> None:
-    paths = sorted((Path(__file__).parent / "cassettes").glob("test_llm_*/*.yaml"))
+    here = Path(__file__).parent
+    paths = sorted(
+        [
+            *(here / "cassettes").glob("test_llm_*/*.yaml"),
+            *(here / "llm" / "cassettes").rglob("*.yaml"),
+        ]
+    )
     assert paths
     for path in paths:
         text = path.read_text()
