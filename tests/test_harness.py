@@ -120,3 +120,17 @@ def test_an_unknown_option_is_refused_before_anything_runs(dataset, hashing_enco
     known = {"aar_lambda": "0.3", "graph_ppr": "push", "bm25_stemmer": "none", "llm": "local"}
     result = run_benchmark(dataset, ["dense"], encoder=hashing_encoder, options=known)
     assert "dense" in result.methods
+
+
+def test_tune_and_test_halves_are_fixed_disjoint_and_complete(dataset):
+    from rag_multihop.eval.splits import split_dataset
+
+    tune, test = split_dataset(dataset, "tune"), split_dataset(dataset, "test")
+    tune_ids, test_ids = {q.id for q in tune.questions}, {q.id for q in test.questions}
+    assert not tune_ids & test_ids
+    assert tune_ids | test_ids == {q.id for q in dataset.questions}
+    assert abs(len(tune_ids) - len(test_ids)) <= 1
+    assert {q.id for q in split_dataset(dataset, "tune").questions} == tune_ids  # seeded
+    assert tune.corpus is dataset.corpus and split_dataset(dataset, "all") is dataset
+    with pytest.raises(ValueError, match="split must be one of all, tune, test, got 'dev'"):
+        split_dataset(dataset, "dev")

@@ -42,6 +42,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from rag_multihop.eval.datasets import load_dataset, load_named
     from rag_multihop.eval.harness import run_benchmark
     from rag_multihop.eval.report import markdown_table, write_report
+    from rag_multihop.eval.splits import split_dataset
 
     if args.questions:
         dataset = load_dataset(args.questions, args.corpus, limit=args.limit)
@@ -52,6 +53,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         dataset = load_named(args.dataset, data_dir, limit=args.limit)
     else:
         raise SystemExit("give --dataset NAME or --questions FILE [--corpus FILE]")
+    dataset = split_dataset(dataset, args.split)
     result = run_benchmark(
         dataset,
         method_names(args),
@@ -80,6 +82,13 @@ def add_bench_parsers(sub: Any) -> None:
     bench.add_argument("--questions", type=Path, help="a question file in any supported format")
     bench.add_argument("--corpus", type=Path, help="its corpus file, when separate")
     bench.add_argument("--limit", type=int, default=None, help="use the first N questions")
+    bench.add_argument(
+        "--split",
+        choices=("all", "tune", "test"),
+        default="all",
+        help="a fixed, seeded half of the questions: choose defaults on 'tune', report on "
+        "'test' (default: all questions)",
+    )
     bench.add_argument("--ks", type=_parse_ks, default=(1, 2, 5, 10, 20), help="recall cut-offs")
     bench.add_argument(
         "--option",
