@@ -112,3 +112,17 @@ def test_every_aar_train_flag_has_help(capsys) -> None:
     out = capsys.readouterr().out
     for text in ("epochs (default", "pairs per batch (default", "random seed (default"):
         assert text in out
+
+
+def test_bench_runs_a_small_default_set_and_all_on_request():
+    import argparse
+
+    from rag_multihop.cli.bench import BENCH_METHODS
+    from rag_multihop.cli.common import method_names
+    from rag_multihop.eval.registry import available_methods
+
+    chosen = method_names(argparse.Namespace(methods=None), BENCH_METHODS)
+    assert chosen == [m for m in BENCH_METHODS if m in available_methods()]
+    assert {"dense", "pit-boltzmann", "bridge", "aar"} <= set(chosen) and len(chosen) <= 6
+    everything = method_names(argparse.Namespace(methods="all"), BENCH_METHODS)
+    assert set(chosen) < set(everything)

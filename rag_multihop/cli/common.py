@@ -15,8 +15,8 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """``--methods``, ``--cache-dir`` and ``--no-progress``."""
     p.add_argument(
         "--methods",
-        help="comma-separated method names, or 'all' (bench default: all; demo default: "
-        "one representative per family)",
+        help="comma-separated method names, or 'all' (default: the baselines, the strongest "
+        "framework peer and one representative per family)",
     )
     p.add_argument(
         "--cache-dir",

@@ -163,13 +163,16 @@ def plot_recall_curves(result: BenchResult, path: str | os.PathLike[str]) -> Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, method in result.methods.items():
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    colours = [plt.get_cmap("tab20")(i) for i in range(20)]
+    markers = "os^vD<>ph*P"
+    for i, (name, method) in enumerate(result.methods.items()):
         ks = sorted(method.recall)
         ax.plot(
             ks,
             [100 * method.recall[k] for k in ks],
-            marker="o",
+            color=colours[i % len(colours)],
+            marker=markers[i % len(markers)],
             label=name,
             linestyle="--" if method.family == "peer" else "-",
         )
@@ -179,7 +182,8 @@ def plot_recall_curves(result: BenchResult, path: str | os.PathLike[str]) -> Non
     ax.set_ylabel("Recall@k (%)")
     ax.set_title(f"{result.dataset.name} ({len(result.dataset.questions)} questions)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    # outside the axes, so many methods never hide the curves (peers dashed)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
