@@ -49,6 +49,44 @@ class HashingEncoder:
         return out / np.where(norms == 0, 1.0, norms)
 
 
+CASSETTES = REPO_ROOT / "tests" / "cassettes"
+"""Every recorded and hand-written cassette, one folder per test module (see its README)."""
+
+AUTH_HEADERS = ["authorization", "x-api-key", "api-key", "openai-organization", "cookie"]
+RESPONSE_HEADERS_TO_DROP = ("set-cookie", "openai-organization", "openai-project")
+
+
+def _scrub_response(response: dict) -> dict:
+    headers = response.get("headers", {})
+    for name in list(headers):
+        if name.lower() in RESPONSE_HEADERS_TO_DROP:
+            del headers[name]
+    return response
+
+
+@pytest.fixture(scope="module")
+def vcr_config() -> dict[str, object]:
+    """vcrpy settings shared by every cassette test: auth headers stripped on record,
+    provider cookies and organisation headers dropped from responses. Modules that script
+    failures override it with ``{**vcr_config, "record_mode": "none"}``."""
+    return {
+        "filter_headers": AUTH_HEADERS,
+        "before_record_response": _scrub_response,
+        "decode_compressed_response": True,
+    }
+
+
+@pytest.fixture(scope="module")
+def vcr_cassette_dir(request: pytest.FixtureRequest) -> str:
+    """``tests/cassettes/<test module name>/`` wherever the module sits under ``tests/``."""
+    return str(CASSETTES / request.module.__name__.rsplit(".", 1)[-1])
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
 @pytest.fixture
 def hashing_encoder() -> HashingEncoder:
     return HashingEncoder()
@@ -69,8 +107,10 @@ def shared_datasets() -> Path:
     return SHARED_DATASETS
 
 
-@pytest.fixture
-def polish_wedding() -> list:
+POLISH_WEDDING_QUESTION = "Where was the director of the film Polish Wedding born?"
+
+
+def polish_wedding_passages() -> list:
     """A toy two-hop corpus: the question's bridge, its answer passage and distractors."""
     from rag_multihop import Passage
 
@@ -89,3 +129,9 @@ def polish_wedding() -> list:
         Passage("claire-danes", "Claire Danes is an American actress.", title="Claire Danes"),
         Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", title="Rope"),
     ]
+
+
+@pytest.fixture
+def polish_wedding() -> list:
+    """:func:`polish_wedding_passages` as a fixture."""
+    return polish_wedding_passages()

@@ -32,12 +32,9 @@ BRIDGE = "Polish Wedding is a 1998 film written and directed by Theresa Connelly
 CANDIDATE = "Theresa Connelly is an American screenwriter born in Philadelphia."
 
 
-@pytest.fixture
-def vcr_config() -> dict[str, object]:
-    return {
-        "filter_headers": ["authorization", "cookie", "set-cookie"],
-        "match_on": ["method", "path"],
-    }
+@pytest.fixture(scope="module")
+def vcr_config(vcr_config: dict[str, object]) -> dict[str, object]:
+    return {**vcr_config, "match_on": ["method", "path"]}
 
 
 @pytest.fixture

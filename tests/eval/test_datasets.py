@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from rag_multihop.eval.datasets import DATASETS, FORMATS, load_dataset, load_named
+from tests.conftest import REPO_ROOT
 
-DATA = Path(__file__).parent / "data" / "datasets"
+DATA = REPO_ROOT / "tests" / "data" / "datasets"
 
 
 def write_json(path: Path, data: Any, *, compress: bool = False, lines: bool = False) -> Path:

@@ -29,24 +29,10 @@ CANDIDATE = "Theresa Connelly is an American film director and screenwriter."
 JUDGE = format_tripartite_judge(QUESTION, BRIDGE, "Polish Wedding", "Theresa Connelly", CANDIDATE)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
-def vcr_config() -> dict[str, object]:
-    return {
-        "filter_headers": [
-            "authorization",
-            "x-api-key",
-            "api-key",
-            "openai-organization",
-            "cookie",
-        ],
-        "decode_compressed_response": True,
-        "record_mode": "none",  # scripted bad replies: never re-record
-    }
+def vcr_config(vcr_config: dict[str, object]) -> dict[str, object]:
+    # scripted bad replies: never re-record
+    return {**vcr_config, "record_mode": "none"}
 
 
 @pytest.fixture

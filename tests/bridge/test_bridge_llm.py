@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rag_multihop import Corpus, Passage, Query
+from rag_multihop import Corpus, Query
 from rag_multihop.bridge import NEUTRAL_SCORE, BridgeRetriever, LLMJudge, LLMQueryWriter
 from rag_multihop.bridge.queries import make_client
 from rag_multihop.bridge.rerank import BridgeReranker
@@ -25,24 +25,11 @@ from rag_multihop.llm import (
     RawReply,
 )
 from rag_multihop.types import Candidate
+from tests.conftest import POLISH_WEDDING_QUESTION, polish_wedding_passages
 
 MODEL = "openai/gpt-4o-mini"
-PASSAGES = [
-    Passage(
-        "polish-wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-        title="Polish Wedding",
-    ),
-    Passage(
-        "theresa-connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-        title="Theresa Connelly",
-    ),
-    Passage("philadelphia", "Philadelphia is a city in Pennsylvania.", title="Philadelphia"),
-    Passage("claire-danes", "Claire Danes is an American actress.", title="Claire Danes"),
-    Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", title="Rope"),
-]
-QUESTION = Query("Where was the director of the film Polish Wedding born?", id="q1")
+PASSAGES = polish_wedding_passages()
+QUESTION = Query(POLISH_WEDDING_QUESTION, id="q1")
 
 
 def good_judge(prompt: str) -> str:

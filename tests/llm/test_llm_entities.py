@@ -13,11 +13,6 @@ from rag_multihop.graph.extract import EntityExtractor
 from rag_multihop.llm import LLMClient, LLMEntityExtractor, LLMOutputError, LLMSettings, RawReply
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class EntityTransport:
     """Answers every request with ``reply(passage_text)``; counts requests."""
 

@@ -33,31 +33,17 @@ from rag_multihop.llm import (
     RawReply,
 )
 from rag_multihop.llm.client import PLACEHOLDER_API_KEY
+from tests.conftest import CASSETTES
 
 MODEL = "openai/gpt-4o-mini"
 OPENAI_BASE = "https://api.openai.com/v1"  # the host the hand-written cassettes answer for
 PROMPT = "Name the capital of France in one word."
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
-def vcr_config() -> dict[str, object]:
-    # record_mode "none": these cassettes script provider failures and must not be re-recorded.
-    return {
-        "filter_headers": [
-            "authorization",
-            "x-api-key",
-            "api-key",
-            "openai-organization",
-            "cookie",
-        ],
-        "decode_compressed_response": True,
-        "record_mode": "none",
-    }
+def vcr_config(vcr_config: dict[str, object]) -> dict[str, object]:
+    # these cassettes script provider failures and must never be re-recorded
+    return {**vcr_config, "record_mode": "none"}
 
 
 @pytest.fixture(autouse=True)
@@ -506,13 +492,7 @@ def test_account_tokens_and_cost() -> None:
 
 
 def test_cassettes_hold_no_credentials() -> None:
-    here = Path(__file__).parent
-    paths = sorted(
-        [
-            *(here / "cassettes").glob("test_llm_*/*.yaml"),
-            *(here / "llm" / "cassettes").rglob("*.yaml"),
-        ]
-    )
+    paths = sorted(CASSETTES.rglob("*.yaml"))
     assert paths
     for path in paths:
         text = path.read_text()

@@ -13,40 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 import vcr
 from vcr.request import Request
 
-from rag_multihop import Corpus, Passage, Query
+from rag_multihop import Corpus, Query
 from rag_multihop.bridge import BridgeRetriever
 from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.harness import run_benchmark
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
+from tests.conftest import CASSETTES, POLISH_WEDDING_QUESTION, polish_wedding_passages
 
-CASSETTE = Path(__file__).parent / "cassettes" / "test_bridge_recorded" / "bridge_llm_pipeline.yaml"
+CASSETTE = CASSETTES / "test_bridge_recorded" / "bridge_llm_pipeline.yaml"
 MODEL = "openai/gpt-4o-mini"
 API_BASE = "https://api.openai.com/v1"
 
-PASSAGES = [
-    Passage(
-        "polish-wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-        title="Polish Wedding",
-    ),
-    Passage(
-        "theresa-connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-        title="Theresa Connelly",
-    ),
-    Passage("philadelphia", "Philadelphia is a city in Pennsylvania.", title="Philadelphia"),
-    Passage("claire-danes", "Claire Danes is an American actress.", title="Claire Danes"),
-    Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", title="Rope"),
-]
-QUESTION = "Where was the director of the film Polish Wedding born?"
+PASSAGES = polish_wedding_passages()
+QUESTION = POLISH_WEDDING_QUESTION
 
 
 def _messages(request: Request) -> Any:

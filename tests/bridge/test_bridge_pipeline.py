@@ -21,28 +21,17 @@ from rag_multihop.bridge.search import DenseSearcher, RetrieverSearcher, as_sear
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate
+from tests.conftest import POLISH_WEDDING_QUESTION, polish_wedding_passages
 
 PASSAGES = [
-    Passage(
-        "polish-wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-        title="Polish Wedding",
-    ),
-    Passage(
-        "theresa-connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-        title="Theresa Connelly",
-    ),
-    Passage("philadelphia", "Philadelphia is a city in Pennsylvania.", title="Philadelphia"),
-    Passage("claire-danes", "Claire Danes is an American actress.", title="Claire Danes"),
-    Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", title="Rope"),
+    *polish_wedding_passages(),
     Passage(
         "hitchcock", "Alfred Hitchcock was an English film director.", title="Alfred Hitchcock"
     ),
     Passage("wedding", "A wedding is a ceremony where two people are married.", title="Wedding"),
     Passage("poland", "Poland is a country in Central Europe.", title="Poland"),
 ]
-QUESTION = Query("Where was the director of the film Polish Wedding born?", id="q1")
+QUESTION = Query(POLISH_WEDDING_QUESTION, id="q1")
 
 
 @pytest.fixture
