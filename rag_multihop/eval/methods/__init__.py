@@ -2,9 +2,9 @@
 
 Each module registers ``build(context) -> Retriever`` factories with
 :func:`rag_multihop.eval.registry.register_method`. Method packages (``association/``,
-``fusion/``, ``graph/``, ``bridge/``) hold only the method and never import this package.
+``fusion/``, ``graph/``, ``bridge/``, ``coop/``) hold only the method and never import this package.
 """
 
-from rag_multihop.eval.methods import association, baselines, bridge, graph_fusion
+from rag_multihop.eval.methods import association, baselines, bridge, coop, graph_fusion
 
-__all__ = ["association", "baselines", "bridge", "graph_fusion"]
+__all__ = ["association", "baselines", "bridge", "coop", "graph_fusion"]

@@ -1,0 +1,109 @@
+"""RaLa's settings: one frozen, validated object used by the reranker, adapters and bench.
+
+Example:
+    >>> RaLaSettings().scoring, RaLaSettings(scoring="gap-weighted", buckets=2).buckets
+    ('maxsim', 2)
+    >>> RaLaSettings(scoring="eq5")
+    Traceback (most recent call last):
+    ...
+    ValueError: scoring must be one of ['gap-weighted', 'layer-gap', 'maxsim'], got 'eq5'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCORING_NAMES = ("maxsim", "gap-weighted", "layer-gap")
+"""RaLa's scorings (:data:`rag_multihop.coop.rala.SCORINGS` holds the functions)."""
+
+POOLING_NAMES = ("mean", "cls")
+
+TOKEN_WEIGHTINGS = ("pool-idf", "uniform")
+"""How MaxSim averages over query tokens: weighted by rarity among the candidates, or evenly."""
+
+DEFAULT_CANDIDATES = 100
+"""K, the first-stage depth RaLa reranks (the paper reranks a top-100)."""
+
+
+def _int(value: object, name: str, low: int, high: int | None = None) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class RaLaSettings:
+    """Knobs of :class:`~rag_multihop.coop.rala.RaLaReranker`.
+
+    Attributes:
+        scoring: ``"maxsim"`` (late interaction on the last layer, no weight; the default,
+            see docs/coop.md for the measurement), ``"gap-weighted"`` (Eq. 4: MaxSim times
+            the gap-aware weight) or ``"layer-gap"`` (Eq. 3: MaxSim over per-token gaps).
+        layer: the hidden state RaLa scores on; ``None`` is the encoder's last layer.
+        buckets: premature candidate layers, one drawn from each of this many contiguous
+            buckets of the layers below ``layer`` (the paper uses 2 to 4).
+        candidate_layers: explicit premature layers (hidden-state indices below ``layer``);
+            overrides ``buckets``.
+        seed: seeds the draw of one layer per bucket.
+        pooling: the pooled vector of the gap weight, ``"mean"`` or ``"cls"``; ``None`` is
+            the encoder's own pooling (the paper's [CLS] for a CLS-pooled encoder).
+        token_weighting: ``"pool-idf"`` (default) weighs each query token by its inverse
+            document frequency among the candidates being reranked, so tokens every candidate
+            has (``[CLS]``, "the", "?") stop flattening the scores; ``"uniform"`` is the
+            paper's plain mean.
+        drop_punctuation: drop passage tokens that are only punctuation (the paper does).
+        candidates: K, how many first-stage candidates a RaLa retriever reranks.
+    """
+
+    scoring: str = "maxsim"
+    layer: int | None = None
+    buckets: int = 3
+    candidate_layers: tuple[int, ...] | None = None
+    seed: int = 0
+    pooling: str | None = None
+    token_weighting: str = "pool-idf"
+    drop_punctuation: bool = True
+    candidates: int = DEFAULT_CANDIDATES
+
+    def __post_init__(self) -> None:
+        if self.scoring not in SCORING_NAMES:
+            raise ValueError(
+                f"scoring must be one of {sorted(SCORING_NAMES)}, got {self.scoring!r}"
+            )
+        if self.layer is not None:
+            _int(self.layer, "layer", 1)
+        _int(self.buckets, "buckets", 1, 64)
+        if self.candidate_layers is not None:
+            layers = tuple(self.candidate_layers)
+            if not layers:
+                raise ValueError("candidate_layers must name at least one layer, or be None")
+            for value in layers:
+                _int(value, "candidate_layers entry", 0)
+            if len(set(layers)) != len(layers):
+                raise ValueError(f"candidate_layers must not repeat a layer, got {layers!r}")
+            if self.layer is not None and max(layers) >= self.layer:
+                raise ValueError(
+                    f"candidate_layers must lie below layer {self.layer}, got {layers!r}"
+                )
+            object.__setattr__(self, "candidate_layers", layers)
+        _int(self.seed, "seed", 0)
+        if self.pooling is not None and self.pooling not in POOLING_NAMES:
+            raise ValueError(
+                f"pooling must be one of {list(POOLING_NAMES)} or None, got {self.pooling!r}"
+            )
+        if self.token_weighting not in TOKEN_WEIGHTINGS:
+            raise ValueError(
+                f"token_weighting must be one of {list(TOKEN_WEIGHTINGS)}, "
+                f"got {self.token_weighting!r}"
+            )
+        if not isinstance(self.drop_punctuation, bool):
+            raise ValueError(
+                f"drop_punctuation must be True or False, got {self.drop_punctuation!r}"
+            )
+        _int(self.candidates, "candidates", 1)

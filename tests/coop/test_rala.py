@@ -1,0 +1,208 @@
+"""RaLa with the bundled MiniLM: hidden states, the precomputed store, the reranker."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rag_multihop import Candidate, Passage, Query
+from rag_multihop._atomic import ArtifactError, artifact_path
+from rag_multihop.coop import (
+    SCORING_NAMES,
+    HiddenStateEncoder,
+    HiddenStatesUnavailable,
+    PassageStates,
+    RaLaReranker,
+    RaLaRetriever,
+    RaLaSettings,
+    StateLayout,
+)
+from rag_multihop.coop.states import is_punctuation
+from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder
+
+
+@pytest.fixture(scope="module")
+def states_encoder(minilm) -> HiddenStateEncoder:
+    return HiddenStateEncoder(minilm)
+
+
+def _candidates(passages: list[Passage]) -> list[Candidate]:
+    return [
+        Candidate(p, 1.0 - 0.1 * i, rank=i + 1, signals={"dense": 1.0 - 0.1 * i})
+        for i, p in enumerate(passages)
+    ]
+
+
+def test_hidden_states_shapes_units_and_the_pooled_last_layer_is_the_sentence_embedding(
+    states_encoder: HiddenStateEncoder, minilm
+) -> None:
+    assert (states_encoder.n_layers, states_encoder.dim, states_encoder.pooling) == (6, 384, "mean")
+    text = "Polish Wedding is a 1998 film, written and directed by Theresa Connelly."
+    [states] = states_encoder.encode([text], StateLayout((6, 2), (6, 0)))
+    assert states.tokens.shape[0] == 2 and states.pooled.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(states.tokens, axis=-1), 1.0, atol=1e-5)
+    assert states.n_tokens == len(states.ids)  # a query keeps every token
+    assert np.dot(states.pooled[0], minilm.encode([text])[0]) == pytest.approx(1.0, abs=1e-5)
+    [dropped] = states_encoder.encode([text], StateLayout((6,)), drop_punctuation=True)
+    assert dropped.n_tokens == states.n_tokens - 2  # the comma and the full stop
+    assert len(dropped.ids) == len(states.ids)  # the vocabulary keeps them
+
+
+def test_punctuation_tokens() -> None:
+    assert [is_punctuation(t) for t in (",", "##.", "Ġ)", "it", "[SEP]", "")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_a_model_without_hidden_states_is_refused_clearly() -> None:
+    encoder = HiddenStateEncoder(HashingEncoder(), name="hashing")
+    with pytest.raises(HiddenStatesUnavailable, match="not a sentence-transformers model"):
+        _ = encoder.n_layers
+
+    class NoTransformer:
+        tokenizer = None
+
+    with pytest.raises(HiddenStatesUnavailable, match="not a Hugging Face transformer"):
+        _ = HiddenStateEncoder([NoTransformer()], name="odd").n_layers
+
+
+def test_layers_outside_the_encoder_are_named(states_encoder: HiddenStateEncoder) -> None:
+    with pytest.raises(ValueError, match="layer 9 does not exist"):
+        states_encoder.encode(["x"], StateLayout((9,)))
+    with pytest.raises(ValueError, match="layer 9 does not exist"):
+        _ = RaLaReranker(states_encoder, layer=9).layout
+
+
+def test_settings_validation_names_parameter_and_value() -> None:
+    for kwargs, message in (
+        ({"scoring": "eq5"}, "scoring must be one of"),
+        ({"buckets": 0}, r"buckets must be an integer \[1, 64\], got 0"),
+        ({"candidate_layers": (1, 1)}, "must not repeat"),
+        ({"layer": 3, "candidate_layers": (4,)}, "must lie below layer 3"),
+        ({"pooling": "max"}, "pooling must be one of"),
+        ({"token_weighting": "bm25"}, "token_weighting must be one of"),
+        ({"candidates": 0}, "candidates must be an integer >= 1, got 0"),
+        ({"drop_punctuation": "yes"}, "drop_punctuation must be True or False"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            RaLaSettings(**kwargs)
+
+
+@pytest.mark.parametrize("scoring", SCORING_NAMES)
+def test_rerank_puts_the_bridge_first_keeps_signals_and_leaves_inputs_alone(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage], scoring: str
+) -> None:
+    candidates = _candidates(polish_wedding[::-1])
+    before = [dataclasses.replace(c) for c in candidates]
+    ranked = RaLaReranker(states_encoder, scoring=scoring).rerank(
+        Query(POLISH_WEDDING_QUESTION), candidates
+    )
+    assert candidates == before  # nothing mutated
+    assert ranked[0].id == "polish-wedding"
+    assert [c.rank for c in ranked] == list(range(1, 6))
+    assert all({"dense", "rala", "maxsim"} <= set(c.signals) for c in ranked)
+    assert all(c.score == c.signals["rala"] for c in ranked)
+    if scoring == "gap-weighted":
+        layers = {c.signals["premature_layer"] for c in ranked}
+        assert layers <= {1.0, 3.0, 4.0}  # the default draw for 6 layers and 3 buckets
+        assert all(
+            c.signals["gap_weight"]
+            == pytest.approx((c.signals["last_similarity"] - c.signals["premature_similarity"]) / 2)
+            for c in ranked
+        )
+
+
+def test_pinned_scores_of_the_bundled_model(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage]
+) -> None:
+    ranked = RaLaReranker(states_encoder).rerank(
+        Query(POLISH_WEDDING_QUESTION), _candidates(polish_wedding)
+    )
+    assert [c.id for c in ranked][:2] == ["polish-wedding", "theresa-connelly"]
+    assert ranked[0].score == pytest.approx(0.6549, abs=2e-3)
+
+
+def test_precomputed_store_and_query_time_agree_and_round_trip(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage], tmp_path
+) -> None:
+    query = Query(POLISH_WEDDING_QUESTION)
+    candidates = _candidates(polish_wedding)
+    fresh = RaLaReranker(states_encoder, scoring="gap-weighted")
+    live = fresh.rerank(query, candidates)
+    assert fresh.encoded_at_query_time == len(candidates)
+
+    stored = RaLaReranker(states_encoder, scoring="gap-weighted")
+    store = stored.build_store(polish_wedding)
+    store.save(tmp_path / "states")
+    stored.store = PassageStates.load(tmp_path / "states")
+    from_store = stored.rerank(query, candidates)
+    assert stored.encoded_at_query_time == 0
+    assert [c.id for c in from_store] == [c.id for c in live]
+    assert [c.score for c in from_store] == pytest.approx([c.score for c in live], abs=2e-3)
+    assert store.tokens.dtype == np.float16
+    assert store.bytes_per_passage == pytest.approx(store.nbytes / 5)
+
+    # a candidate missing from the store is encoded at query time
+    extra = Passage("extra", "Theresa Connelly was born in Philadelphia.", title="Extra")
+    stored.rerank(query, [*candidates, Candidate(extra, 0.0)])
+    assert stored.encoded_at_query_time == 1
+
+
+def test_a_store_of_another_layout_is_refused(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage]
+) -> None:
+    store = RaLaReranker(states_encoder).build_store(polish_wedding)
+    with pytest.raises(ValueError, match="PassageStates.build"):
+        _ = RaLaReranker(states_encoder, scoring="layer-gap", store=store).layout
+    with pytest.raises(ValueError, match="drop_punctuation"):
+        _ = RaLaReranker(states_encoder, drop_punctuation=False, store=store).layout
+
+
+def test_corrupt_store_files_fail_at_load_naming_the_file(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage], tmp_path
+) -> None:
+    RaLaReranker(states_encoder).build_store(polish_wedding).save(tmp_path / "s")
+    folder = artifact_path(tmp_path / "s")
+    np.save(folder / "offsets.npy", np.array([0, 3]))
+    with pytest.raises(ArtifactError, match="do not belong together"):
+        PassageStates.load(tmp_path / "s")
+    (folder / "pooled.npy").write_bytes(b"not an array")
+    with pytest.raises(ArtifactError, match="pooled.npy is not a readable array"):
+        PassageStates.load(tmp_path / "s")
+    (folder / "config.json").write_text("{not json")
+    with pytest.raises(ArtifactError, match="not a valid PassageStates config"):
+        PassageStates.load(tmp_path / "s")
+
+
+def test_edge_cases(states_encoder: HiddenStateEncoder, polish_wedding: list[Passage]) -> None:
+    rala = RaLaReranker(states_encoder)
+    query = Query(POLISH_WEDDING_QUESTION)
+    assert rala.rerank(query, []) == []
+    candidates = _candidates(polish_wedding)
+    assert len(rala.rerank(query, candidates, top_n=50)) == 5  # top_n above the pool
+    assert len(rala.rerank(query, candidates, top_n=2)) == 2
+    with pytest.raises(ValueError, match="duplicate passage ids"):
+        rala.rerank(query, [candidates[0], candidates[0]])
+    with pytest.raises(ValueError, match="top_n must be a positive integer"):
+        rala.rerank(query, candidates, top_n=0)
+    with pytest.raises(ValueError, match="no passages to store"):
+        PassageStates([], [], StateLayout((6,)), encoder_name="x")
+
+
+def test_retriever_with_k_larger_than_the_pool(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage]
+) -> None:
+    class Five:
+        def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+            return _candidates(polish_wedding)[:k]
+
+    retriever = RaLaRetriever(Five(), RaLaReranker(states_encoder), candidates=100)
+    found = retriever.retrieve(Query(POLISH_WEDDING_QUESTION), k=20)
+    assert len(found) == 5 and found[0].id == "polish-wedding"
