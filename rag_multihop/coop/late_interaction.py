@@ -32,18 +32,6 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _pad(passages: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Passages stacked into ``(n, S_max, D)`` float32 with a ``(n, S_max)`` validity mask."""
-    longest = max(len(p) for p in passages)
-    dim = passages[0].shape[-1]
-    out = np.zeros((len(passages), longest, dim), dtype=np.float32)
-    mask = np.zeros((len(passages), longest), dtype=bool)
-    for i, p in enumerate(passages):
-        out[i, : len(p)] = p
-        mask[i, : len(p)] = True
-    return out, mask
-
-
 def _check(query: np.ndarray, passages: Sequence[np.ndarray]) -> None:
     if query.ndim != 2 or len(query) == 0:
         raise ValueError(f"query tokens must be a non-empty (tokens, dim) array, got {query.shape}")
@@ -58,13 +46,22 @@ def _check(query: np.ndarray, passages: Sequence[np.ndarray]) -> None:
             )
 
 
+def _starts(passages: Sequence[np.ndarray]) -> np.ndarray:
+    """Where each passage begins in the concatenation of all passages' tokens."""
+    return np.concatenate([[0], np.cumsum([len(p) for p in passages])[:-1]]).astype(np.intp)
+
+
 def token_similarities(query: np.ndarray, passages: Sequence[np.ndarray]) -> np.ndarray:
-    """Cosines of every query token with every passage token: ``(n, T, S_max)``; padding
-    positions hold ``-inf`` so that they never win a maximum."""
+    """Cosines of every query token with every token of every passage, ``(T, S_total)``: the
+    passages' tokens concatenated in order (one matrix product, no padding)."""
     _check(query, passages)
-    stacked, mask = _pad(passages)
-    sims = np.einsum("td,nsd->nts", query.astype(np.float32), stacked)
-    return np.where(mask[:, None, :], sims, -np.inf)
+    stacked = np.concatenate([np.asarray(p, dtype=np.float32) for p in passages])
+    return np.asarray(query, dtype=np.float32) @ stacked.T
+
+
+def best_per_passage(similarities: np.ndarray, passages: Sequence[np.ndarray]) -> np.ndarray:
+    """``(n, T)``: for each passage and query token, the best value over that passage's tokens."""
+    return np.maximum.reduceat(similarities, _starts(passages), axis=1).T
 
 
 def _mean_over_query(best: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
@@ -86,7 +83,8 @@ def maxsim_batch(
     (one per query token, e.g. :func:`pool_idf`) turn the mean into a weighted mean."""
     if not passages:
         return np.zeros(0, dtype=np.float64)
-    return _mean_over_query(token_similarities(query, passages).max(axis=2), weights)
+    best = best_per_passage(token_similarities(query, passages), passages)
+    return _mean_over_query(best, weights)
 
 
 def maxsim(query: np.ndarray, passage: np.ndarray, weights: np.ndarray | None = None) -> float:
@@ -176,14 +174,13 @@ def layer_gap_maxsim(
                 f"passage {i} layers have shape {p.shape}, "
                 f"expected ({len(query_layers)}, tokens, dim)"
             )
-    last = token_similarities(query_layers[0], [p[0] for p in passages_layers])
-    gap = np.full(last.shape, -np.inf)
+    last_layer = [p[0] for p in passages_layers]
+    last = token_similarities(query_layers[0], last_layer)
+    gap = np.full(last.shape, -np.inf, dtype=np.float32)
     for c in range(1, len(query_layers)):
         early = token_similarities(query_layers[c], [p[c] for p in passages_layers])
-        with np.errstate(invalid="ignore"):  # -inf - -inf at padding stays masked below
-            gap = np.maximum(gap, last - early)
-    gap = np.where(np.isfinite(last), gap, -np.inf)
-    return _mean_over_query(gap.max(axis=2), weights)
+        gap = np.maximum(gap, last - early)
+    return _mean_over_query(best_per_passage(gap, last_layer), weights)
 
 
 def candidate_layers(n_layers: int, *, buckets: int, seed: int = 0) -> tuple[int, ...]:

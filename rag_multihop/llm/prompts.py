@@ -13,8 +13,11 @@ The same holds for LLM-derived strings that come from passages (bridge entities)
 Templates: :data:`ENTITY_EXTRACTION` (two bridge entities), :data:`SVO_QUERIES` (short
 subject-verb-object queries for the missing hop), :data:`TRIPARTITE_JUDGE` (a 0-10 score of a
 candidate given question, bridge and entities), :data:`GRAPH_ENTITIES` (entities of a text),
-all registered in :data:`PROMPTS`; :data:`REPAIR` is the follow-up message of the one repair
-attempt after a malformed reply.
+and CoopRAG's :data:`QUESTION_UNROLLING` (sub-questions and a reasoning chain with masked
+uncertain entities), :data:`CHAIN_COMPLETION` (masks filled from passages),
+:data:`CONCISE_ANSWER` / :data:`BINARY_ANSWER` (the final answer) and :data:`KEY_EXTRACTION`
+(answerable yet? else one key sentence), all registered in :data:`PROMPTS`; :data:`REPAIR`
+is the follow-up message of the one repair attempt after a malformed reply.
 
 Judge scale: integers 0-10, not a 0-1 float. Models are more consistent on a coarse integer
 scale with anchored levels, and the bridge method fuses judge scores by percentile rank, so
@@ -41,7 +44,7 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, field_validator
 
@@ -108,6 +111,89 @@ class EntityList(BaseModel):
     entities: list[Annotated[str, StringConstraints(max_length=MAX_ENTITY_CHARS)]] = Field(
         max_length=MAX_ENTITIES
     )
+
+
+UNKNOWN = "<unknown>"
+"""The uncertainty mask: an entity of the reasoning chain the model is not sure of."""
+
+ANSWER_SLOT = "<answer>"
+"""The answer placeholder: the tail of the last triple of a reasoning chain."""
+
+MAX_CHAIN = 8
+MAX_SUB_QUESTIONS = 8
+MAX_SUB_QUESTION_CHARS = 300
+MAX_ANSWER_CHARS = 200
+MAX_SENTENCE_CHARS = 600
+
+
+class ChainTriple(BaseModel):
+    """One (head, relation, tail) step of a reasoning chain; a field may be a mask."""
+
+    head: str = Field(min_length=1, max_length=MAX_ENTITY_CHARS)
+    relation: str = Field(min_length=1, max_length=MAX_ENTITY_CHARS)
+    tail: str = Field(min_length=1, max_length=MAX_ENTITY_CHARS)
+
+    @field_validator("head", "relation", "tail")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value.strip()
+
+
+class UnrolledQuestion(BaseModel):
+    """Reply of :data:`QUESTION_UNROLLING`: sub-questions and a masked reasoning chain."""
+
+    sub_questions: list[Annotated[str, StringConstraints(max_length=MAX_SUB_QUESTION_CHARS)]] = (
+        Field(min_length=1, max_length=MAX_SUB_QUESTIONS)
+    )
+    chain: list[ChainTriple] = Field(min_length=1, max_length=MAX_CHAIN)
+
+    @field_validator("sub_questions")
+    @classmethod
+    def _non_empty(cls, value: list[str]) -> list[str]:
+        kept = [q.strip() for q in value if q.strip()]
+        if not kept:
+            raise ValueError("all sub-questions are empty")
+        return kept
+
+
+class CompletedChain(BaseModel):
+    """Reply of :data:`CHAIN_COMPLETION`: the chain with masks filled where passages say."""
+
+    chain: list[ChainTriple] = Field(min_length=1, max_length=MAX_CHAIN)
+
+
+class ConciseAnswer(BaseModel):
+    """Reply of :data:`CONCISE_ANSWER`: a short answer (a name, date, number, phrase)."""
+
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+
+    @field_validator("answer")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the answer is blank")
+        return value.strip()
+
+
+class BinaryAnswer(BaseModel):
+    """Reply of :data:`BINARY_ANSWER`: ``"yes"`` or ``"no"``."""
+
+    answer: Literal["yes", "no"]
+
+
+class KeyExtraction(BaseModel):
+    """Reply of :data:`KEY_EXTRACTION`: can the passages answer the question; if not, the
+    one sentence of the passages that says what to look for next (``""`` when answerable)."""
+
+    answerable: bool
+    key_sentence: str = Field(max_length=MAX_SENTENCE_CHARS)
+
+    @field_validator("key_sentence")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
 
 
 # ---------------------------------------------------------------------------- templates
@@ -218,6 +304,88 @@ GRAPH_ENTITIES = PromptTemplate(
     schema=EntityList,
 )
 
+QUESTION_UNROLLING = PromptTemplate(
+    name="question_unrolling",
+    system=SYSTEM_PREAMBLE,
+    user=(
+        "Question: <question>{question}</question>\n\n"
+        "Plan how to answer the question without answering it.\n"
+        "1. sub_questions: the simpler questions to answer one after the other.\n"
+        "2. chain: the reasoning as (head, relation, tail) triples, one per step, the tail of "
+        "one step being the head of the next where it can be. Write a name only when you are "
+        f"sure of it; write {UNKNOWN} for any entity you are not sure of. The tail of the "
+        f"last triple is always {ANSWER_SLOT}.\n\n"
+        'Example for the question "In which country was the author of the novel Dune '
+        'born?": {{"sub_questions": ["Who wrote the novel Dune?", "In which country was that '
+        'author born?"], "chain": [{{"head": "Dune", "relation": "written by", '
+        f'"tail": "{UNKNOWN}"}}}}, {{{{"head": "{UNKNOWN}", "relation": "born in country", '
+        f'"tail": "{ANSWER_SLOT}"}}}}]}}}}\n\n'
+        'Reply as JSON: {{"sub_questions": ["<sub-question>", ...], "chain": [{{"head": "...", '
+        '"relation": "...", "tail": "..."}}, ...]}}'
+    ),
+    schema=UnrolledQuestion,
+)
+
+CHAIN_COMPLETION = PromptTemplate(
+    name="chain_completion",
+    system=SYSTEM_PREAMBLE,
+    user=(
+        "Question: <question>{question}</question>\n"
+        "Sub-questions: <sub_questions>{sub_questions}</sub_questions>\n"
+        "Reasoning chain: <chain>{chain}</chain>\n\n"
+        "{passages}\n\n"
+        f"Complete the reasoning chain with the passages: replace every {UNKNOWN} and the "
+        f"{ANSWER_SLOT} by the name, date or phrase the passages give, copied as written. "
+        f"Keep the triples in the same order; keep {UNKNOWN} where the passages do not say.\n"
+        'Reply as JSON: {{"chain": [{{"head": "...", "relation": "...", "tail": "..."}}, ...]}}'
+    ),
+    schema=CompletedChain,
+)
+
+CONCISE_ANSWER = PromptTemplate(
+    name="concise_answer",
+    system=SYSTEM_PREAMBLE,
+    user=(
+        "Question: <question>{question}</question>\n"
+        "Sub-questions: <sub_questions>{sub_questions}</sub_questions>\n"
+        "Completed reasoning chain: <chain>{chain}</chain>\n\n"
+        "{passages}\n\n"
+        "Answer the question using the passages and the chain. Give only the answer, in as "
+        "few words as possible (a name, date, number or short phrase), no sentence.\n"
+        'Reply as JSON: {{"answer": "<answer>"}}'
+    ),
+    schema=ConciseAnswer,
+)
+
+BINARY_ANSWER = PromptTemplate(
+    name="binary_answer",
+    system=SYSTEM_PREAMBLE,
+    user=(
+        "Question: <question>{question}</question>\n"
+        "Sub-questions: <sub_questions>{sub_questions}</sub_questions>\n"
+        "Completed reasoning chain: <chain>{chain}</chain>\n\n"
+        "{passages}\n\n"
+        "This is a yes/no question. Answer it using the passages and the chain.\n"
+        'Reply as JSON: {{"answer": "yes"}} or {{"answer": "no"}}'
+    ),
+    schema=BinaryAnswer,
+)
+
+KEY_EXTRACTION = PromptTemplate(
+    name="key_extraction",
+    system=SYSTEM_PREAMBLE,
+    user=(
+        "Question: <question>{question}</question>\n\n"
+        "{passages}\n\n"
+        "Can the question be answered from these passages alone? If it can, reply "
+        'answerable true and key_sentence "". If it cannot, reply answerable false and copy '
+        "the one sentence of the passages that best tells what to search for next (for "
+        "example the sentence naming the person or work the question leads to).\n"
+        'Reply as JSON: {{"answerable": true or false, "key_sentence": "<sentence>"}}'
+    ),
+    schema=KeyExtraction,
+)
+
 REPAIR = (
     "Your previous reply could not be used: {error}\n"
     "Reply again with only one JSON object that matches this JSON schema:\n{schema}"
@@ -225,13 +393,28 @@ REPAIR = (
 """The user message of the single repair attempt (see :func:`format_repair`)."""
 
 PROMPTS: Mapping[str, PromptTemplate] = MappingProxyType(
-    {t.name: t for t in (ENTITY_EXTRACTION, SVO_QUERIES, TRIPARTITE_JUDGE, GRAPH_ENTITIES)}
+    {
+        t.name: t
+        for t in (
+            ENTITY_EXTRACTION,
+            SVO_QUERIES,
+            TRIPARTITE_JUDGE,
+            GRAPH_ENTITIES,
+            QUESTION_UNROLLING,
+            CHAIN_COMPLETION,
+            CONCISE_ANSWER,
+            BINARY_ANSWER,
+            KEY_EXTRACTION,
+        )
+    }
 )
 """Every template by name."""
 
 # ---------------------------------------------------------------------------- formatting
 
-_OUR_TAGS = re.compile(r"<(\s*/?\s*(?:passage|question|entities)\b)", re.IGNORECASE)
+_OUR_TAGS = re.compile(
+    r"<(\s*/?\s*(?:passage|question|entities|sub_questions|chain)\b)", re.IGNORECASE
+)
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:\-]")
 
 
@@ -367,3 +550,83 @@ def format_repair(
         {"role": "assistant", "content": truncate(reply, 2000) if reply else "(empty reply)"},
         {"role": "user", "content": REPAIR.format(error=error, schema=schema_json)},
     ]
+
+
+def format_chain(chain: Sequence[ChainTriple]) -> str:
+    """A reasoning chain as one ``(head; relation; tail)`` group per step, defused.
+
+    >>> format_chain([ChainTriple(head="Rope", relation="directed by", tail=UNKNOWN)])
+    '(Rope; directed by; <unknown>)'
+    """
+    return " ".join(f"({defuse(t.head)}; {defuse(t.relation)}; {defuse(t.tail)})" for t in chain)
+
+
+def _passages(passages: Sequence[Passage | str], max_chars: int | None) -> str:
+    if not passages:
+        raise ValueError("passages must not be empty")
+    return "\n".join(
+        passage_block(p, pid=f"p{i}", max_chars=max_chars) for i, p in enumerate(passages, 1)
+    )
+
+
+def _sub_questions(sub_questions: Sequence[str]) -> str:
+    return " ".join(defuse(q.strip()) for q in sub_questions if q.strip()) or "(none)"
+
+
+def format_question_unrolling(
+    question: str, *, template: PromptTemplate = QUESTION_UNROLLING
+) -> list[Message]:
+    """Messages asking for sub-questions and a masked reasoning chain of ``question``."""
+    return template.render(question=_question(question))
+
+
+def format_chain_completion(
+    question: str,
+    sub_questions: Sequence[str],
+    chain: Sequence[ChainTriple],
+    passages: Sequence[Passage | str],
+    *,
+    max_chars: int | None = 1000,
+    template: PromptTemplate = CHAIN_COMPLETION,
+) -> list[Message]:
+    """Messages asking to fill the chain's masks and answer slot from ``passages``."""
+    if not chain:
+        raise ValueError("chain must hold at least one triple")
+    return template.render(
+        question=_question(question),
+        sub_questions=_sub_questions(sub_questions),
+        chain=format_chain(chain),
+        passages=_passages(passages, max_chars),
+    )
+
+
+def format_answer(
+    question: str,
+    sub_questions: Sequence[str],
+    chain: Sequence[ChainTriple],
+    passages: Sequence[Passage | str],
+    *,
+    binary: bool = False,
+    max_chars: int | None = 1000,
+    template: PromptTemplate | None = None,
+) -> list[Message]:
+    """Messages asking for the final answer: :data:`BINARY_ANSWER` when ``binary`` (a yes/no
+    question), else :data:`CONCISE_ANSWER`."""
+    chosen = template or (BINARY_ANSWER if binary else CONCISE_ANSWER)
+    return chosen.render(
+        question=_question(question),
+        sub_questions=_sub_questions(sub_questions),
+        chain=format_chain(chain) or "(none)",
+        passages=_passages(passages, max_chars),
+    )
+
+
+def format_key_extraction(
+    question: str,
+    passages: Sequence[Passage | str],
+    *,
+    max_chars: int | None = 1000,
+    template: PromptTemplate = KEY_EXTRACTION,
+) -> list[Message]:
+    """Messages asking whether ``passages`` answer ``question`` and, if not, for a key sentence."""
+    return template.render(question=_question(question), passages=_passages(passages, max_chars))

@@ -10,9 +10,14 @@ from pydantic import ValidationError
 
 from rag_multihop import Passage
 from rag_multihop.llm.prompts import (
+    BINARY_ANSWER,
+    CHAIN_COMPLETION,
+    CONCISE_ANSWER,
     ENTITY_EXTRACTION,
     GRAPH_ENTITIES,
+    KEY_EXTRACTION,
     PROMPTS,
+    QUESTION_UNROLLING,
     REPAIR,
     SVO_QUERIES,
     TRIPARTITE_JUDGE,
@@ -38,6 +43,11 @@ def test_registry_holds_every_template_by_name() -> None:
         "svo_queries": SVO_QUERIES,
         "tripartite_judge": TRIPARTITE_JUDGE,
         "graph_entities": GRAPH_ENTITIES,
+        "question_unrolling": QUESTION_UNROLLING,
+        "chain_completion": CHAIN_COMPLETION,
+        "concise_answer": CONCISE_ANSWER,
+        "binary_answer": BINARY_ANSWER,
+        "key_extraction": KEY_EXTRACTION,
     }
     assert TRIPARTITE_JUDGE.fields == {"question", "bridge", "e1", "e2", "candidate"}
     for template in PROMPTS.values():
