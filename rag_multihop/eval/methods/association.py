@@ -241,6 +241,11 @@ class AssociationBenchRetriever:
         self.rerank_ms.append((t4 - t2) * 1000.0)
         return ranked
 
+    @property
+    def uses_evaluated_gold(self) -> bool:
+        """Whether the models saw gold labels of the questions they evaluate."""
+        return self.settings.uses_evaluated_gold
+
     def bench_extras(self) -> dict[str, Any]:
         """Settings, per-model training report and leakage, and per-query timings."""
         faiss_median = float(np.median(self.faiss_ms)) if self.faiss_ms else float("nan")

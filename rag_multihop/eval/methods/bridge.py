@@ -61,6 +61,8 @@ from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.harness import FoldRouter
+from rag_multihop.eval.methods.association import AAR_OPTIONS
+from rag_multihop.eval.methods.association import build as build_aar
 from rag_multihop.eval.metrics import recall_at_k
 from rag_multihop.eval.options import OPTION
 from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
@@ -163,8 +165,6 @@ def _vectors(context: BenchContext) -> PassageVectors:
 
 def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, list[dict[str, Any]]]:
     """Association judges from the AAR benchmark's models (trained once per run)."""
-    from rag_multihop.eval.methods.association import build as build_aar
-
     aar = build_aar(context, "mixed")
     if aar.settings.uses_evaluated_gold:
         logger.warning(
@@ -213,8 +213,10 @@ class BridgeBenchRetriever:
         mode: str,
         llm: LLMOptions,
         aar: list[dict[str, Any]] | None = None,
+        uses_evaluated_gold: bool = False,
     ) -> None:
         self.pipeline = pipeline
+        self.uses_evaluated_gold = uses_evaluated_gold
         self.mode = mode
         self.llm = llm
         self.aar = aar
@@ -331,6 +333,7 @@ def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
     llm = LLM_OPTIONS.read(context.options)
     searcher = context.dense.with_encoder(_raw_encoder(context))
     aar_report = None
+    gold = False
     writer: QueryWriter
     chosen: Judge
     if judge == "auto" and llm.model is not None:
@@ -340,11 +343,17 @@ def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
         mode, writer = "llm-free", settings.template_writer()
         if judge == "association":
             chosen, aar_report = _aar_judge(context, settings.judge_weights)
+            gold = AAR_OPTIONS.read(context.options).uses_evaluated_gold
         else:
             chosen = EmbeddingJudge(_vectors(context), weights=settings.judge_weights)
     pipeline = BridgeRetriever(searcher, judge=chosen, writer=writer, settings=settings)
     return BridgeBenchRetriever(
-        pipeline, context.dataset.questions, mode=mode, llm=llm, aar=aar_report
+        pipeline,
+        context.dataset.questions,
+        mode=mode,
+        llm=llm,
+        aar=aar_report,
+        uses_evaluated_gold=gold,
     )
 
 
