@@ -6,6 +6,7 @@ from rag_multihop.encoders.sentence_transformer import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
     default_encoder,
+    load_encoder,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "SentenceTransformerEncoder",
     "default_cache_dir",
     "default_encoder",
+    "load_encoder",
 ]
