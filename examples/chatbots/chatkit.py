@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
@@ -463,7 +464,7 @@ class TurnAccount:
     condense: LLMAccount = LLMAccount()
     retrieval: LLMAccount = LLMAccount()
     answer: LLMAccount = LLMAccount()
-    retrieval_s: float = 0.0
+    retrieval_s: float | None = None
     latency_s: float = 0.0
 
     @property
@@ -474,15 +475,35 @@ class TurnAccount:
         """One line: calls, tokens, cost and latency.
 
         >>> TurnAccount(answer=LLMAccount(calls=1, prompt_tokens=90, completion_tokens=10),
-        ...             latency_s=1.25).summary()
-        '1 LLM call · 100 tokens (90 in, 10 out) · cost $0 · 1.2 s (retrieval 0.00 s)'
+        ...             latency_s=1.25, retrieval_s=0.5).summary()
+        '1 LLM call · 100 tokens (90 in, 10 out) · cost $0 · 1.2 s (retrieval 0.50 s)'
         """
         t = self.total
         cost = "cost unknown" if t.cost is None else f"cost ${t.cost:.6g}"
         calls = f"{t.calls} LLM call{'s' if t.calls != 1 else ''}"
         tokens = f"{t.total_tokens:,} tokens ({t.prompt_tokens:,} in, {t.completion_tokens:,} out)"
-        timing = f"{self.latency_s:.1f} s (retrieval {self.retrieval_s:.2f} s)"
+        timing = f"{self.latency_s:.1f} s"
+        if self.retrieval_s is not None:
+            timing += f" (retrieval {self.retrieval_s:.2f} s)"
         return f"{calls} · {tokens} · {cost} · {timing}"
+
+
+def spent(before: LLMAccount, after: LLMAccount) -> LLMAccount:
+    """What a client spent between two readings of its running total.
+
+    >>> spent(LLMAccount(calls=1, prompt_tokens=5), LLMAccount(calls=3, prompt_tokens=9)).calls
+    2
+    """
+    cost = None if before.cost is None or after.cost is None else after.cost - before.cost
+    return LLMAccount(
+        calls=after.calls - before.calls,
+        cache_hits=after.cache_hits - before.cache_hits,
+        retries=after.retries - before.retries,
+        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
+        completion_tokens=after.completion_tokens - before.completion_tokens,
+        cost=cost,
+        wall_time_s=after.wall_time_s - before.wall_time_s,
+    )
 
 
 # ----------------------------------------------------------------------------- the chat protocol
@@ -572,3 +593,50 @@ def print_turn(stream: TurnStream, write: Callable[[str], Any] = sys.stdout.writ
     write(render_evidence_text(result.evidence) + "\n")
     write(f"  {result.account.summary()}\n")
     return result
+
+
+def argument_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The command line the chats share: corpus, method, model, scripted questions."""
+    parser = argparse.ArgumentParser(
+        description=(doc or "").split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--corpus", help="folder of .txt/.md files (default: the demo corpus)")
+    parser.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    parser.add_argument("--llm", help=f"litellm model string (default: ${LLM_ENV}, else local)")
+    parser.add_argument("--api-base", help="OpenAI-compatible server URL (with --llm openai/NAME)")
+    parser.add_argument("-q", "--question", action="append", help="ask this, then exit (repeatable)")
+    return parser
+
+
+REPL_HELP = "Commands: /method NAME (one of: {methods}), /reset, /quit."
+
+
+def repl(chat: Chat, questions: Sequence[str] | None = None) -> int:
+    """Ask ``questions`` (then exit), or read questions from the terminal until /quit."""
+    from rag_multihop.llm import LLMError
+
+    scripted = questions is not None
+    print(REPL_HELP.format(methods=", ".join(METHODS)))
+    lines: Iterator[str] = iter(questions or [])
+    while True:
+        try:
+            line = next(lines) if scripted else input("\nyou> ")
+        except (StopIteration, EOFError, KeyboardInterrupt):
+            return 0
+        command, _, rest = line.strip().partition(" ")
+        try:
+            if command == "/quit":
+                return 0
+            if command == "/reset":
+                chat.reset()
+                print("(history cleared)")
+            elif command == "/method":
+                chat.method = get_method(rest.strip()).name
+                print(f"(method: {chat.method})")
+            else:
+                print("bot> ", end="")
+                print_turn(chat.stream(line))
+        except ChatInputError as exc:
+            print(f"! {exc}")
+        except LLMError as exc:
+            print(f"\n! the model failed: {exc}. Ask again, or start with another --llm.")
