@@ -50,7 +50,7 @@ from llama_index.retrievers.rag_multihop import (
 
 import chatkit
 from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
-from rag_multihop.llm import LLMClient, LLMSettings
+from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 
 SIGNALS_KEY = "rag_multihop_signals"
 AAR_KEYS = ("association", "cosine")
@@ -60,12 +60,17 @@ CONDENSE_PROMPT = chatkit.CONDENSE_PROMPT.replace("{history}", "{chat_history}")
 
 
 class RagMultihopLLM(CustomLLM):
-    """A LlamaIndex chat LLM whose calls go through rag-multihop's :class:`LLMClient`."""
+    """A LlamaIndex chat LLM whose calls go through rag-multihop's :class:`LLMClient`.
+
+    ``calls`` lists ``(kind, account)`` per call: ``"complete"`` (the engine condenses with
+    it) or ``"chat"`` (answers), so a turn can say what each step cost.
+    """
 
     context_window: int = chatkit.LOCAL_CONTEXT_TOKENS
     num_output: int = 256
     model_name: str = "local"
     _client: LLMClient = PrivateAttr()
+    _calls: list[tuple[str, LLMAccount]] = PrivateAttr(default_factory=list)
 
     def __init__(self, client: LLMClient, context_window: int, **kwargs: Any) -> None:
         num_output = client.settings.max_tokens or 256
@@ -76,6 +81,10 @@ class RagMultihopLLM(CustomLLM):
             **kwargs,
         )
         self._client = client
+
+    @property
+    def calls(self) -> list[tuple[str, LLMAccount]]:
+        return self._calls
 
     @property
     def metadata(self) -> LLMMetadata:
@@ -92,28 +101,33 @@ class RagMultihopLLM(CustomLLM):
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self._client.complete(prompt).text or "")
+        reply = self._client.complete(prompt)
+        self._calls.append(("complete", reply.account))
+        return CompletionResponse(text=reply.text or "")
 
     @llm_completion_callback()
     def stream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponseGen:
-        text = ""
-        for piece in self._client.stream(prompt):
+        text, stream = "", self._client.stream(prompt)
+        for piece in stream:
             text += piece
             yield CompletionResponse(text=text, delta=piece)
+        self._calls.append(("complete", stream.reply.account if stream.reply else LLMAccount()))
 
     @llm_chat_callback()
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         reply = self._client.complete(self._messages(messages))
+        self._calls.append(("chat", reply.account))
         return ChatResponse(message=ChatMessage(role="assistant", content=reply.text or ""))
 
     @llm_chat_callback()
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        text = ""
-        for piece in self._client.stream(self._messages(messages)):
+        text, stream = "", self._client.stream(self._messages(messages))
+        for piece in stream:
             text += piece
             yield ChatResponse(message=ChatMessage(role="assistant", content=text), delta=piece)
+        self._calls.append(("chat", stream.reply.account if stream.reply else LLMAccount()))
 
 
 class CitationNumbers(BaseNodePostprocessor):
@@ -253,18 +267,25 @@ class LlamaIndexChat:
         self.memory.reset()
 
     def _turn(self, question: str) -> chatkit.TurnEvents:
-        start, before = time.perf_counter(), self.client.total
+        start, history = time.perf_counter(), list(self.memory.get_all())
+        self.llm.calls.clear()
         response = self.engine().stream_chat(question)
-        condensed, retrieved_at = self.client.total, time.perf_counter()
+        retrieved_at = time.perf_counter()
         standalone = str(response.sources[0].raw_input["message"]).strip() or question
         sources = tuple(to_source(n) for n in response.source_nodes)
         retrieval = Retrieval(question, standalone, sources, self.method)
         yield retrieval
-        yield from response.response_gen
-        condense = chatkit.spent(before, condensed)
+        try:
+            yield from response.response_gen
+        except BaseException:
+            self.memory.set(history)  # a failed turn leaves no half question in the history
+            raise
+        if response.write_response_to_history_thread is not None:
+            response.write_response_to_history_thread.join()  # the answer's account is in
+        condense = sum((a for kind, a in self.llm.calls if kind == "complete"), LLMAccount())
         account = TurnAccount(
             condense=condense,
-            answer=chatkit.spent(condensed, self.client.total),
+            answer=sum((a for kind, a in self.llm.calls if kind == "chat"), LLMAccount()),
             retrieval_s=max(0.0, retrieved_at - start - condense.wall_time_s),
             latency_s=time.perf_counter() - start,
         )

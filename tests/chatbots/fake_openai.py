@@ -79,7 +79,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        fail = FAIL in json.dumps(messages)
+        fail = bool(messages) and FAIL in json.dumps(messages[-1])
         for i, word in enumerate(text.split(" ")):
             if fail and i == 2:
                 self.wfile.write(b"FFFF\r\ndata: {\"trunc")  # a chunk that never ends
