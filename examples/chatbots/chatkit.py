@@ -434,7 +434,7 @@ def signal_items(signals: Mapping[str, float]) -> list[tuple[str, float]]:
     [('dense', 0.9), ('graph', 0.4)]
     """
     calibrated = {k[: -len("_cal")]: v for k, v in signals.items() if k.endswith("_cal")}
-    hidden = {"bridge", "backfill", "fused", "retrieval_score"}
+    hidden = {"bridge", "backfill", "fused", "retrieval_score", "pool_rank"}
     raw = {
         k: v
         for k, v in signals.items()

@@ -79,10 +79,10 @@ def answer_markdown(result: TurnResult) -> str:
     return f"{result.answer.strip() or '(no answer)'}\n\n<small>Sources: {sources}</small>"
 
 
-def account_markdown(result: TurnResult) -> str:
+def account_markdown(result: TurnResult, turn: int) -> str:
     a = result.account
     return (
-        f"**This turn** · {a.summary()}  \n"
+        f"**Turn {turn}** · {a.summary()}  \n"
         f"condense: {a.condense.calls} call(s), {a.condense.total_tokens:,} tokens · "
         f"answer: {a.answer.calls} call(s), {a.answer.total_tokens:,} tokens · "
         f"method: {result.retrieval.method}"
@@ -158,13 +158,13 @@ class WebChat:
                 "role": "assistant",
                 "content": f"{answer}\n\n⚠️ **The model failed:** {exc}\n\nAsk again.",
             }
-            yield "", history, panel, "⚠️ this turn failed (see the chat)"
+            yield "", history, panel, f"**Turn {len(history) // 2}** · ⚠️ failed (see the chat)"
             return
         result = stream.result
         assert result is not None
         history[-1] = {"role": "assistant", "content": answer_markdown(result)}
         panel = evidence_html(result.evidence, result.retrieval.method, result.retrieval.standalone)
-        yield "", history, panel, account_markdown(result)
+        yield "", history, panel, account_markdown(result, len(history) // 2)
 
     def clear(self, request: gr.Request) -> tuple[list[Any], str, str]:
         self.session(request.session_hash or "default").reset()
