@@ -26,6 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import chatkit
+from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
 from haystack import Document, Pipeline, component
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
 from haystack.components.generators.chat import OpenAIChatGenerator
@@ -41,8 +43,6 @@ from haystack_integrations.components.retrievers.rag_multihop import (
     EntityGraphRetriever,
 )
 
-import chatkit
-from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
 from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 from rag_multihop.llm.local import ensure_local_server, is_local_model
 
@@ -223,7 +223,9 @@ def condense_pipeline(generator: Any) -> Pipeline:
 
 def to_source(document: Document) -> Source:
     signals = dict(document.meta.get(SIGNALS_KEY) or {})
-    signals.update({k: float(document.meta[k]) for k in ("association", "cosine") if k in document.meta})
+    signals.update(
+        {k: float(document.meta[k]) for k in ("association", "cosine") if k in document.meta}
+    )
     score = float(document.score or 0.0)
     return Source(
         id=document.id,

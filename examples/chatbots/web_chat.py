@@ -23,9 +23,8 @@ from typing import Any
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import gradio as gr
-
 import chatkit
+import gradio as gr
 from chatkit import Chat, Evidence, TurnResult
 
 logger = logging.getLogger(__name__)
@@ -190,7 +189,9 @@ class WebChat:
                         choices=[(m.label, m.name) for m in chatkit.METHODS.values()],
                         value=chatkit.DEFAULT_METHOD,
                         label="Retrieval method",
-                        info=" · ".join(f"{m.label}: {m.description}" for m in chatkit.METHODS.values()),
+                        info=" · ".join(
+                            f"{m.label}: {m.description}" for m in chatkit.METHODS.values()
+                        ),
                         elem_id="method",
                     )
                     account = gr.Markdown(elem_id="account")

@@ -82,7 +82,7 @@ class Handler(BaseHTTPRequestHandler):
         fail = bool(messages) and FAIL in json.dumps(messages[-1])
         for i, word in enumerate(text.split(" ")):
             if fail and i == 2:
-                self.wfile.write(b"FFFF\r\ndata: {\"trunc")  # a chunk that never ends
+                self.wfile.write(b'FFFF\r\ndata: {"trunc')  # a chunk that never ends
                 self.wfile.flush()
                 self.close_connection = True
                 return
@@ -90,13 +90,20 @@ class Handler(BaseHTTPRequestHandler):
                 **base,
                 "object": "chat.completion.chunk",
                 "choices": [
-                    {"index": 0, "delta": {"content": (" " if i else "") + word}, "finish_reason": None}
+                    {
+                        "index": 0,
+                        "delta": {"content": (" " if i else "") + word},
+                        "finish_reason": None,
+                    }
                 ],
             }
             self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
         last = {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}
-        done = {**base, "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        done = {
+            **base,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        }
         self._chunk(f"data: {json.dumps(done)}\n\n".encode())
         self._chunk(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
         self._chunk(b"")

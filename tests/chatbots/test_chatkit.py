@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import chatkit
 import numpy as np
 import pytest
-
-import chatkit
 from chatkit import ChatInputError, Source, TurnAccount
+
 from rag_multihop.llm import LLMAccount, LLMSettings
 
 LOCAL = LLMSettings("local")
@@ -25,7 +25,9 @@ def test_folder_passages_titles_and_ids(tmp_path: Path) -> None:
     assert all(len(p.text) <= chatkit.CHUNK_CHARS for p in passages)
 
 
-def test_binary_files_are_skipped_and_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_binary_files_are_skipped_and_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     (tmp_path / "good.txt").write_text("Zelnov is a town.")
     (tmp_path / "blob.txt").write_bytes(b"\x00\x01\x02binary")
     (tmp_path / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
@@ -39,7 +41,10 @@ def test_folder_without_readable_text_is_a_clear_error(tmp_path: Path) -> None:
         chatkit.read_folder(tmp_path)
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
     (tmp_path / "blob.txt").write_bytes(b"\x00\x00")
-    with pytest.raises(ChatInputError, match=r"skipped: blob.txt \(binary or not UTF-8\), image.png \(not .txt/.md\)"):
+    with pytest.raises(
+        ChatInputError,
+        match=r"skipped: blob.txt \(binary or not UTF-8\), image.png \(not .txt/.md\)",
+    ):
         chatkit.read_folder(tmp_path)
     with pytest.raises(ChatInputError, match="does not exist"):
         chatkit.read_folder(tmp_path / "missing")
@@ -92,7 +97,11 @@ def test_evidence_chain_hops_and_citations() -> None:
         _source("fill", backfill=1.0),
     ]
     chain = chatkit.evidence_chain(sources, "bridge", "Because [2], see [9].")
-    assert [(e.number, e.hop, e.cited) for e in chain] == [(1, 1, False), (3, 1, False), (2, 2, True)]
+    assert [(e.number, e.hop, e.cited) for e in chain] == [
+        (1, 1, False),
+        (3, 1, False),
+        (2, 2, True),
+    ]
     fused = [_source("a", dense_cal=0.9, graph_cal=0.2), _source("b", dense_cal=0.1, graph_cal=0.7)]
     assert [e.hop for e in chatkit.evidence_chain(fused, "graph-fusion")] == [1, 2]
     assert [e.role for e in chatkit.evidence_chain(fused, "dense")] == ["direct match"] * 2
@@ -111,7 +120,9 @@ def test_account_adds_up() -> None:
 
 def test_model_note_says_the_local_model_is_tiny() -> None:
     assert "tiny" in chatkit.model_note(LOCAL)
-    assert "anthropic/claude" in chatkit.model_note(LLMSettings("anthropic/claude-3-5-haiku-latest"))
+    assert "anthropic/claude" in chatkit.model_note(
+        LLMSettings("anthropic/claude-3-5-haiku-latest")
+    )
 
 
 def test_llm_choice_from_flag_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,13 +4,13 @@ OpenAIChatGenerator against the scripted OpenAI-compatible server."""
 from collections.abc import Callable
 from typing import Any
 
+import chatkit
+import fake_openai
 import pytest
 from haystack import component
 from haystack.dataclasses import ChatMessage, StreamingChunk
-
-import chatkit
-import fake_openai
 from haystack_chat import HaystackChat, HaystackStack, chat_generator
+
 from rag_multihop.llm import LLMSettings
 
 SETTINGS = LLMSettings("openai/fake", api_base="http://127.0.0.1:9/v1", max_retries=0)
@@ -67,8 +67,10 @@ def test_follow_up_condensed_citations_and_account(stack: HaystackStack) -> None
 
 
 def test_answer_builder_references_match_the_evidence(stack: HaystackStack) -> None:
-    chat = HaystackChat(stack, SETTINGS, "graph-fusion", generator_factory=lambda s: FakeGenerator())
-    pipeline, (documents, sockets) = chat.pipeline()
+    chat = HaystackChat(
+        stack, SETTINGS, "graph-fusion", generator_factory=lambda s: FakeGenerator()
+    )
+    pipeline, (_, sockets) = chat.pipeline()
     data: dict[str, dict[str, Any]] = {"prompt_builder": {"history": ""}}
     for socket in sockets:
         name, _, field = socket.partition(".")

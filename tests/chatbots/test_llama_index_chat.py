@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from conftest import FakeTransport
-
 import chatkit
 import fake_openai
+import pytest
+from conftest import FakeTransport
 from llama_index_chat import LlamaIndexChat, LlamaIndexStack, cited_nodes
+
 from rag_multihop.llm import LLMCallError, LLMClient, LLMSettings
 
 SETTINGS = LLMSettings("openai/fake", api_base="http://127.0.0.1:9/v1", max_retries=0)
@@ -72,7 +72,12 @@ def test_every_method_answers_with_its_signals(stack, fake_transport, method: st
     result = chat(stack, fake_transport, method).stream(QUESTION).run()
     assert result.retrieval.method == method and len(result.retrieval.sources) == chatkit.TOP_K
     names = set().union(*(s.signals for s in result.retrieval.sources))
-    expected = {"dense": "dense", "graph-fusion": "graph_cal", "bridge": "judge", "aar": "association"}
+    expected = {
+        "dense": "dense",
+        "graph-fusion": "graph_cal",
+        "bridge": "judge",
+        "aar": "association",
+    }
     assert expected[method] in names
 
 
@@ -83,7 +88,7 @@ def test_a_broken_stream_raises_and_the_chat_goes_on(stack, fake_transport) -> N
     stream = conversation.stream(f"{fake_openai.FAIL} please")
     with pytest.raises(LLMCallError, match="broke after 2 piece"):
         list(stream)
-    assert [m.content for m in conversation.memory.get_all()][0] == QUESTION
+    assert conversation.memory.get_all()[0].content == QUESTION
     assert len(conversation.memory.get_all()) == 2  # the failed turn left no trace
     assert conversation.stream(QUESTION).run().answer == fake_openai.ANSWER
 

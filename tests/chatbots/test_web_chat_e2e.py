@@ -18,9 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import fake_openai
+import pytest
 from conftest import EXAMPLES
 
 pytestmark = pytest.mark.e2e
@@ -35,8 +34,13 @@ ROOT = EXAMPLES.parents[1]
 SCREENSHOTS = ROOT / "docs" / "img"
 QUESTION = "Where was the founder of Veldmark Ropeworks born?"
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -52,8 +56,16 @@ def web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
     log = tmp_path_factory.mktemp("web") / "web_chat.log"
     env = {**os.environ, "RAG_MULTIHOP_CACHE": str(tmp_path_factory.mktemp("cache"))}
-    command = [sys.executable, "web_chat.py", "--llm", "openai/fake", "--api-base", api_base,
-               "--port", str(port)]
+    command = [
+        sys.executable,
+        "web_chat.py",
+        "--llm",
+        "openai/fake",
+        "--api-base",
+        api_base,
+        "--port",
+        str(port),
+    ]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=EXAMPLES, env=env, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}/"
@@ -86,8 +98,14 @@ def page(browser: Any, web_url: str) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     outside: list[str] = []
     tab = context.new_page()
-    tab.on("request", lambda r: outside.append(r.url) if not r.url.startswith(
-        ("http://127.0.0.1", "data:", "blob:")) else None)
+    tab.on(
+        "request",
+        lambda r: (
+            outside.append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+            else None
+        ),
+    )
     tab.goto(web_url, wait_until="load")
     tab.locator("#question textarea").wait_for()
     yield tab
@@ -102,7 +120,8 @@ def ask(page: Any, question: str) -> None:
     page.locator("#send").click()
     page.wait_for_function(
         "n => document.querySelector('#account').innerText.includes('Turn ' + n + ' ·')",
-        arg=turn, timeout=120_000,
+        arg=turn,
+        timeout=120_000,
     )
 
 
