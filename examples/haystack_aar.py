@@ -42,7 +42,7 @@ def show(title: str, documents: list[Document], gold: set[str]) -> None:
     print(f"  {title}")
     for rank, doc in enumerate(documents[:5], start=1):
         mark = "*" if doc.id in gold else " "
-        signal = doc.meta.get("association")
+        signal = doc.meta.get("rag_multihop_signals", {}).get("association")
         extra = "" if signal is None else f"  association {signal:.3f}"
         print(f"    {rank}. {mark} {doc.id:<26} {doc.score:.3f}{extra}")
 

@@ -53,7 +53,7 @@ def show(title: str, found: list[NodeWithScore], gold: set[str]) -> None:
     print(f"  {title}")
     for rank, hit in enumerate(found[:5], start=1):
         mark = "*" if hit.node.node_id in gold else " "
-        signal = hit.node.metadata.get("association")
+        signal = hit.node.metadata.get("rag_multihop_signals", {}).get("association")
         extra = "" if signal is None else f"  association {signal:.3f}"
         print(f"    {rank}. {mark} {hit.node.node_id:<26} {hit.get_score():.3f}{extra}")
 

@@ -26,6 +26,7 @@ mypy rag_multihop
     -p llama_index.retrievers.rag_multihop -p llama_index.postprocessor.rag_multihop \
     -p llama_index.embeddings.rag_multihop)
 (cd integrations/haystack && mypy --explicit-package-bases \
+    -p haystack_integrations.common.rag_multihop \
     -p haystack_integrations.components.embedders.rag_multihop \
     -p haystack_integrations.components.joiners.rag_multihop \
     -p haystack_integrations.components.rankers.rag_multihop \

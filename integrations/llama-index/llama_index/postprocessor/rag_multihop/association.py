@@ -1,16 +1,18 @@
 """AAR (association-augmented reranking) as a LlamaIndex node postprocessor.
 
-The postprocessor translates nodes into rag-multihop candidates (node id = passage id), calls
+The postprocessor translates nodes into rag-multihop candidates (node id = passage id, text and
+title by the package's one rule, see :mod:`llama_index.retrievers.rag_multihop._convert`), calls
 :class:`rag_multihop.association.AssociationReranker` and returns **new** nodes: copies whose
-score is the blended AAR score and whose metadata gains the signals ``association``,
-``cosine`` and ``retrieval_score`` (the incoming score), hidden from the LLM and the
-embedder. The input nodes are never modified.
+score is the blended AAR score and whose ``metadata["rag_multihop_signals"]`` holds the
+signals ``association``, ``cosine`` and ``retrieval_score`` (the incoming score) next to any
+earlier rag-multihop signals, hidden from the LLM and the embedder. The input nodes are never
+modified.
 
 Vectors: a node the saved model stores (by node id) uses the stored vector and f(p); any
-other node uses ``node.embedding`` when set, else ``embed_model`` (``node.embedding`` is
-usually ``None``: ``VectorStoreIndex`` strips it). The query vector comes from
-``embed_model`` when set, else ``query_bundle.embedding`` (which must come from the encoder
-the model was trained with).
+other node uses ``node.embedding`` when set, else ``embed_model`` embeds its
+``title + "\n" + text`` (``node.embedding`` is usually ``None``: ``VectorStoreIndex`` strips
+it). The query vector comes from ``embed_model`` when set, else ``query_bundle.embedding``
+(which must come from the encoder the model was trained with).
 
 Example:
     >>> from llama_index.postprocessor.rag_multihop import AssociationRerank
@@ -26,16 +28,19 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import (
+    NODE_KEY,
+    as_encoder,
+    candidate_to_node,
+    node_to_candidate,
+)
 
 from rag_multihop.association import SCORING_MODES, AssociationReranker
-from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.types import Candidate, Query
 
 RETRIEVAL_SCORE_KEY = "retrieval_score"
-"""Metadata key of the score a node had before reranking (LlamaIndex's convention)."""
-
-SIGNAL_KEYS = ("association", "cosine", RETRIEVAL_SCORE_KEY)
-"""Metadata keys the postprocessor adds to returned nodes."""
+"""Signal holding the score a node had before reranking (LlamaIndex's name for it)."""
 
 
 class AssociationRerank(BaseNodePostprocessor):
@@ -87,10 +92,8 @@ class AssociationRerank(BaseNodePostprocessor):
         reranker = self._load()
         query = Query(query_bundle.query_str, embedding=self._query_embedding(query_bundle))
         candidates = [
-            Candidate(
-                Passage(n.node.node_id, n.node.get_content(metadata_mode=MetadataMode.EMBED)),
-                n.get_score(),
-                signals={} if n.score is None else {RETRIEVAL_SCORE_KEY: float(n.score)},
+            node_to_candidate(
+                n, signals={} if n.score is None else {RETRIEVAL_SCORE_KEY: float(n.score)}
             )
             for n in nodes
         ]
@@ -104,10 +107,9 @@ class AssociationRerank(BaseNodePostprocessor):
             },
         ) as event:
             ranked = reranker.rerank(
-                query, candidates, top_n=self.top_n, vectors=self._vectors(nodes, reranker)
+                query, candidates, top_n=self.top_n, vectors=self._vectors(candidates, reranker)
             )
-            by_id = {n.node.node_id: n for n in nodes}
-            new_nodes = [_rescored(by_id[c.id], c) for c in ranked]
+            new_nodes = [candidate_to_node(c) for c in ranked]
             event.on_end(payload={EventPayload.NODES: new_nodes})
         return new_nodes
 
@@ -116,33 +118,19 @@ class AssociationRerank(BaseNodePostprocessor):
             return self.embed_model.get_query_embedding(query_bundle.query_str)
         return query_bundle.embedding
 
-    def _vectors(self, nodes: list[NodeWithScore], reranker: AssociationReranker) -> dict[str, Any]:
+    def _vectors(
+        self, candidates: list[Candidate], reranker: AssociationReranker
+    ) -> dict[str, Any]:
         """Embeddings of unstored nodes: ``node.embedding``, else the embed model's."""
-        unknown = [n for n in nodes if not reranker.stores(n.node.node_id)]
+        unknown = [c for c in candidates if not reranker.stores(c.id)]
+        nodes = {c.id: c.passage.metadata[NODE_KEY] for c in unknown}
         vectors: dict[str, Any] = {
-            n.node.node_id: n.node.embedding for n in unknown if n.node.embedding is not None
+            pid: node.embedding for pid, node in nodes.items() if node.embedding is not None
         }
-        to_embed = [n for n in unknown if n.node.embedding is None]
+        to_embed = [c for c in unknown if c.id not in vectors]
         if to_embed and self.embed_model is not None:
-            texts = [n.node.get_content(metadata_mode=MetadataMode.EMBED) for n in to_embed]
-            embedded = self.embed_model.get_text_embedding_batch(texts)
-            vectors.update(zip((n.node.node_id for n in to_embed), embedded, strict=True))
+            embedded = as_encoder(self.embed_model).encode(
+                [c.passage.embedding_text for c in to_embed]
+            )
+            vectors.update(zip((c.id for c in to_embed), embedded, strict=True))
         return vectors
-
-
-def _rescored(original: NodeWithScore, candidate: Candidate) -> NodeWithScore:
-    """A copy of ``original`` with the AAR score and the signals in its metadata."""
-    signals = {k: float(v) for k, v in candidate.signals.items() if k in SIGNAL_KEYS}
-    node = original.node
-    copy = node.model_copy(
-        update={
-            "metadata": {**node.metadata, **signals},
-            "excluded_llm_metadata_keys": _with_keys(node.excluded_llm_metadata_keys, signals),
-            "excluded_embed_metadata_keys": _with_keys(node.excluded_embed_metadata_keys, signals),
-        }
-    )
-    return NodeWithScore(node=copy, score=float(candidate.score))
-
-
-def _with_keys(keys: list[str], signals: dict[str, float]) -> list[str]:
-    return [*keys, *(k for k in signals if k not in keys)]

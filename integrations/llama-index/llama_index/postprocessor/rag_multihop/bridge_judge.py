@@ -25,11 +25,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.retrievers.rag_multihop.bridge import (
-    candidate_to_node,
-    judge_encoder,
-    node_to_candidate,
-)
+from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
+from llama_index.retrievers.rag_multihop.bridge import judge_encoder
 
 from rag_multihop.bridge import BRIDGE_POSITIONS
 from rag_multihop.bridge.rerank import BridgeReranker

@@ -14,8 +14,8 @@ What the adapter does, and only that:
   content hash); a node repeated in one child's list keeps its best score; a node without a
   score is an error;
 - calls the core and returns new ``NodeWithScore`` objects (the first-seen node, copied, with
-  the fused score); each node's metadata gains :data:`SIGNALS_KEY`: every system's raw and
-  calibrated score (hidden from the LLM and the embedder). Children's nodes are not mutated.
+  the fused score); each node's ``metadata["rag_multihop_signals"]`` holds every system's raw
+  and calibrated score (hidden from the LLM and the embedder). Children's nodes are not mutated.
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -43,15 +43,13 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import with_signals
 
 from rag_multihop.fusion import check_settings, fuse_lists
 from rag_multihop.fusion.core import PoolCap, check_pool_cap, check_weights
 from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
-
-SIGNALS_KEY = "rag_multihop_signals"
-"""Node metadata key holding ``{system: raw, system_cal: calibrated}`` of the fused node."""
 
 
 def _scored_list(index: int, nodes: Sequence[NodeWithScore]) -> tuple[list[str], list[float]]:
@@ -65,17 +63,6 @@ def _scored_list(index: int, nodes: Sequence[NodeWithScore]) -> tuple[list[str],
         node_id = item.node.node_id
         best[node_id] = max(best.get(node_id, float("-inf")), float(item.score))
     return list(best), list(best.values())
-
-
-def _with_signals(node: BaseNode, signals: dict[str, float]) -> BaseNode:
-    hidden = [SIGNALS_KEY]
-    return node.model_copy(
-        update={
-            "metadata": {**node.metadata, SIGNALS_KEY: signals},
-            "excluded_llm_metadata_keys": [*node.excluded_llm_metadata_keys, *hidden],
-            "excluded_embed_metadata_keys": [*node.excluded_embed_metadata_keys, *hidden],
-        }
-    )
 
 
 class PITFusionRetriever(BaseRetriever):
@@ -151,7 +138,7 @@ class PITFusionRetriever(BaseRetriever):
         )
         return [
             NodeWithScore(
-                node=_with_signals(nodes[node_id], fused.signals(row, self._names)),
+                node=with_signals(nodes[node_id], fused.signals(row, self._names)),
                 score=float(fused.scores[row]),
             )
             for row, node_id in enumerate(fused.ids[: self.similarity_top_k])

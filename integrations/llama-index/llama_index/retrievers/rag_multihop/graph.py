@@ -5,9 +5,10 @@ Build it from the nodes you already index (:meth:`EntityGraphRetriever.from_node
 its top nodes seed the walk next to the query's entities. Combine it with the vector
 retriever in :class:`~llama_index.retrievers.rag_multihop.fusion.PITFusionRetriever`.
 
-Translation rules: a node becomes a passage with id ``node.node_id``, text
-``node.get_content(MetadataMode.NONE)`` and title ``node.metadata["title"]`` (when present);
-results come back as the original node objects with the PPR score. Seed nodes must be among
+Translation rules (the package's one rule): a node becomes a passage with id ``node.node_id``,
+text ``node.get_content(MetadataMode.NONE)`` and title ``node.metadata["title"]`` (when
+present); results come back as copies of the given nodes with the PPR score and the signals
+under ``metadata["rag_multihop_signals"]``. Seed nodes must be among
 the graph's nodes (same ids). Synonym edges need an ``embed_model`` (any LlamaIndex
 ``BaseEmbedding``); without one the graph has none. A graph can be saved with
 ``retriever.graph.save(folder)`` and reloaded with
@@ -30,56 +31,24 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import (
+    as_encoder,
+    candidate_to_node,
+    node_signals,
+    nodes_to_corpus,
+)
 
-from rag_multihop.corpus import Corpus
 from rag_multihop.graph import EntityExtractor, EntityGraph, GraphRetriever, build_entity_graph
 from rag_multihop.graph.build import DEFAULT_SYNONYM_THRESHOLD
-from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int, l2_normalize
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
-
-TITLE_KEY = "title"
-"""Node metadata key read as the passage title."""
-
-
-def nodes_to_corpus(nodes: Sequence[BaseNode]) -> Corpus:
-    """The corpus of ``nodes`` (id = node id, text without metadata, title from metadata)."""
-    return Corpus(
-        Passage(
-            node.node_id,
-            node.get_content(metadata_mode=MetadataMode.NONE),
-            title=str(node.metadata.get(TITLE_KEY, "") or ""),
-        )
-        for node in nodes
-    )
-
-
-class EmbeddingEncoder:
-    """A LlamaIndex ``BaseEmbedding`` as a rag-multihop encoder (rows L2-normalised)."""
-
-    def __init__(self, embed_model: BaseEmbedding) -> None:
-        self.embed_model = embed_model
-
-    @property
-    def name(self) -> str:
-        return f"llama-index:{self.embed_model.model_name}"
-
-    @property
-    def dim(self) -> int:
-        return len(self.embed_model.get_text_embedding("dimension probe"))
-
-    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        vectors = self.embed_model.get_text_embedding_batch(
-            list(texts), show_progress=show_progress
-        )
-        return l2_normalize(np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1))
 
 
 class EntityGraphRetriever(BaseRetriever):
@@ -110,7 +79,6 @@ class EntityGraphRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        self._nodes = {node.node_id: node for node in nodes}
         self._corpus = nodes_to_corpus(nodes)
         self._graph = GraphRetriever(
             graph,
@@ -140,7 +108,7 @@ class EntityGraphRetriever(BaseRetriever):
         graph = build_entity_graph(
             nodes_to_corpus(nodes),
             extractor,
-            encoder=None if embed_model is None else EmbeddingEncoder(embed_model),
+            encoder=None if embed_model is None else as_encoder(embed_model),
             synonym_threshold=synonym_threshold,
             show_progress=show_progress,
         )
@@ -159,7 +127,11 @@ class EntityGraphRetriever(BaseRetriever):
                     f"seed retriever returned node {node_id!r}, which is not among the graph's "
                     "nodes; the seed retriever must retrieve from the same nodes"
                 )
-            seeds.append(Candidate(self._corpus[node_id], float(item.get_score())))
+            seeds.append(
+                Candidate(
+                    self._corpus[node_id], float(item.get_score()), signals=node_signals(item.node)
+                )
+            )
         return seeds
 
     def _rank(
@@ -168,7 +140,7 @@ class EntityGraphRetriever(BaseRetriever):
         ranked = self._graph.rank(
             Query(query_bundle.query_str), self._seeds(seeds), k=self.similarity_top_k
         )
-        return [NodeWithScore(node=self._nodes[c.id], score=c.score) for c in ranked]
+        return [candidate_to_node(c) for c in ranked]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         seeds = [] if self._seed_retriever is None else self._seed_retriever.retrieve(query_bundle)

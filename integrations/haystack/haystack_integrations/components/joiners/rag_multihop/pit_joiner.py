@@ -10,8 +10,8 @@ What the component does, and only that:
 - translates each list to ids and scores (``Document.id``; a document repeated inside one
   list keeps its best score; a document without a score is an error);
 - calls the core and returns new documents (``dataclasses.replace`` of the first-seen
-  document) with the fused ``score`` and ``meta[SIGNALS_KEY]`` = every system's raw and
-  calibrated score. Input documents are never mutated.
+  document) with the fused ``score`` and ``meta["rag_multihop_signals"]`` = every system's
+  raw and calibrated score. Input documents are never mutated.
 
 ``weights`` and ``names`` follow the order in which Haystack delivers the variadic lists,
 as ``DocumentJoiner``'s weights do (in Haystack 3.4 a ``Pipeline`` delivers them in
@@ -30,19 +30,16 @@ Example:
 # No `from __future__ import annotations` here: Haystack reads the run() annotations at class
 # creation, and a postponed `Variadic[...]` loses the marker that makes the input variadic.
 import logging
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.component.types import Variadic
+from haystack_integrations.common.rag_multihop.convert import with_signals
 
 from rag_multihop.fusion import check_settings, fuse_lists
 from rag_multihop.fusion.core import PoolCap, check_pool_cap, check_weights
 
 logger = logging.getLogger(__name__)
-
-SIGNALS_KEY = "rag_multihop_signals"
-"""``Document.meta`` key holding ``{system: raw, system_cal: calibrated}``."""
 
 
 def _scored_list(index: int, documents: list[Document]) -> tuple[list[str], list[float]]:
@@ -149,11 +146,7 @@ class PITDocumentJoiner:
             params=self.params,
         )
         out = [
-            replace(
-                first_seen[doc_id],
-                score=float(fused.scores[row]),
-                meta={**first_seen[doc_id].meta, SIGNALS_KEY: fused.signals(row, names)},
-            )
+            with_signals(first_seen[doc_id], fused.scores[row], fused.signals(row, names))
             for row, doc_id in enumerate(fused.ids)
         ]
         return {"documents": out if limit is None else out[:limit]}

@@ -25,18 +25,18 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret
-from haystack_integrations.components.retrievers.rag_multihop.bridge import (
+from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
     candidate_to_document,
     check_api_key,
-    check_position,
     document_to_candidate,
     key_variable,
-    load_encoder,
 )
 
+from rag_multihop.bridge import BridgeSettings
 from rag_multihop.bridge.rerank import BridgeReranker
 from rag_multihop.types import Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_positive_int
 
 
 @component
@@ -69,8 +69,9 @@ class BridgeJudgeRanker:
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.encoder_model = encoder_model
-        self.alpha = check_fraction(alpha, "alpha")
-        self.bridge_position = check_position(bridge_position)
+        BridgeSettings(alpha=alpha, bridge_position=bridge_position)  # validates both
+        self.alpha = alpha
+        self.bridge_position = bridge_position
         self._core: BridgeReranker | None = None
 
     def warm_up(self) -> None:
@@ -81,7 +82,7 @@ class BridgeJudgeRanker:
         if self._core is None:
             if self.llm is None:
                 self._core = BridgeReranker.llm_free(
-                    load_encoder(self.encoder_model),
+                    as_encoder(self.encoder_model),
                     alpha=self.alpha,
                     bridge_position=self.bridge_position,
                 )

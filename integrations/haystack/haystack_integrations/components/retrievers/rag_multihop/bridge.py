@@ -31,83 +31,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.utils import Secret
-from haystack.utils.auth import SecretType
+from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
+    candidate_to_document,
+    check_api_key,
+    document_to_candidate,
+    key_variable,
+)
 
-from rag_multihop.bridge import BRIDGE_POSITIONS, BridgeSettings, PassageVectors
 from rag_multihop.bridge import BridgeRetriever as CoreBridgeRetriever
+from rag_multihop.bridge import BridgeSettings, PassageVectors
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
-
-SIGNALS_KEY = "rag_multihop_signals"
-"""``Document.meta`` key holding the BridgeRAG signals of a returned document."""
-
-TITLE_KEY = "title"
-"""``Document.meta`` key read as the passage title."""
-
-DOCUMENT_KEY = "haystack_document"
-"""Passage metadata key under which the source document travels through the core."""
-
-
-def document_to_candidate(document: Document) -> Candidate:
-    """The core candidate of a document (the document rides along in passage metadata)."""
-    passage = Passage(
-        document.id,
-        document.content or "",
-        title=str(document.meta.get(TITLE_KEY, "") or ""),
-        metadata={DOCUMENT_KEY: document},
-    )
-    return Candidate(passage, 0.0 if document.score is None else float(document.score))
-
-
-def candidate_to_document(candidate: Candidate) -> Document:
-    """A new document: the source one with the candidate's score and signals."""
-    document: Document = candidate.passage.metadata[DOCUMENT_KEY]
-    signals = {name: float(value) for name, value in candidate.signals.items()}
-    return replace(document, score=candidate.score, meta={**document.meta, SIGNALS_KEY: signals})
-
-
-def load_encoder(encoder_model: str | None) -> Encoder:
-    """A sentence-transformers encoder (the bundled MiniLM when ``encoder_model`` is None)."""
-    from rag_multihop.encoders import SentenceTransformerEncoder, default_encoder
-
-    return default_encoder() if encoder_model is None else SentenceTransformerEncoder(encoder_model)
-
-
-def check_api_key(api_key: Secret | None) -> Secret | None:
-    """``api_key`` if it is ``None`` or an environment-variable secret, else ``ValueError``."""
-    if api_key is not None and api_key.type is not SecretType.ENV_VAR:
-        raise ValueError(
-            "api_key must be Secret.from_env_var('NAME', strict=False) or None: the LLM client "
-            "reads the key from the environment at call time and never stores it"
-        )
-    return api_key
-
-
-def key_variable(api_key: Secret | None) -> str | None:
-    """The name of the first set variable of ``api_key`` (else its first name), or None."""
-    if api_key is None:
-        return None
-    names: list[str] = api_key.to_dict()["env_vars"]
-    return next((name for name in names if os.environ.get(name)), names[0])
-
-
-def check_position(bridge_position: str) -> str:
-    if bridge_position not in BRIDGE_POSITIONS:
-        raise ValueError(
-            f"bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, got {bridge_position!r}"
-        )
-    return bridge_position
 
 
 class DocumentSearcher:
@@ -183,8 +127,9 @@ class BridgeRetriever:
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.encoder_model = encoder_model
-        self.alpha = check_fraction(alpha, "alpha")
-        self.bridge_position = check_position(bridge_position)
+        BridgeSettings(alpha=alpha, bridge_position=bridge_position)  # validates both
+        self.alpha = alpha
+        self.bridge_position = bridge_position
         self._core: CoreBridgeRetriever | None = None
 
     def warm_up(self) -> None:
@@ -195,7 +140,7 @@ class BridgeRetriever:
 
     def _ready(self) -> CoreBridgeRetriever:
         if self._core is None:
-            encoder = load_encoder(self.encoder_model)
+            encoder = as_encoder(self.encoder_model)
             searcher = DocumentSearcher(self.retriever, encoder)
             settings = BridgeSettings(alpha=self.alpha, bridge_position=self.bridge_position)
             if self.llm is None:

@@ -10,8 +10,9 @@ folder to rebuild. For synonym edges, build the graph with
 Inputs: ``query``, optional ``documents`` (seed documents, e.g. the output of an embedding
 retriever over the same store: their top ``seed_top_n`` seed the walk next to the query's
 entities, weighted by their scores) and ``top_k``. Output: ``documents``, the store's
-documents (``dataclasses.replace``, never mutated) with ``score`` = PPR mass. Translation:
-``Document.id`` is the passage id, ``content`` the text, ``meta["title"]`` the title.
+documents (``dataclasses.replace``, never mutated) with ``score`` = PPR mass and the signals in
+``meta["rag_multihop_signals"]``. Translation (the package's one rule): ``Document.id`` is the
+passage id, ``content`` the text, ``meta["title"]`` the title.
 
 Example:
     >>> from haystack import Document
@@ -29,29 +30,22 @@ Example:
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.common.rag_multihop.convert import (
+    candidate_to_document,
+    document_signals,
+    documents_to_corpus,
+)
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.graph import EntityGraph, GraphRetriever, build_entity_graph
-from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_fraction, check_positive_int
 
 logger = logging.getLogger(__name__)
-
-TITLE_KEY = "title"
-"""``Document.meta`` key read as the passage title."""
-
-
-def documents_to_corpus(documents: list[Document]) -> Corpus:
-    """The corpus of ``documents`` (id, content as text, ``meta["title"]`` as title)."""
-    return Corpus(
-        Passage(d.id, d.content or "", title=str(d.meta.get(TITLE_KEY, "") or ""))
-        for d in documents
-    )
 
 
 @component
@@ -91,7 +85,6 @@ class EntityGraphRetriever:
         self.graph_path = graph_path
         self.show_progress = show_progress
         self._retriever: GraphRetriever | None = None
-        self._documents: dict[str, Document] = {}
 
     def warm_up(self) -> None:
         """Build (or load) the graph of the store's documents; does nothing the second time."""
@@ -108,7 +101,6 @@ class EntityGraphRetriever:
                 graph = build_entity_graph(corpus, show_progress=self.show_progress)
                 if folder is not None:
                     graph.save(folder)
-            self._documents = {d.id: d for d in documents}
             self._retriever = GraphRetriever(
                 graph,
                 corpus,
@@ -144,7 +136,13 @@ class EntityGraphRetriever:
                     f"seed document {document.id!r} is not in the document store the graph was "
                     "built from; seed documents must come from the same store"
                 )
-            seeds.append(Candidate(corpus[document.id], float(document.score or 0.0)))
+            seeds.append(
+                Candidate(
+                    corpus[document.id],
+                    float(document.score or 0.0),
+                    signals=document_signals(document),
+                )
+            )
         return seeds
 
     @component.output_types(documents=list[Document])
@@ -156,7 +154,7 @@ class EntityGraphRetriever:
         retriever = self._ready()
         seeds = self._seeds(retriever.corpus, documents or [])
         ranked = retriever.rank(Query(query), seeds, k=limit)
-        return {"documents": [replace(self._documents[c.id], score=c.score) for c in ranked]}
+        return {"documents": [candidate_to_document(c) for c in ranked]}
 
     @component.output_types(documents=list[Document])
     async def run_async(

@@ -11,32 +11,27 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import warnings
-from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
 
 pytest.importorskip("haystack")
-pytest.importorskip("haystack_integrations.components.joiners.rag_multihop")
 
 from haystack import Document
-from haystack_integrations.components.joiners.rag_multihop import benchmark_peers
-from haystack_integrations.components.joiners.rag_multihop._convert import (
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods.peers import HAYSTACK_PEERS as JOINER_PEERS
+from rag_multihop.eval.peers.haystack import (
+    HaystackJoinerPeer,
     candidate_to_document,
     document_to_candidate,
     passage_to_document,
 )
-from haystack_integrations.components.joiners.rag_multihop.benchmark_peers import (
-    CHILD_K_OPTION,
-    DEFAULT_CHILD_K,
-    JOINER_PEERS,
-    HaystackJoinerPeer,
-    child_k_from_options,
-)
-
-from rag_multihop.corpus import Corpus
-from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
+from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
 from rag_multihop.eval.registry import BenchContext, available_methods, get_method
+from rag_multihop.eval.registry import peer_child_k as child_k_from_options
 from rag_multihop.types import Candidate, Passage, Query
 
 PASSAGES = [
@@ -218,9 +213,7 @@ def test_each_peer_returns_k_ranked_corpus_candidates_with_signals(name: str) ->
     assert peer.bench_extras()[CHILD_K_OPTION] == 4  # type: ignore[attr-defined]
 
 
-def test_entry_points_register_the_two_peers() -> None:
-    group = entry_points(group="rag_multihop.methods")
-    assert benchmark_peers.__name__ in {entry.value for entry in group}
+def test_the_registry_holds_the_two_peers() -> None:
     methods = available_methods()
     for name in JOINER_PEERS:
         assert methods[name].family == "peer"

@@ -10,33 +10,27 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from importlib.metadata import entry_points
-
 import numpy as np
 import pytest
 
 pytest.importorskip("llama_index.core")
-pytest.importorskip("llama_index.retrievers.rag_multihop")
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
-from llama_index.retrievers.rag_multihop import benchmark_peers
-from llama_index.retrievers.rag_multihop._convert import (
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods.peers import LLAMA_INDEX_PEERS as FUSION_PEERS
+from rag_multihop.eval.peers.llama_index import (
     PASSAGE_ID_KEY,
+    LlamaIndexFusionPeer,
     candidate_to_node_with_score,
     node_to_candidate,
     passage_to_node,
 )
-from llama_index.retrievers.rag_multihop.benchmark_peers import (
-    CHILD_K_OPTION,
-    DEFAULT_CHILD_K,
-    FUSION_PEERS,
-    LlamaIndexFusionPeer,
-    child_k_from_options,
-)
-
-from rag_multihop.corpus import Corpus
-from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
+from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
 from rag_multihop.eval.registry import BenchContext, available_methods, get_method
+from rag_multihop.eval.registry import peer_child_k as child_k_from_options
 from rag_multihop.types import Candidate, Passage, Query
 
 PASSAGES = [
@@ -230,9 +224,7 @@ def test_each_peer_returns_k_ranked_corpus_candidates_with_signals(name: str) ->
     assert peer.bench_extras()[CHILD_K_OPTION] == 4  # type: ignore[attr-defined]
 
 
-def test_entry_points_register_the_three_peers() -> None:
-    group = entry_points(group="rag_multihop.methods")
-    assert benchmark_peers.__name__ in {entry.value for entry in group}
+def test_the_registry_holds_the_three_peers() -> None:
     methods = available_methods()
     for name in FUSION_PEERS:
         assert methods[name].family == "peer"

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from tests.conftest import HashingEncoder
+from li_fakes import HashingEmbedding, HashingEncoder
 
 pytest.importorskip("torch")
 pytest.importorskip("llama_index.core")
 
 from llama_index.core import VectorStoreIndex
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.postprocessor.rag_multihop import AssociationRerank
+from llama_index.retrievers.rag_multihop import SIGNALS_KEY
 
 from rag_multihop import Candidate, Passage, Query
 from rag_multihop.association import AssociationReranker, TrainingConfig
@@ -28,22 +27,6 @@ TEXTS = {
 }
 DIM = 64
 QUESTION = "Where was the founder of Veldmark Ropeworks born?"
-
-
-class HashingEmbedding(BaseEmbedding):
-    """A LlamaIndex embed model over the tests' hashing encoder (no model, no network)."""
-
-    def _vector(self, text: str) -> list[float]:
-        return HashingEncoder(DIM).encode([text])[0].tolist()
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +59,8 @@ def test_reranks_like_the_core_and_keeps_signals_in_metadata(model_path):
     assert [n.node.node_id for n in result] == [c.id for c in core]
     np.testing.assert_allclose([n.score for n in result], [c.score for c in core], rtol=1e-6)
     first = result[0].node
-    assert set(first.metadata) == {"association", "cosine", "retrieval_score"}
+    assert set(first.metadata) == {SIGNALS_KEY}
+    assert set(first.metadata[SIGNALS_KEY]) == {"association", "cosine", "retrieval_score"}
     assert "association" not in first.get_content(metadata_mode=MetadataMode.LLM)
     assert "cosine" not in first.get_content(metadata_mode=MetadataMode.EMBED)
 
@@ -169,4 +153,4 @@ def test_in_a_vector_index_query_where_nodes_come_back_without_embeddings(model_
         model_path=model_path, top_n=2, mode="reverse", embed_model=HashingEmbedding()
     ).postprocess_nodes(retrieved, query_str=QUESTION)
     assert len(reranked) == 2
-    assert all(n.node.metadata["retrieval_score"] is not None for n in reranked)
+    assert all(n.node.metadata[SIGNALS_KEY]["retrieval_score"] > 0 for n in reranked)

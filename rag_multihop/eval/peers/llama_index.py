@@ -1,7 +1,7 @@
-"""Benchmark peers: dense + BM25 fused by LlamaIndex's own ``QueryFusionRetriever``.
+"""LlamaIndex peers: dense + BM25 fused by LlamaIndex's own ``QueryFusionRetriever``.
 
-Importing this module registers three methods with rag-multihop's benchmark (it is the
-``llama_index`` entry of the ``rag_multihop.methods`` entry-point group):
+:mod:`rag_multihop.eval.methods.peers` registers three methods that build
+:class:`LlamaIndexFusionPeer` (importing this module, and LlamaIndex, only then):
 
 - ``li-fusion-rrf``: ``mode="reciprocal_rerank"``, score = sum over lists of 1 / (rank0 + 60);
 - ``li-fusion-relative``: ``mode="relative_score"``, per-list min-max scaling, weighted sum;
@@ -10,19 +10,33 @@ Importing this module registers three methods with rag-multihop's benchmark (it 
 The two children are LlamaIndex ``BaseRetriever`` subclasses wrapping the benchmark's shared
 dense and BM25 retrievers (``context.dense``, ``context.bm25``); the fusion itself runs in
 LlamaIndex, unchanged (``num_queries=1``, so no query generation; ``llm=MockLLM()`` is never
-called). Each child returns :data:`DEFAULT_CHILD_K` candidates before fusion, overridable with
-the benchmark option ``peer_child_k`` (``rag-multihop bench --option peer_child_k=50``). The
-child depth is independent of the ``k`` asked for, so the fused ranking for ``k=5`` is the
-prefix of the one for ``k=20``; when ``k`` is larger than the fused pool fewer than ``k``
-candidates come back.
+called). Each child returns ``peer_child_k`` candidates before fusion (default
+:data:`~rag_multihop.eval.registry.DEFAULT_PEER_CHILD_K`). The child depth is independent of
+the ``k`` asked for, so the fused ranking for ``k=5`` is the prefix of the one for ``k=20``;
+when ``k`` is larger than the fused pool fewer than ``k`` candidates come back.
 
 Returned candidates carry the signals ``"fused"`` (the LlamaIndex score) and ``"dense"`` /
 ``"bm25"`` (the child score, for the children that returned the passage).
+
+Nodes are built with node id = passage id, text = passage text, the title in
+``metadata["title"]`` and the id in ``metadata["passage_id"]`` (hidden from the LLM and the
+embedder), so ``QueryFusionRetriever``'s deduplication by ``node.hash`` (sha256 of text and
+metadata) merges exactly the same passage; fused nodes are looked up in the corpus by id.
+
+Example:
+    >>> from rag_multihop import Corpus, Passage
+    >>> p = Passage("p1", "Paris is the capital of France.", title="Paris")
+    >>> node = passage_to_node(p)
+    >>> node.node_id, node.text, node.metadata["title"]
+    ('p1', 'Paris is the capital of France.', 'Paris')
+    >>> c = node_to_candidate(NodeWithScore(node=node, score=0.5), Corpus([p]), rank=1)
+    >>> (c.passage is p, c.score, c.rank)
+    (True, 0.5, 1)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -30,37 +44,71 @@ from llama_index.core import __version__ as llama_index_version
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import QueryFusionRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.retrievers.rag_multihop._convert import (
-    candidate_to_node_with_score,
-    node_to_candidate,
-)
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rag_multihop.corpus import Corpus
-from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
-from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
-from rag_multihop.eval.registry import BenchContext, register_method
-from rag_multihop.eval.registry import peer_child_k as child_k_from_options
+from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K, PEER_CHILD_K_OPTION
 from rag_multihop.protocols import Retriever
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int
 
-FUSION_PEERS: dict[str, tuple[str, str]] = {
-    "li-fusion-rrf": (
-        "reciprocal_rerank",
-        "LlamaIndex QueryFusionRetriever, reciprocal_rerank (RRF, k=60) of dense + BM25",
-    ),
-    "li-fusion-relative": (
-        "relative_score",
-        "LlamaIndex QueryFusionRetriever, relative_score (min-max, summed) of dense + BM25",
-    ),
-    "li-fusion-dbsf": (
-        "dist_based_score",
-        "LlamaIndex QueryFusionRetriever, dist_based_score (mean +/- 3 std, summed) "
-        "of dense + BM25",
-    ),
-}
-"""Peer name -> (``QueryFusionRetriever`` mode, description)."""
+PASSAGE_ID_KEY = "passage_id"
+"""Node metadata key holding the passage id (hidden from the LLM and the embedder)."""
+
+TITLE_KEY = "title"
+"""Node metadata key holding the passage title (shown to the LLM and the embedder)."""
+
+
+def passage_to_node(passage: Passage) -> TextNode:
+    """A new ``TextNode`` for ``passage``: same id and text, title and metadata in ``metadata``.
+
+    The passage's own metadata comes first; ``title`` (when non-empty) and
+    :data:`PASSAGE_ID_KEY` are set last and win over same-named passage metadata keys.
+    """
+    metadata: dict[str, object] = dict(passage.metadata)
+    if passage.title:
+        metadata[TITLE_KEY] = passage.title
+    metadata[PASSAGE_ID_KEY] = passage.id
+    return TextNode(
+        id_=passage.id,
+        text=passage.text,
+        metadata=metadata,
+        excluded_llm_metadata_keys=[PASSAGE_ID_KEY],
+        excluded_embed_metadata_keys=[PASSAGE_ID_KEY],
+    )
+
+
+def candidate_to_node_with_score(candidate: Candidate) -> NodeWithScore:
+    """A new ``NodeWithScore`` for ``candidate`` (its passage as a node, its score)."""
+    return NodeWithScore(node=passage_to_node(candidate.passage), score=float(candidate.score))
+
+
+def node_to_candidate(
+    node_with_score: NodeWithScore,
+    corpus: Corpus,
+    *,
+    rank: int = 0,
+    signals: Mapping[str, float] | None = None,
+) -> Candidate:
+    """The :class:`Candidate` for a scored node, its passage looked up in ``corpus`` by node id.
+
+    A node without a score gets score 0.0 (LlamaIndex's ``get_score`` convention).
+
+    Raises:
+        KeyError: the node id is not a passage id of ``corpus``.
+    """
+    node_id = node_with_score.node.node_id
+    if node_id not in corpus:
+        raise KeyError(
+            f"node id {node_id!r} is not a passage id of the corpus; nodes given to rag-multihop "
+            "must come from passage_to_node (node id = passage id)"
+        )
+    return Candidate(
+        passage=corpus[node_id],
+        score=float(node_with_score.get_score()),
+        rank=rank,
+        signals=dict(signals or {}),
+    )
 
 
 class _CoreRetriever(BaseRetriever):
@@ -116,7 +164,7 @@ class LlamaIndexFusionPeer:
         bm25: Retriever,
         *,
         mode: str,
-        child_k: int = DEFAULT_CHILD_K,
+        child_k: int = DEFAULT_PEER_CHILD_K,
     ) -> None:
         self.corpus = corpus
         self.dense = dense
@@ -160,23 +208,5 @@ class LlamaIndexFusionPeer:
         return {
             "framework": f"llama-index-core {llama_index_version}",
             "mode": self.mode,
-            CHILD_K_OPTION: self.child_k,
+            PEER_CHILD_K_OPTION: self.child_k,
         }
-
-
-def _factory(mode: str) -> Callable[[BenchContext], LlamaIndexFusionPeer]:
-    def build(context: BenchContext) -> LlamaIndexFusionPeer:
-        return LlamaIndexFusionPeer(
-            context.dataset.corpus,
-            context.dense,
-            context.bm25,
-            mode=mode,
-            child_k=child_k_from_options(context.options),
-        )
-
-    build.__doc__ = f"Build the QueryFusionRetriever peer in mode {mode!r}."
-    return build
-
-
-for _name, (_mode, _description) in FUSION_PEERS.items():
-    register_method(_name, _description, family="peer")(_factory(_mode))

@@ -7,8 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-
-from tests.conftest import HashingEncoder
+from hs_fakes import HashingEncoder
 
 pytest.importorskip("torch")
 pytest.importorskip("haystack")
@@ -16,6 +15,7 @@ pytest.importorskip("haystack")
 from haystack import Document, Pipeline
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
 
 from rag_multihop import Candidate, Passage, Query
@@ -36,9 +36,9 @@ ENCODER = HashingEncoder(64, name="hashing-test")
 @pytest.fixture(autouse=True)
 def hashing_default_encoder(monkeypatch):
     """The ranker's default encoder is the bundled MiniLM; tests use the hashing encoder."""
-    import rag_multihop.encoders as encoders
+    import rag_multihop.encoders.sentence_transformer as encoders
 
-    monkeypatch.setattr(encoders, "default_encoder", lambda: ENCODER)
+    monkeypatch.setattr(encoders, "default_encoder", lambda **_: ENCODER)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,8 @@ def test_ranks_like_the_core_and_keeps_signals_in_meta(model_path):
     docs = result["documents"]
     assert [d.id for d in docs] == [c.id for c in core]
     np.testing.assert_allclose([d.score for d in docs], [c.score for c in core], rtol=1e-6)
-    assert set(docs[0].meta) == {"n", "association", "cosine", "retrieval_score"}
+    assert set(docs[0].meta) == {"n", SIGNALS_KEY}
+    assert set(docs[0].meta[SIGNALS_KEY]) == {"association", "cosine", "retrieval_score"}
 
 
 def test_inputs_are_not_mutated(model_path):
@@ -159,9 +160,9 @@ def test_bad_run_input(model_path):
 
 
 def test_a_model_from_another_encoder_fails_at_warm_up(model_path, monkeypatch):
-    import rag_multihop.encoders as encoders
+    import rag_multihop.encoders.sentence_transformer as encoders
 
-    monkeypatch.setattr(encoders, "default_encoder", lambda: HashingEncoder(32, name="minilm"))
+    monkeypatch.setattr(encoders, "default_encoder", lambda **_: HashingEncoder(32, name="minilm"))
     with pytest.raises(ValueError, match=r"'hashing-test' \(dim 64\) .* 'minilm' \(dim 32\)"):
         AssociationRanker(model_path).warm_up()
 
@@ -185,4 +186,4 @@ def test_in_a_pipeline_after_an_embedding_retriever(model_path):
         }
     )
     ranked = out["ranker"]["documents"]
-    assert len(ranked) == 2 and all("association" in d.meta for d in ranked)
+    assert len(ranked) == 2 and all("association" in d.meta[SIGNALS_KEY] for d in ranked)

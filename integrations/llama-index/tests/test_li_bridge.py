@@ -7,21 +7,18 @@ import asyncio
 
 import pytest
 
-from tests.conftest import HashingEncoder
-
 pytest.importorskip("llama_index.core")
 
+from li_fakes import HashingEmbedding
 from llama_index.core import VectorStoreIndex
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.postprocessor.rag_multihop import BridgeJudgeRerank
-from llama_index.retrievers.rag_multihop import BridgeRetriever
-from llama_index.retrievers.rag_multihop.bridge import SIGNALS_KEY, judge_encoder
+from llama_index.retrievers.rag_multihop import SIGNALS_KEY, BridgeRetriever
+from llama_index.retrievers.rag_multihop.bridge import judge_encoder
 
 from rag_multihop.encoders import SentenceTransformerEncoder
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
 
-DIM = 64
 DOCS = {
     "polish-wedding": (
         "Polish Wedding",
@@ -37,22 +34,6 @@ DOCS = {
     "hitchcock": ("Alfred Hitchcock", "Alfred Hitchcock was an English film director."),
 }
 QUESTION = "Where was the director of the film Polish Wedding born?"
-
-
-class HashingEmbedding(BaseEmbedding):
-    """A LlamaIndex embed model over the tests' hashing encoder (no model, no network)."""
-
-    def _vector(self, text: str) -> list[float]:
-        return HashingEncoder(DIM).encode([text])[0].tolist()
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 def text_nodes() -> list[TextNode]:

@@ -17,9 +17,9 @@ from haystack.components.retrievers.in_memory import (
     InMemoryEmbeddingRetriever,
 )
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
 from haystack_integrations.components.joiners.rag_multihop import pit_joiner as joiner_module
-from haystack_integrations.components.joiners.rag_multihop.pit_joiner import SIGNALS_KEY
 
 
 @pytest.fixture

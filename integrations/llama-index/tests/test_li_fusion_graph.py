@@ -12,13 +12,13 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.retrievers.rag_multihop import (
+    SIGNALS_KEY,
     EntityGraphRetriever,
     PITFusionRetriever,
+    nodes_to_corpus,
 )
 from llama_index.retrievers.rag_multihop import fusion as fusion_module
 from llama_index.retrievers.rag_multihop import graph as graph_module
-from llama_index.retrievers.rag_multihop.fusion import SIGNALS_KEY
-from llama_index.retrievers.rag_multihop.graph import nodes_to_corpus
 
 from rag_multihop.graph import EntityGraph
 
@@ -148,7 +148,8 @@ def test_graph_retriever_from_nodes_with_and_without_seeds():
     alone = EntityGraphRetriever.from_nodes(nodes, similarity_top_k=2)
     top = alone.retrieve("Who is the director of Polish Wedding?")
     assert [n.node.node_id for n in top] == ["wedding", "connelly"]
-    assert top[0].node is NODES["wedding"]
+    assert set(top[0].node.metadata[SIGNALS_KEY]) == {"graph"}  # a copy carries the signals
+    assert NODES["wedding"].metadata == {"title": "Polish Wedding"}
     seeded = EntityGraphRetriever(
         alone.graph, nodes, seed_retriever=Fixed([("rope", 0.9)]), use_entities=False
     )

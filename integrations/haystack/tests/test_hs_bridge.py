@@ -7,21 +7,16 @@ import asyncio
 
 import pytest
 
-from tests.conftest import HashingEncoder
-
 pytest.importorskip("haystack")
 
 from haystack import Document, Pipeline
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, key_variable
 from haystack_integrations.components.rankers.rag_multihop import BridgeJudgeRanker
 from haystack_integrations.components.retrievers.rag_multihop import BridgeRetriever
-from haystack_integrations.components.retrievers.rag_multihop import bridge as bridge_module
-from haystack_integrations.components.retrievers.rag_multihop.bridge import (
-    SIGNALS_KEY,
-    key_variable,
-)
+from hs_fakes import HashingEncoder
 
 from rag_multihop.llm import LLMConfigError
 
@@ -45,7 +40,9 @@ QUESTION = "Where was the director of the film Polish Wedding born?"
 @pytest.fixture(autouse=True)
 def hashing_encoder_for_components(monkeypatch: pytest.MonkeyPatch) -> None:
     """The components' encoder loader returns the tests' hashing encoder (no model load)."""
-    monkeypatch.setattr(bridge_module, "load_encoder", lambda name: HashingEncoder())
+    import rag_multihop.encoders.sentence_transformer as encoders
+
+    monkeypatch.setattr(encoders, "default_encoder", lambda **_: HashingEncoder())
 
 
 def documents() -> list[Document]:
