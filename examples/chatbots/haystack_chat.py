@@ -223,9 +223,6 @@ def condense_pipeline(generator: Any) -> Pipeline:
 
 def to_source(document: Document) -> Source:
     signals = dict(document.meta.get(SIGNALS_KEY) or {})
-    signals.update(
-        {k: float(document.meta[k]) for k in ("association", "cosine") if k in document.meta}
-    )
     score = float(document.score or 0.0)
     return Source(
         id=document.id,

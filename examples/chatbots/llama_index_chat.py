@@ -53,7 +53,6 @@ from llama_index.retrievers.rag_multihop import (
 from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 
 SIGNALS_KEY = "rag_multihop_signals"
-AAR_KEYS = ("association", "cosine")
 
 CONTEXT_PROMPT = "Numbered passages:\n\n{context_str}\n\nAnswer with citations like [1]."
 CONDENSE_PROMPT = chatkit.CONDENSE_PROMPT.replace("{history}", "{chat_history}")
@@ -160,7 +159,6 @@ def cited_nodes(response: StreamingAgentChatResponse) -> list[NodeWithScore]:
 def to_source(item: NodeWithScore) -> Source:
     metadata = item.node.metadata
     signals = dict(metadata.get(SIGNALS_KEY) or {})
-    signals.update({k: float(metadata[k]) for k in AAR_KEYS if k in metadata})
     score = float(item.get_score())
     return Source(
         id=item.node.node_id,

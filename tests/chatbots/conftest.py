@@ -11,14 +11,12 @@ from typing import Any
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "chatbots"
-sys.path.insert(0, str(EXAMPLES))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "chatbots"))
 
-import chatkit  # noqa: E402
-import fake_openai  # noqa: E402
-
-from rag_multihop.llm.transport import RawReply, StreamDelta  # noqa: E402
+import chatkit
+import fake_openai
+from chat_fakes import FakeTransport
 
 
 @pytest.fixture(scope="session")
@@ -27,55 +25,6 @@ def demo_corpus(minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> chatki
     return chatkit.load_chat_corpus(
         encoder=minilm, cache=tmp_path_factory.mktemp("chat-cache"), show_progress=False
     )
-
-
-class FakeTransport:
-    """A plain-object LLM transport: condense prompts get ``Standalone: <follow-up>``, every
-    other request the scripted answer, streamed word by word with usage on the last piece.
-    A request whose text holds ``FAIL-MIDSTREAM`` breaks after two pieces."""
-
-    def __init__(self, answer: str = fake_openai.ANSWER) -> None:
-        self.answer = answer
-        self.requests: list[dict[str, Any]] = []
-
-    def check_model(self, model: str) -> None:
-        pass
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def supports_response_schema(self, model: str) -> bool:
-        return False
-
-    def _text(self, request: dict[str, Any]) -> str:
-        self.requests.append(dict(request))
-        messages = request["messages"]
-        reply = fake_openai.reply_text(messages)
-        return self.answer if reply == fake_openai.ANSWER else reply
-
-    def complete(self, request: dict[str, Any], *, api_key: str | None, timeout: float) -> RawReply:
-        return RawReply(self._text(request), "stop", None, "fake", 40, 9, 0.0)
-
-    async def acomplete(
-        self, request: dict[str, Any], *, api_key: str | None, timeout: float
-    ) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
-
-    def stream(
-        self, request: dict[str, Any], *, api_key: str | None, timeout: float
-    ) -> Iterator[StreamDelta]:
-        text = self._text(request)
-        fail = fake_openai.FAIL in str(request["messages"][-1])
-        words = text.split(" ")
-        for i, word in enumerate(words):
-            if fail and i == 2:
-                raise ConnectionError("the server closed the stream")
-            yield StreamDelta((" " if i else "") + word, model="fake")
-        yield StreamDelta("", "stop", "fake", 40, 9)
-
-    async def astream(self, request: dict[str, Any], *, api_key: str | None, timeout: float) -> Any:
-        for delta in self.stream(request, api_key=api_key, timeout=timeout):
-            yield delta
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import chatkit
 import fake_openai
 import pytest
-from conftest import FakeTransport
+from chat_fakes import FakeTransport
 from llama_index_chat import LlamaIndexChat, LlamaIndexStack, cited_nodes
 
 from rag_multihop.llm import LLMCallError, LLMClient, LLMSettings

@@ -20,7 +20,7 @@ from typing import Any
 
 import fake_openai
 import pytest
-from conftest import EXAMPLES
+from chat_fakes import EXAMPLES
 
 pytestmark = pytest.mark.e2e
 
