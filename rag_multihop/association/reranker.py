@@ -58,7 +58,13 @@ from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+from rag_multihop.validation import (
+    as_embedding_matrix,
+    check_positive_int,
+    l2_normalize,
+    loggable,
+)
+from rag_multihop.vectors import PassageVectors
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +151,7 @@ class AssociationReranker:
         self.settings = resolve_settings(AssociationSettings, settings, lambda_=lambda_, mode=mode)
         self.training = training or TrainingConfig()
         self._store: _Store | None = None
+        self._vectors: PassageVectors | None = None
 
     # --- state --------------------------------------------------------------------------------
 
@@ -253,7 +260,7 @@ class AssociationReranker:
         transformed = association_transform(matrix, weights)
         store = _Store(weights, encoder_name, tuple(ids), matrix, transformed, provenance)
         self._check_encoder(store, self.encoder)
-        self._store = store
+        self._store, self._vectors = store, None
         return self
 
     def add_passages(
@@ -364,24 +371,30 @@ class AssociationReranker:
         blended = blend(cosine, association, self.settings.lambda_)
         return AssociationScores(cosine, association, blended)
 
+    def _lookup(self) -> PassageVectors:
+        """Vectors of queries and of passages the model does not store (given, else encoded)."""
+        if self._vectors is None:
+            self._vectors = PassageVectors(
+                self.encoder,
+                dim=self.dim,
+                store_name="the association model",
+                hint="pass vectors={id: embedding}, an encoder, or add them with add_passages()",
+            )
+        return self._vectors
+
     def _query_vector(self, query: Query) -> np.ndarray:
         store = self._fitted
-        if query.embedding is not None:
-            raw = np.asarray(query.embedding, dtype=np.float32).reshape(1, -1)
-            if raw.shape[1] != store.weights.dim:
-                raise ValueError(
-                    f"query embedding has dimension {raw.shape[1]} but the association model "
-                    f"expects {store.weights.dim} ({store.encoder_name})"
-                )
-            vector = as_embedding_matrix(raw, name="query embedding")
-        elif self.encoder is not None:
-            vector = as_embedding_matrix(self.encoder.encode([query.text]), name="query embedding")
-        else:
+        if query.embedding is not None and np.size(query.embedding) != store.weights.dim:
             raise ValueError(
-                f"query {query.text!r} has no embedding and the reranker has no encoder; pass "
-                "Query(..., embedding=...) or AssociationReranker(encoder=...)"
+                f"query embedding has dimension {np.size(query.embedding)} but the association "
+                f"model expects {store.weights.dim} ({store.encoder_name})"
             )
-        return l2_normalize(vector)[0]
+        if query.embedding is None and self.encoder is None:
+            raise ValueError(
+                f"query {loggable(query.text)} has no embedding and the reranker has no encoder; "
+                "pass Query(..., embedding=...) or AssociationReranker(encoder=...)"
+            )
+        return self._lookup().query(query)
 
     def _candidate_vectors(
         self,
@@ -393,41 +406,15 @@ class AssociationReranker:
         if min(rows) >= 0:
             return store.vectors[rows], store.transformed[rows]
         missing = [i for i, row in enumerate(rows) if row < 0]
-        given = vectors or {}
-        from_mapping = [i for i in missing if candidates[i].passage.id in given]
-        to_encode = [i for i in missing if candidates[i].passage.id not in given]
-        parts = []
-        if from_mapping:
-            raw = {
-                candidates[i].passage.id: np.asarray(given[candidates[i].passage.id], np.float32)
-                for i in from_mapping
-            }
-            bad = [pid for pid, v in raw.items() if v.shape != (store.weights.dim,)]
-            if bad:
-                raise ValueError(
-                    f"embeddings given for {bad[:5]} do not have the model's dimension "
-                    f"{store.weights.dim} ({store.encoder_name})"
-                )
-            parts.append(as_embedding_matrix(np.stack(list(raw.values())), name="given vectors"))
-        if to_encode:
-            if self.encoder is None:
-                unknown = [candidates[i].passage.id for i in to_encode]
-                raise ValueError(
-                    f"{len(unknown)} candidate passage(s) are not stored in the association "
-                    f"model and have no embedding: {unknown[:5]}; pass vectors={{id: embedding}}, "
-                    "an encoder, or add them with add_passages()"
-                )
-            texts = [candidates[i].passage.embedding_text for i in to_encode]
-            parts.append(as_embedding_matrix(self.encoder.encode(texts), name="encoder output"))
-        extra = l2_normalize(np.concatenate(parts))
+        extra = self._lookup().passages([candidates[i].passage for i in missing], given=vectors)
         passages = np.empty((len(rows), store.weights.dim), dtype=np.float32)
         transformed = np.empty_like(passages)
         known = [i for i, row in enumerate(rows) if row >= 0]
         known_rows = [rows[i] for i in known]
         passages[known] = store.vectors[known_rows]
         transformed[known] = store.transformed[known_rows]
-        passages[from_mapping + to_encode] = extra
-        transformed[from_mapping + to_encode] = association_transform(extra, store.weights)
+        passages[missing] = extra
+        transformed[missing] = association_transform(extra, store.weights)
         return passages, transformed
 
     # --- persistence --------------------------------------------------------------------------

@@ -78,12 +78,12 @@ from rag_multihop.bridge.queries import (
 )
 from rag_multihop.bridge.search import Searcher, as_searcher
 from rag_multihop.bridge.settings import BridgeSettings
-from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import FusionSettings, fuse_candidates
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int, loggable
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount

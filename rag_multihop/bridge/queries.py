@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.text import normalize_entity
 from rag_multihop.types import Passage, Query
 from rag_multihop.validation import check_choice, check_int, check_positive_int
 

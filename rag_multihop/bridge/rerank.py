@@ -41,10 +41,10 @@ from rag_multihop.bridge.judges import (
 from rag_multihop.bridge.pipeline import assemble, fuse_pool
 from rag_multihop.bridge.queries import QueryWriter, make_client
 from rag_multihop.bridge.settings import BridgeSettings
-from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.llm.client import LLMClient, LLMSettings

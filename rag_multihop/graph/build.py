@@ -54,14 +54,14 @@ from rag_multihop._atomic import (
 )
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.text import normalize_entity, title_key
 from rag_multihop.validation import check_fraction, check_number, check_positive_int
 
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 DEFAULT_SYNONYM_THRESHOLD = 0.85
-_PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")
 _TOKEN = re.compile(r"[^\W_][\w'’\-.&]*", re.UNICODE)
 
 
@@ -78,15 +78,6 @@ def corpus_fingerprint(corpus: Corpus) -> str:
             digest.update(part.encode("utf-8"))
             digest.update(b"\x00")
     return digest.hexdigest()
-
-
-def title_key(title: str) -> str:
-    """The normalised title used for title links: trailing parenthesis dropped.
-
-    >>> title_key("Paris (band)")
-    'paris'
-    """
-    return normalize_entity(_PARENTHESIS.sub("", title))
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,11 @@ import threading
 from collections.abc import Sequence
 from typing import Literal
 
-from rag_multihop.graph.extract import normalize_entity
 from rag_multihop.llm.accounting import LLMAccount
 from rag_multihop.llm.client import LLMClient
 from rag_multihop.llm.errors import LLMOutputError
 from rag_multihop.llm.prompts import EntityList, format_graph_entities
+from rag_multihop.text import normalize_entity
 
 logger = logging.getLogger(__name__)
 

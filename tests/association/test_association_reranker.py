@@ -165,7 +165,10 @@ def test_non_finite_query_embedding(fitted, vectors, bad):
 
 def test_unknown_passages_without_embedding_are_named(fitted, vectors):
     found = [Candidate(Passage(f"new{i}", "x"), 0.1) for i in range(7)]
-    with pytest.raises(ValueError, match=r"7 candidate passage\(s\) are not stored .* \['new0', "):
+    with pytest.raises(
+        ValueError,
+        match=r"7 passage\(s\) are not stored in the association model .*\['new0', .*add_passages",
+    ):
         fitted.rerank(Query("q", embedding=vectors[0]), found)
 
 
@@ -194,7 +197,9 @@ def assert_same_ranking(first: list[Candidate], second: list[Candidate]) -> None
 def test_given_vectors_are_checked(fitted, vectors):
     found = [Candidate(Passage("new", "x"), 0.1)]
     query = Query("q", embedding=vectors[0])
-    with pytest.raises(ValueError, match=r"embeddings given for \['new'\] do not have the model's"):
+    with pytest.raises(
+        ValueError, match=r"vectors given for \['new'\] have dimension 5, expected 32"
+    ):
         fitted.rerank(query, found, vectors={"new": np.ones(5)})
     with pytest.raises(ValueError, match="given vectors contain NaN or inf"):
         fitted.rerank(query, found, vectors={"new": np.full(DIM, np.nan)})

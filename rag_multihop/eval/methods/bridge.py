@@ -56,9 +56,7 @@ from rag_multihop.bridge.judges import (
 )
 from rag_multihop.bridge.pipeline import BridgeRetriever, BridgeTrace
 from rag_multihop.bridge.queries import LLMQueryWriter, QueryWriter, TemplateQueryWriter
-from rag_multihop.bridge.search import DenseSearcher
 from rag_multihop.bridge.settings import BridgeSettings
-from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.eval.datasets import QAExample
@@ -67,6 +65,7 @@ from rag_multihop.eval.metrics import recall_at_k
 from rag_multihop.eval.options import OPTION
 from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
 from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.llm.client import LLMClient, LLMSettings
@@ -330,7 +329,7 @@ def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
     """The bench retriever with ``judge`` in ``auto``, ``embedding`` or ``association``."""
     settings = BRIDGE_OPTIONS.read(context.options)
     llm = LLM_OPTIONS.read(context.options)
-    searcher = DenseSearcher.from_retriever(context.dense, encoder=_raw_encoder(context))
+    searcher = context.dense.with_encoder(_raw_encoder(context))
     aar_report = None
     writer: QueryWriter
     chosen: Judge
