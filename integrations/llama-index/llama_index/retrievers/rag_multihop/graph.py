@@ -41,6 +41,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     candidate_to_node,
     node_signals,
     nodes_to_corpus,
+    settings_embed_model,
 )
 
 from rag_multihop.graph import EntityExtractor, EntityGraph, GraphRetriever, build_entity_graph
@@ -104,7 +105,12 @@ class EntityGraphRetriever(BaseRetriever):
         show_progress: bool = False,
         **kwargs: Any,
     ) -> EntityGraphRetriever:
-        """Build the entity graph of ``nodes`` and a retriever on it (``kwargs`` go to init)."""
+        """Build the entity graph of ``nodes`` and a retriever on it (``kwargs`` go to init).
+
+        Synonym edges need an embed model: ``embed_model``, else ``Settings.embed_model``;
+        without either the graph has none.
+        """
+        embed_model = embed_model or settings_embed_model()
         graph = build_entity_graph(
             nodes_to_corpus(nodes),
             extractor,
