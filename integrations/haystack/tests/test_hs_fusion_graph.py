@@ -225,3 +225,43 @@ def test_graph_retriever_round_trip_and_errors(graph_module):
 def test_docstring_examples_run(graph_module):
     for module in (joiner_module, graph_module):
         assert doctest.testmod(module).failed == 0
+
+
+def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, caplog):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(id="a", content="Rope is a film by Alfred Hitchcock.")])
+    retriever = EntityGraphRetriever(store, top_k=5)
+    retriever.warm_up()
+    store.write_documents([Document(id="b", content="Alfred Hitchcock was a director.")])
+    assert {d.id for d in retriever.run(query="Who is Alfred Hitchcock?")["documents"]} == {
+        "a",
+        "b",
+    }
+    frozen = EntityGraphRetriever(store, top_k=5, auto_refresh=False)
+    frozen.warm_up()
+    store.write_documents([Document(id="c", content="Alfred Hitchcock made Vertigo.")])
+    with caplog.at_level("WARNING"):
+        frozen.run(query="Who is Alfred Hitchcock?")
+        frozen.run(query="Who is Alfred Hitchcock?")
+    assert sum("entity graph is stale" in r.message for r in caplog.records) == 1
+    frozen.refresh()
+    assert "c" in {d.id for d in frozen.run(query="Who is Alfred Hitchcock?")["documents"]}
+
+
+def test_graph_retriever_filters_its_results(graph_module):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [
+            Document(id="a", content="Rope is a film by Alfred Hitchcock.", meta={"lang": "en"}),
+            Document(id="b", content="Alfred Hitchcock was a director.", meta={"lang": "de"}),
+        ]
+    )
+    german = {"field": "meta.lang", "operator": "==", "value": "de"}
+    retriever = EntityGraphRetriever(store, top_k=5, filters=german)
+    assert [d.id for d in retriever.run(query="Alfred Hitchcock")["documents"]] == ["b"]
+    english = {"field": "meta.lang", "operator": "==", "value": "en"}
+    out = asyncio.run(retriever.run_async(query="Alfred Hitchcock", filters=english))
+    assert [d.id for d in out["documents"]] == ["a"]
+    assert retriever.to_dict()["init_parameters"]["filters"] == german
