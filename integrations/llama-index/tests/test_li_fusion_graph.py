@@ -192,3 +192,26 @@ def test_graph_retriever_errors_and_saved_graphs(tmp_path):
 def test_docstring_examples_run():
     for module in (fusion_module, graph_module):
         assert doctest.testmod(module).failed == 0
+
+
+def test_graph_persists_beside_the_storage_context(tmp_path):
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    nodes = list(NODES.values())
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    graph = EntityGraphRetriever.from_nodes(nodes, similarity_top_k=3)
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    saved = graph.persist(tmp_path)
+    assert saved.parent == tmp_path and (tmp_path / "docstore.json").is_file()
+    again = EntityGraphRetriever.from_persist_dir(tmp_path, similarity_top_k=3)
+    question = "Who is the director of Polish Wedding?"
+    assert [n.node.node_id for n in again.retrieve(question)] == [
+        n.node.node_id for n in graph.retrieve(question)
+    ]
+    (tmp_path / "empty").mkdir()
+    VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8)).storage_context.persist(
+        persist_dir=str(tmp_path / "empty")
+    )
+    with pytest.raises(ValueError, match="holds no nodes .* pass nodes="):
+        EntityGraphRetriever.from_persist_dir(tmp_path / "empty")
