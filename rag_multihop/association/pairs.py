@@ -290,6 +290,17 @@ CORPUS_RELATIONS: Mapping[str, tuple[str, CorpusRelation]] = MappingProxyType(
 DEFAULT_CORPUS_RELATIONS = ("title-mention",)
 
 
+def check_relations(relations: Sequence[str]) -> tuple[str, ...]:
+    """``relations`` as a tuple when it names at least one relation and only registered ones
+    (:data:`CORPUS_RELATIONS`), else ``ValueError`` listing them."""
+    names = (relations,) if isinstance(relations, str) else tuple(relations)
+    if not names or any(r not in CORPUS_RELATIONS for r in names):
+        raise ValueError(
+            f"relations must be a non-empty list of {sorted(CORPUS_RELATIONS)}, got {relations!r}"
+        )
+    return names
+
+
 def corpus_pairs(
     corpus: Corpus,
     relations: Sequence[str] = DEFAULT_CORPUS_RELATIONS,
@@ -308,11 +319,7 @@ def corpus_pairs(
     corpus (hubs such as a country) are skipped; a passage naming more than ``max_mentions``
     titles (a list rather than a reasoning link) contributes no pairs.
     """
-    unknown = [r for r in relations if r not in CORPUS_RELATIONS]
-    if unknown or not relations:
-        raise ValueError(
-            f"relations must be a non-empty list of {sorted(CORPUS_RELATIONS)}, got {relations!r}"
-        )
+    relations = check_relations(relations)
     index = NameIndex.build(corpus, min_chars=min_name_chars, max_passages=max_passages_per_name)
     raw = {p.id: [n for n in index.mentions(p.text) if n != p.id] for p in corpus}
     named_by = Counter(n for named in raw.values() for n in named)

@@ -47,7 +47,7 @@ from rag_multihop.bridge.features import mentions, to_unit
 from rag_multihop.bridge.queries import check_on_error
 from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int, loggable
+from rag_multihop.validation import check_number, check_positive_int, loggable
 
 if TYPE_CHECKING:
     from rag_multihop.association.reranker import AssociationReranker
@@ -166,13 +166,7 @@ class JudgeWeights:
         for name, value in zip(
             ("question", "bridge", "bridge_mention", "question_mention"), values, strict=True
         ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not np.isfinite(value)
-                or value < 0
-            ):
-                raise ValueError(f"JudgeWeights.{name} must be a finite number >= 0, got {value!r}")
+            check_number(value, f"JudgeWeights.{name}", low=0.0)
         if sum(values) == 0:
             raise ValueError("JudgeWeights must not all be 0; give at least one positive weight")
 

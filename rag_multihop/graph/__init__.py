@@ -4,6 +4,7 @@
 - :mod:`.build`: :class:`EntityGraph` (passages, entities, mention / title-link / synonym
   edges), :func:`build_entity_graph`, save and load;
 - :mod:`.ppr`: Personalized PageRank by sparse power iteration (pure functions);
+- :mod:`.settings`: :class:`GraphSettings`, every knob of the method with its default;
 - :mod:`.retriever`: :class:`GraphRetriever`, seeded by query entities and/or a dense top-n.
 
 PPR time and memory on synthetic graphs: ``python -m rag_multihop.eval.graph_scale``.
@@ -23,12 +24,15 @@ from rag_multihop.graph.build import EdgeWeights, EntityGraph, build_entity_grap
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
 from rag_multihop.graph.ppr import PPRResult, personalized_pagerank, transition_matrix
 from rag_multihop.graph.retriever import GraphRetriever
+from rag_multihop.graph.settings import PPR_METHODS, GraphSettings
 
 __all__ = [
+    "PPR_METHODS",
     "EdgeWeights",
     "EntityExtractor",
     "EntityGraph",
     "GraphRetriever",
+    "GraphSettings",
     "HeuristicExtractor",
     "PPRResult",
     "build_entity_graph",
