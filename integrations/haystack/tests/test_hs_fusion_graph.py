@@ -162,7 +162,18 @@ def test_negative_run_time_top_k_is_an_error():
 
 def test_repeated_document_in_one_list_keeps_its_best_score():
     repeated = scored([("rope", 0.2), ("rope", 0.9)])
-    assert joiner_module._scored_list(0, repeated) == (["rope"], [0.9])
+    other = scored([("rope", 0.5), ("wedding", 0.1)])
+    fused = PITDocumentJoiner(names=["a", "b"]).run([repeated, other])["documents"]
+    assert fused[0].meta[SIGNALS_KEY]["a"] == 0.9
+
+
+def test_takes_document_joiner_arguments_and_refuses_join_mode_with_a_reason():
+    joiner = PITDocumentJoiner(None, [0.7, 0.3], 2, True)  # DocumentJoiner's order
+    assert len(joiner.run([DENSE, SPARSE])["documents"]) == 2
+    with pytest.raises(ValueError, match="does not run DocumentJoiner's join_mode=.*fusion='rrf'"):
+        PITDocumentJoiner("reciprocal_rank_fusion")
+    with pytest.raises(ValueError, match="sort_by_score=False has no meaning"):
+        PITDocumentJoiner(sort_by_score=False)
 
 
 # --- entity-graph retriever -------------------------------------------------------------------
