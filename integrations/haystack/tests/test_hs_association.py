@@ -130,7 +130,7 @@ def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path
             "top_k": 4,
             "lambda_": 0.25,
             "mode": "reverse",
-            "encoder_model": None,
+            "embedder": None,
         },
     }
     assert AssociationRanker.from_dict(data).to_dict() == data

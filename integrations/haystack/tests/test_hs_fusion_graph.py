@@ -162,7 +162,18 @@ def test_negative_run_time_top_k_is_an_error():
 
 def test_repeated_document_in_one_list_keeps_its_best_score():
     repeated = scored([("rope", 0.2), ("rope", 0.9)])
-    assert joiner_module._scored_list(0, repeated) == (["rope"], [0.9])
+    other = scored([("rope", 0.5), ("wedding", 0.1)])
+    fused = PITDocumentJoiner(names=["a", "b"]).run([repeated, other])["documents"]
+    assert fused[0].meta[SIGNALS_KEY]["a"] == 0.9
+
+
+def test_takes_document_joiner_arguments_and_refuses_join_mode_with_a_reason():
+    joiner = PITDocumentJoiner(None, [0.7, 0.3], 2, True)  # DocumentJoiner's order
+    assert len(joiner.run([DENSE, SPARSE])["documents"]) == 2
+    with pytest.raises(ValueError, match="does not run DocumentJoiner's join_mode=.*fusion='rrf'"):
+        PITDocumentJoiner("reciprocal_rank_fusion")
+    with pytest.raises(ValueError, match="sort_by_score=False has no meaning"):
+        PITDocumentJoiner(sort_by_score=False)
 
 
 # --- entity-graph retriever -------------------------------------------------------------------
@@ -225,3 +236,43 @@ def test_graph_retriever_round_trip_and_errors(graph_module):
 def test_docstring_examples_run(graph_module):
     for module in (joiner_module, graph_module):
         assert doctest.testmod(module).failed == 0
+
+
+def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, caplog):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(id="a", content="Rope is a film by Alfred Hitchcock.")])
+    retriever = EntityGraphRetriever(store, top_k=5)
+    retriever.warm_up()
+    store.write_documents([Document(id="b", content="Alfred Hitchcock was a director.")])
+    assert {d.id for d in retriever.run(query="Who is Alfred Hitchcock?")["documents"]} == {
+        "a",
+        "b",
+    }
+    frozen = EntityGraphRetriever(store, top_k=5, auto_refresh=False)
+    frozen.warm_up()
+    store.write_documents([Document(id="c", content="Alfred Hitchcock made Vertigo.")])
+    with caplog.at_level("WARNING"):
+        frozen.run(query="Who is Alfred Hitchcock?")
+        frozen.run(query="Who is Alfred Hitchcock?")
+    assert sum("entity graph is stale" in r.message for r in caplog.records) == 1
+    frozen.refresh()
+    assert "c" in {d.id for d in frozen.run(query="Who is Alfred Hitchcock?")["documents"]}
+
+
+def test_graph_retriever_filters_its_results(graph_module):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [
+            Document(id="a", content="Rope is a film by Alfred Hitchcock.", meta={"lang": "en"}),
+            Document(id="b", content="Alfred Hitchcock was a director.", meta={"lang": "de"}),
+        ]
+    )
+    german = {"field": "meta.lang", "operator": "==", "value": "de"}
+    retriever = EntityGraphRetriever(store, top_k=5, filters=german)
+    assert [d.id for d in retriever.run(query="Alfred Hitchcock")["documents"]] == ["b"]
+    english = {"field": "meta.lang", "operator": "==", "value": "en"}
+    out = asyncio.run(retriever.run_async(query="Alfred Hitchcock", filters=english))
+    assert [d.id for d in out["documents"]] == ["a"]
+    assert retriever.to_dict()["init_parameters"]["filters"] == german

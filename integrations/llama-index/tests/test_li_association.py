@@ -90,7 +90,7 @@ def test_query_bundle_embedding_is_used_without_an_embed_model(model_path):
 
 
 def test_query_without_any_embedding_is_a_clear_error(model_path):
-    with pytest.raises(ValueError, match="has no embedding and the reranker has no encoder"):
+    with pytest.raises(ValueError, match="needs an embed model for the query: pass embed_model"):
         AssociationRerank(model_path=model_path).postprocess_nodes(nodes(), query_str=QUESTION)
 
 
@@ -138,6 +138,7 @@ def test_settings_round_trip_without_the_embed_model(model_path):
         "top_n": 4,
         "lambda_": 0.3,
         "mode": "reverse",
+        "id_key": None,
         "class_name": "AssociationRerank",
     }
     again = AssociationRerank.from_dict(data)
@@ -154,3 +155,69 @@ def test_in_a_vector_index_query_where_nodes_come_back_without_embeddings(model_
     ).postprocess_nodes(retrieved, query_str=QUESTION)
     assert len(reranked) == 2
     assert all(n.node.metadata[SIGNALS_KEY]["retrieval_score"] > 0 for n in reranked)
+
+
+@pytest.fixture
+def settings_embed_model():
+    """``Settings.embed_model`` set to the hashing embed model for one test."""
+    from llama_index.core import Settings
+
+    before = Settings._embed_model
+    Settings.embed_model = HashingEmbedding()
+    yield Settings.embed_model
+    Settings._embed_model = before
+
+
+def test_falls_back_to_settings_embed_model_in_postprocess_nodes(model_path, settings_embed_model):
+    plain = AssociationRerank(model_path=model_path, top_n=3)
+    explicit = AssociationRerank(model_path=model_path, top_n=3, embed_model=HashingEmbedding())
+    got = plain.postprocess_nodes(nodes(), query_str=QUESTION)
+    assert [(n.node.node_id, n.score) for n in got] == [
+        (n.node.node_id, n.score) for n in explicit.postprocess_nodes(nodes(), query_str=QUESTION)
+    ]
+
+
+def test_works_in_a_condense_plus_context_chat_engine(model_path, settings_embed_model):
+    from llama_index.core.chat_engine import CondensePlusContextChatEngine
+    from llama_index.core.llms import MockLLM
+
+    index = VectorStoreIndex([TextNode(id_=pid, text=text) for pid, text in TEXTS.items()])
+    rerank = AssociationRerank(model_path=model_path, top_n=2)
+    engine = CondensePlusContextChatEngine.from_defaults(
+        index.as_retriever(similarity_top_k=6), llm=MockLLM(), node_postprocessors=[rerank]
+    )
+    response = engine.chat(QUESTION)
+    assert len(response.source_nodes) == 2
+    assert all("association" in n.node.metadata[SIGNALS_KEY] for n in response.source_nodes)
+
+
+def test_id_key_maps_store_node_ids_to_trained_ids_and_unknown_texts_embed_once(model_path, caplog):
+    class CountingEmbedding(HashingEmbedding):
+        texts: int = 0
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            self.texts += len(texts)
+            return [self._get_text_embedding(t) for t in texts]
+
+    uuid_nodes = [
+        NodeWithScore(
+            node=TextNode(id_=f"uuid-{i}", text=TEXTS[pid], metadata={"doc_id": pid}),
+            score=1.0 - i / 10,
+        )
+        for i, pid in enumerate(TEXTS)
+    ]
+    embed_model = CountingEmbedding()
+    keyed = AssociationRerank(
+        model_path=model_path, top_n=3, id_key="doc_id", embed_model=embed_model
+    )
+    by_id = AssociationRerank(model_path=model_path, top_n=3, embed_model=embed_model)
+    expected = [n.node.node_id for n in by_id.postprocess_nodes(nodes(), query_str=QUESTION)]
+    got = keyed.postprocess_nodes(uuid_nodes, query_str=QUESTION)
+    assert [n.node.metadata["doc_id"] for n in got] == expected and embed_model.texts == 0
+    unkeyed = AssociationRerank(model_path=model_path, top_n=3, embed_model=embed_model)
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            unkeyed.postprocess_nodes(uuid_nodes, query_str=QUESTION)
+    assert embed_model.texts == len(TEXTS)  # each unknown text embedded once, then remembered
+    warnings = [r for r in caplog.records if "not in the association model" in r.message]
+    assert len(warnings) == 1 and "id_key" in warnings[0].message

@@ -50,7 +50,9 @@ SPARSE = [("connelly", 9.1), ("wedding", 4.2), ("hitchcock", 1.5)]
 
 
 def test_drop_in_positional_arguments_and_signals_hidden_from_the_llm():
-    fusion = PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], 3, names=["dense", "bm25"])
+    fusion = PITFusionRetriever(
+        [Fixed(DENSE), Fixed(SPARSE)], similarity_top_k=3, names=["dense", "bm25"]
+    )
     top = fusion.retrieve("Who directed Polish Wedding?")
     assert [n.node.node_id for n in top] == ["wedding", "connelly", "rope"]
     signals = top[0].node.metadata[SIGNALS_KEY]
@@ -61,7 +63,7 @@ def test_drop_in_positional_arguments_and_signals_hidden_from_the_llm():
 
 
 def test_dbsf_agrees_with_query_fusion_retriever():
-    ours = PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], 10, fusion="dbsf")
+    ours = PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], similarity_top_k=10, fusion="dbsf")
     theirs = QueryFusionRetriever(
         [Fixed(DENSE), Fixed(SPARSE)],
         llm=MockLLM(),
@@ -77,7 +79,9 @@ def test_dbsf_agrees_with_query_fusion_retriever():
 
 def test_rrf_agrees_with_query_fusion_retriever_up_to_the_weight():
     # LlamaIndex: sum 1 / (rank0 + 60) = sum 1 / (rank1 + 59); ours weights each list 1/2
-    ours = PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], 10, fusion="rrf", params={"k": 59})
+    ours = PITFusionRetriever(
+        [Fixed(DENSE), Fixed(SPARSE)], similarity_top_k=10, fusion="rrf", params={"k": 59}
+    )
     theirs = QueryFusionRetriever(
         [Fixed(DENSE), Fixed(SPARSE)],
         llm=MockLLM(),
@@ -100,7 +104,7 @@ def test_async_children_run_concurrently():
             events.append("end")
             return list(self.nodes)
 
-    fusion = PITFusionRetriever([Recording(DENSE), Recording(SPARSE)], 2)
+    fusion = PITFusionRetriever([Recording(DENSE), Recording(SPARSE)], similarity_top_k=2)
     top = asyncio.run(fusion.aretrieve("q"))
     assert events == ["start", "start", "end", "end"]  # both awaited together
     assert [n.node.node_id for n in top] == [n.node.node_id for n in fusion.retrieve("q")]
@@ -109,14 +113,66 @@ def test_async_children_run_concurrently():
 def test_children_nodes_are_not_mutated():
     dense = Fixed(DENSE)
     before = [(n.score, dict(n.node.metadata)) for n in dense.nodes]
-    PITFusionRetriever([dense, Fixed(SPARSE)], 10).retrieve("q")
+    PITFusionRetriever([dense, Fixed(SPARSE)], similarity_top_k=10).retrieve("q")
     assert [(n.score, dict(n.node.metadata)) for n in dense.nodes] == before
 
 
-def test_a_node_repeated_in_one_list_keeps_its_best_score():
-    # BaseRetriever.retrieve already dedupes by node id; the adapter also guards _retrieve output
-    repeated = [NodeWithScore(node=NODES["rope"], score=s) for s in (0.61, 0.99)]
-    assert fusion_module._scored_list(0, repeated) == (["rope"], [0.99])
+def test_takes_query_fusion_retriever_arguments_and_refuses_mode_with_a_reason():
+    fusion = PITFusionRetriever(
+        [Fixed(DENSE), Fixed(SPARSE)],
+        None,  # llm, in QueryFusionRetriever's positional order
+        None,  # query_gen_prompt
+        None,  # mode
+        3,  # similarity_top_k
+        num_queries=1,
+        use_async=True,
+        verbose=True,
+        retriever_weights=[0.7, 0.3],
+    )
+    assert len(fusion.retrieve("Who directed Polish Wedding?")) == 3
+    with pytest.raises(ValueError, match="does not run QueryFusionRetriever's mode=.*fusion='rrf'"):
+        PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], mode="reciprocal_rerank")
+    with pytest.raises(TypeError, match="second positional argument is llm"):
+        PITFusionRetriever([Fixed(DENSE), Fixed(SPARSE)], 3)
+
+
+def test_num_queries_generates_queries_with_the_given_llm():
+    from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+    from llama_index.core.llms.callbacks import llm_completion_callback
+
+    prompts: list[str] = []
+
+    class TwoQueries(CustomLLM):
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata()
+
+        @llm_completion_callback()
+        def complete(self, prompt: str, formatted: bool = False, **kwargs) -> CompletionResponse:
+            prompts.append(prompt)
+            return CompletionResponse(text="Theresa Connelly director\nPolish Wedding film\nextra")
+
+        @llm_completion_callback()
+        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
+            raise NotImplementedError
+
+    asked: list[str] = []
+
+    class Recording(Fixed):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            asked.append(query_bundle.query_str)
+            return super()._retrieve(query_bundle)
+
+    llm = TwoQueries()
+    fusion = PITFusionRetriever(
+        [Recording(DENSE), Recording(SPARSE)], llm=llm, num_queries=3, similarity_top_k=3
+    )
+    top = fusion.retrieve("Who directed Polish Wedding?")
+    assert "Generate 2 search queries" in prompts[0]
+    assert sorted(set(asked)) == sorted(
+        {"Who directed Polish Wedding?", "Theresa Connelly director", "Polish Wedding film"}
+    )
+    assert len(asked) == 6 and "retriever_0@q1_cal" in top[0].node.metadata[SIGNALS_KEY]
 
 
 @pytest.mark.parametrize(
@@ -136,7 +192,7 @@ def test_bad_settings_are_clear_errors(args, kwargs, message):
 
 def test_a_child_node_without_score_is_a_clear_error():
     fusion = PITFusionRetriever([Fixed(DENSE), Fixed([("rope", None)])])
-    with pytest.raises(ValueError, match="retriever 1 returned node 'rope' without a score"):
+    with pytest.raises(ValueError, match="retriever 'retriever_1' returned node 'rope' without"):
         fusion.retrieve("q")
 
 
@@ -161,7 +217,7 @@ def test_graph_retriever_from_nodes_with_and_without_seeds():
 def test_graph_retriever_fused_with_a_vector_retriever():
     nodes = list(NODES.values())
     graph = EntityGraphRetriever.from_nodes(nodes, seed_retriever=Fixed(DENSE), similarity_top_k=5)
-    fusion = PITFusionRetriever([Fixed(DENSE), graph], 3, names=["dense", "graph"])
+    fusion = PITFusionRetriever([Fixed(DENSE), graph], similarity_top_k=3, names=["dense", "graph"])
     top = fusion.retrieve("Who is the director of Polish Wedding?")
     # the second hop (connelly, dense rank 4) moves up to 3 with the graph's evidence
     assert [n.node.node_id for n in top] == ["wedding", "rope", "connelly"]
@@ -192,3 +248,26 @@ def test_graph_retriever_errors_and_saved_graphs(tmp_path):
 def test_docstring_examples_run():
     for module in (fusion_module, graph_module):
         assert doctest.testmod(module).failed == 0
+
+
+def test_graph_persists_beside_the_storage_context(tmp_path):
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    nodes = list(NODES.values())
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    graph = EntityGraphRetriever.from_nodes(nodes, similarity_top_k=3)
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    saved = graph.persist(tmp_path)
+    assert saved.parent == tmp_path and (tmp_path / "docstore.json").is_file()
+    again = EntityGraphRetriever.from_persist_dir(tmp_path, similarity_top_k=3)
+    question = "Who is the director of Polish Wedding?"
+    assert [n.node.node_id for n in again.retrieve(question)] == [
+        n.node.node_id for n in graph.retrieve(question)
+    ]
+    (tmp_path / "empty").mkdir()
+    VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8)).storage_context.persist(
+        persist_dir=str(tmp_path / "empty")
+    )
+    with pytest.raises(ValueError, match="holds no nodes .* pass nodes="):
+        EntityGraphRetriever.from_persist_dir(tmp_path / "empty")

@@ -187,9 +187,24 @@ def as_encoder(embedder: Any) -> Encoder:
         from rag_multihop.encoders import load_encoder
 
         return load_encoder(embedder)
-    own = getattr(embedder, "encoder", None)
+    own = getattr(check_embedder(embedder), "encoder", None)
     if isinstance(own, Encoder):
         return own
+    inputs = set(inspect.signature(embedder.run).parameters)
+    if callable(getattr(embedder, "warm_up", None)):
+        embedder.warm_up()
+    return (
+        DocumentEmbedderEncoder(embedder)
+        if "documents" in inputs
+        else TextEmbedderEncoder(embedder)
+    )
+
+
+def check_embedder(embedder: Any) -> Any:
+    """``embedder`` if :func:`as_encoder` accepts it (checked without loading a model), else
+    ``TypeError`` naming what is accepted."""
+    if embedder is None or isinstance(embedder, str):
+        return embedder
     run = getattr(embedder, "run", None)
     inputs = set(inspect.signature(run).parameters) if callable(run) else set()
     if not inputs & {"text", "documents"}:
@@ -198,13 +213,17 @@ def as_encoder(embedder: Any) -> Encoder:
             "model name, or a Haystack text or document embedder component (run(text=...) or "
             f"run(documents=...)), got {type(embedder).__name__}"
         )
-    if callable(getattr(embedder, "warm_up", None)):
-        embedder.warm_up()
-    return (
-        DocumentEmbedderEncoder(embedder)
-        if "documents" in inputs
-        else TextEmbedderEncoder(embedder)
-    )
+    return embedder
+
+
+def embedder_to_dict(embedder: Any) -> Any:
+    """``embedder`` for ``to_dict``: a model name as is, a component as its own dict (which
+    ``default_from_dict`` turns back into the component)."""
+    if embedder is None or isinstance(embedder, str):
+        return embedder
+    from haystack.core.serialization import component_to_dict
+
+    return component_to_dict(embedder, "embedder")
 
 
 def check_api_key(api_key: Secret | None) -> Secret | None:

@@ -16,8 +16,8 @@ One rule for all of them:
 - **Embed model → encoder.** :func:`as_encoder` turns any ``BaseEmbedding`` into a rag-multihop
   :class:`~rag_multihop.encoders.Encoder` (texts embedded in one batched call, rows unit
   length); a :class:`~llama_index.embeddings.rag_multihop.RagMultihopEmbedding` gives back its
-  own encoder. :func:`resolve_embed_model` is the fallback order every component uses: the
-  ``embed_model`` argument, else ``Settings.embed_model``.
+  own encoder. Every component that embeds takes ``embed_model``, else LlamaIndex's
+  ``Settings.embed_model`` (:func:`settings_embed_model`).
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -58,10 +58,18 @@ TEXT_MODE = MetadataMode.NONE
 """How a node's text is read: its own text, without metadata (the title comes separately)."""
 
 
-def node_to_passage(node: BaseNode) -> Passage:
-    """The passage of ``node`` (see the module docstring); the node rides in its metadata."""
+def node_to_passage(node: BaseNode, *, id_key: str | None = None) -> Passage:
+    """The passage of ``node`` (see the module docstring); the node rides in its metadata.
+
+    The passage id is the node id, or ``node.metadata[id_key]`` when ``id_key`` is given and
+    the node has it (e.g. a document id a model was trained on, behind a vector store that
+    assigns its own node ids).
+    """
+    passage_id = node.node_id
+    if id_key is not None and node.metadata.get(id_key) not in (None, ""):
+        passage_id = str(node.metadata[id_key])
     return Passage(
-        node.node_id,
+        passage_id,
         node.get_content(metadata_mode=TEXT_MODE),
         title=str(node.metadata.get(TITLE_KEY, "") or ""),
         metadata={NODE_KEY: node},
@@ -77,12 +85,15 @@ def node_signals(node: BaseNode) -> dict[str, float]:
 
 
 def node_to_candidate(
-    item: NodeWithScore, *, signals: Mapping[str, float] | None = None
+    item: NodeWithScore,
+    *,
+    signals: Mapping[str, float] | None = None,
+    id_key: str | None = None,
 ) -> Candidate:
-    """The candidate of a scored node: its passage, its score, its earlier signals (plus
-    ``signals``)."""
+    """The candidate of a scored node: its passage (see :func:`node_to_passage`), its score,
+    its earlier signals (plus ``signals``)."""
     return Candidate(
-        node_to_passage(item.node),
+        node_to_passage(item.node, id_key=id_key),
         float(item.get_score()),
         signals={**node_signals(item.node), **(signals or {})},
     )
@@ -160,18 +171,12 @@ def as_encoder(embed_model: BaseEmbedding) -> Encoder:
     return EmbeddingEncoder(embed_model)
 
 
-def resolve_embed_model(embed_model: BaseEmbedding | None, component: str) -> BaseEmbedding:
-    """``embed_model``, else ``Settings.embed_model``; an error naming what to set when
-    neither is usable (reading an unset ``Settings.embed_model`` tries to import OpenAI's)."""
-    if embed_model is not None:
-        return embed_model
+def settings_embed_model() -> BaseEmbedding | None:
+    """LlamaIndex's ``Settings.embed_model``, or ``None`` when the app has not set one (an
+    unset ``Settings.embed_model`` would try to import OpenAI's embeddings)."""
     from llama_index.core import Settings
 
     try:
         return Settings.embed_model
-    except ImportError as exc:
-        raise ValueError(
-            f"{component} needs an embed model: pass embed_model=... or set "
-            "Settings.embed_model (e.g. RagMultihopEmbedding() from "
-            f"llama_index.embeddings.rag_multihop, the bundled MiniLM); LlamaIndex said: {exc}"
-        ) from exc
+    except ImportError:
+        return None

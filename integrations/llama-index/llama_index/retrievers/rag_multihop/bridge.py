@@ -15,9 +15,10 @@ this file only translates.
   ``metadata["rag_multihop_signals"]`` (hidden from the LLM and the embedder); the wrapped
   retriever's nodes are not mutated.
 - **Modes**: without ``llm`` the LLM-free mode (template queries, heuristic entities and the
-  embedding + title-mention judge, embedding with ``embed_model`` or, by default, the
-  bundled all-MiniLM-L6-v2); with ``llm="openai/gpt-4o-mini"`` (any litellm model string)
-  LLM entities, SVO queries and the tripartite judge. The key is read from the environment
+  embedding + title-mention judge, embedding with ``embed_model``, else
+  ``Settings.embed_model``, else the bundled all-MiniLM-L6-v2); with
+  ``llm="openai/gpt-4o-mini"`` (any litellm model string) LLM entities, SVO queries and the
+  tripartite judge. The key is read from the environment
   at call time (``api_key_env`` names the variable; default the provider's own).
 
 Example:
@@ -45,6 +46,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     as_encoder,
     candidate_to_node,
     node_to_candidate,
+    settings_embed_model,
 )
 
 from rag_multihop.bridge import BridgeRetriever as CoreBridgeRetriever
@@ -81,7 +83,9 @@ class NodeSearcher:
 
 
 def judge_encoder(embed_model: BaseEmbedding | None) -> Encoder:
-    """``embed_model`` as a core encoder, or the bundled MiniLM when it is ``None``."""
+    """The LLM-free judge's encoder: ``embed_model``, else ``Settings.embed_model``, else the
+    bundled MiniLM."""
+    embed_model = embed_model or settings_embed_model()
     if embed_model is not None:
         return as_encoder(embed_model)
     from rag_multihop.encoders import default_encoder
@@ -99,7 +103,8 @@ class BridgeRetriever(BaseRetriever):
             ``None`` for the LLM-free mode.
         api_base: an OpenAI-compatible server URL (with a model string ``llm``).
         api_key_env: the NAME of the environment variable holding the key (never the key).
-        embed_model: embeds texts for the LLM-free judge (default: bundled MiniLM).
+        embed_model: embeds texts for the LLM-free judge (default: ``Settings.embed_model``,
+            else the bundled MiniLM).
         alpha: weight of the retrieval score in the PIT fusion (0.1).
         bridge_position: ``"first"`` or ``"judged"``.
     """

@@ -10,9 +10,11 @@ text ``node.get_content(MetadataMode.NONE)`` and title ``node.metadata["title"]`
 present); results come back as copies of the given nodes with the PPR score and the signals
 under ``metadata["rag_multihop_signals"]``. Seed nodes must be among
 the graph's nodes (same ids). Synonym edges need an ``embed_model`` (any LlamaIndex
-``BaseEmbedding``); without one the graph has none. A graph can be saved with
-``retriever.graph.save(folder)`` and reloaded with
-``EntityGraph.load(folder, nodes_to_corpus(nodes))``.
+``BaseEmbedding``); without one the graph has none. The graph persists beside LlamaIndex's own
+storage: ``retriever.persist("./storage")`` next to ``index.storage_context.persist("./storage")``
+writes ``./storage/rag_multihop_entity_graph/``, and
+``EntityGraphRetriever.from_persist_dir("./storage")`` reloads it with the nodes of the
+persisted docstore (or the ``nodes`` you pass).
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -28,7 +30,9 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -41,6 +45,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     candidate_to_node,
     node_signals,
     nodes_to_corpus,
+    settings_embed_model,
 )
 
 from rag_multihop.graph import EntityExtractor, EntityGraph, GraphRetriever, build_entity_graph
@@ -49,6 +54,9 @@ from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
+
+GRAPH_FOLDER = "rag_multihop_entity_graph"
+"""The folder, inside a LlamaIndex ``persist_dir``, that holds the entity graph."""
 
 
 class EntityGraphRetriever(BaseRetriever):
@@ -104,7 +112,12 @@ class EntityGraphRetriever(BaseRetriever):
         show_progress: bool = False,
         **kwargs: Any,
     ) -> EntityGraphRetriever:
-        """Build the entity graph of ``nodes`` and a retriever on it (``kwargs`` go to init)."""
+        """Build the entity graph of ``nodes`` and a retriever on it (``kwargs`` go to init).
+
+        Synonym edges need an embed model: ``embed_model``, else ``Settings.embed_model``;
+        without either the graph has none.
+        """
+        embed_model = embed_model or settings_embed_model()
         graph = build_entity_graph(
             nodes_to_corpus(nodes),
             extractor,
@@ -113,6 +126,40 @@ class EntityGraphRetriever(BaseRetriever):
             show_progress=show_progress,
         )
         return cls(graph, nodes, extractor=extractor, **kwargs)
+
+    def persist(self, persist_dir: str | os.PathLike[str] = "./storage") -> Path:
+        """Save the graph beside a ``StorageContext.persist(persist_dir)``; returns its folder."""
+        folder = Path(persist_dir) / GRAPH_FOLDER
+        self.graph.save(folder)
+        return folder
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str | os.PathLike[str] = "./storage",
+        nodes: Sequence[BaseNode] | None = None,
+        **kwargs: Any,
+    ) -> EntityGraphRetriever:
+        """The retriever on the graph saved by :meth:`persist` in ``persist_dir``, over
+        ``nodes`` (default: the nodes of the docstore persisted there); ``kwargs`` go to init.
+
+        Raises:
+            ValueError: no nodes given and the persisted docstore holds none (a vector store
+                that keeps the text itself, such as Chroma, leaves the docstore empty), or the
+                graph was built from other nodes.
+        """
+        if nodes is None:
+            from llama_index.core import StorageContext
+
+            docstore = StorageContext.from_defaults(persist_dir=str(persist_dir)).docstore
+            nodes = list(docstore.docs.values())
+            if not nodes:
+                raise ValueError(
+                    f"the docstore persisted in {persist_dir} holds no nodes (a vector store "
+                    "that keeps the text, such as Chroma, leaves it empty); pass nodes=..."
+                )
+        graph = EntityGraph.load(Path(persist_dir) / GRAPH_FOLDER, nodes_to_corpus(nodes))
+        return cls(graph, nodes, **kwargs)
 
     @property
     def graph(self) -> EntityGraph:

@@ -12,9 +12,10 @@ Vectors: a document the saved model stores (by id) uses the stored vector and f(
 other uses ``Document.embedding`` when set, else the encoder (embedding
 ``title + "\n" + content``). The query vector is the
 ``query_embedding`` input when connected, else the encoder's embedding of ``query``. The
-encoder is a sentence-transformers model (default: the bundled all-MiniLM-L6-v2) and must be
-the one the association model was trained with. Serialisation stores the model path, never
-the weights.
+encoder is ``embedder``: a Haystack text or document embedder component (the pipeline's own,
+so its model loads once), a sentence-transformers model name, or ``None`` for the bundled
+all-MiniLM-L6-v2; it must embed like the encoder the association model was trained with.
+Serialisation stores the model path and the embedder's settings, never the weights.
 
 Example:
     >>> from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
@@ -33,7 +34,9 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.common.rag_multihop.convert import (
     as_encoder,
     candidate_to_document,
+    check_embedder,
     document_to_candidate,
+    embedder_to_dict,
 )
 
 from rag_multihop.association import SCORING_MODES, AssociationReranker
@@ -54,8 +57,9 @@ class AssociationRanker:
         top_k: documents returned (a ``run`` value overrides it).
         lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
         mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value.
-        encoder_model: a sentence-transformers model path or name that embeds queries and
-            unstored documents; ``None`` uses the bundled all-MiniLM-L6-v2.
+        embedder: embeds queries and unstored documents: a Haystack text or document embedder
+            component, a sentence-transformers model name or path, or ``None`` for the
+            bundled all-MiniLM-L6-v2.
     """
 
     def __init__(
@@ -65,7 +69,7 @@ class AssociationRanker:
         top_k: int = 10,
         lambda_: float | None = None,
         mode: str | None = None,
-        encoder_model: str | None = None,
+        embedder: Any = None,
     ) -> None:
         self.model_path = str(model_path)
         self.top_k = check_positive_int(top_k, "top_k")
@@ -73,7 +77,7 @@ class AssociationRanker:
         if mode is not None and mode not in SCORING_MODES:
             raise ValueError(f"mode must be one of {sorted(SCORING_MODES)}, got {mode!r}")
         self.mode = mode
-        self.encoder_model = encoder_model
+        self.embedder = check_embedder(embedder)
         self._reranker: AssociationReranker | None = None
 
     def warm_up(self) -> None:
@@ -84,7 +88,7 @@ class AssociationRanker:
         if self._reranker is None:
             self._reranker = AssociationReranker.load(
                 self.model_path,
-                encoder=as_encoder(self.encoder_model),
+                encoder=as_encoder(self.embedder),
                 lambda_=self.lambda_,
                 mode=self.mode,
             )
@@ -97,7 +101,7 @@ class AssociationRanker:
             top_k=self.top_k,
             lambda_=self.lambda_,
             mode=self.mode,
-            encoder_model=self.encoder_model,
+            embedder=embedder_to_dict(self.embedder),
         )
 
     @classmethod

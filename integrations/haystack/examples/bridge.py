@@ -14,7 +14,7 @@ time:
 
 or set ``RAG_MULTIHOP_EXAMPLE_LLM=openai/gpt-4o-mini`` to run this script in LLM mode.
 
-Run:  python examples/haystack_bridge.py
+Run:  python integrations/haystack/examples/bridge.py
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ joiner is a drop-in ``DocumentJoiner`` (same ``documents`` input). The script pr
 Recall@5 of the dense retriever, of ``DocumentJoiner(distribution_based_rank_fusion)`` in the
 joiner's place, and of the PIT joiner, then one question's fused top 5 with the signals.
 
-Run:  python examples/haystack_fusion.py
+Run:  python integrations/haystack/examples/fusion.py
 """
 
 # No `from __future__ import annotations`: Haystack reads component annotations at runtime.
@@ -21,12 +21,13 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from typing import Any
 
-from haystack import Document, Pipeline, component
+from haystack import Document, Pipeline
 from haystack.components.joiners import DocumentJoiner
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
+from haystack_integrations.components.embedders.rag_multihop import RagMultihopTextEmbedder
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
-from haystack_integrations.components.joiners.rag_multihop.pit_joiner import SIGNALS_KEY
 from haystack_integrations.components.retrievers.rag_multihop import EntityGraphRetriever
 
 from rag_multihop.demo import load_demo_dataset
@@ -36,18 +37,9 @@ from rag_multihop.eval.metrics import recall_at_k
 ENCODER = default_encoder()
 
 
-@component
-class MiniLMTextEmbedder:
-    """Embeds the query with rag-multihop's bundled MiniLM encoder."""
-
-    @component.output_types(embedding=list[float])
-    def run(self, text: str) -> dict[str, list[float]]:
-        return {"embedding": [float(x) for x in ENCODER.encode([text])[0]]}
-
-
 def build_pipeline(store: InMemoryDocumentStore, joiner: Any) -> Pipeline:
     pipeline = Pipeline()
-    pipeline.add_component("text_embedder", MiniLMTextEmbedder())
+    pipeline.add_component("text_embedder", RagMultihopTextEmbedder())
     pipeline.add_component("dense", InMemoryEmbeddingRetriever(document_store=store, top_k=20))
     pipeline.add_component("graph", EntityGraphRetriever(store, top_k=20, seed_top_n=2))
     pipeline.add_component("joiner", joiner)

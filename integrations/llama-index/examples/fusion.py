@@ -9,7 +9,7 @@ prints Recall@5 of the vector retriever, of ``QueryFusionRetriever(dist_based_sc
 the same two retrievers, and of the PIT fusion, then one question's fused top 5 with the
 signals (``*`` marks a gold passage).
 
-Run:  python examples/llama_index_fusion.py
+Run:  python integrations/llama-index/examples/fusion.py
 """
 
 from __future__ import annotations
@@ -21,39 +21,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import TextNode
-from llama_index.retrievers.rag_multihop import EntityGraphRetriever, PITFusionRetriever
-from llama_index.retrievers.rag_multihop.fusion import SIGNALS_KEY
+from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
+from llama_index.retrievers.rag_multihop import (
+    SIGNALS_KEY,
+    EntityGraphRetriever,
+    PITFusionRetriever,
+)
 
 from rag_multihop.demo import load_demo_dataset
-from rag_multihop.encoders import default_encoder
 from rag_multihop.eval.metrics import recall_at_k
-
-
-class MiniLMEmbedding(BaseEmbedding):
-    """LlamaIndex embed model over rag-multihop's bundled MiniLM encoder."""
-
-    _encoder: Any = PrivateAttr()
-
-    def __init__(self, encoder: Any, **kwargs: Any) -> None:
-        super().__init__(model_name=encoder.name, **kwargs)
-        self._encoder = encoder
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._encoder.encode([query])[0].tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._encoder.encode([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._encoder.encode(texts).tolist()
 
 
 def recall_at_5(retriever: BaseRetriever, questions: Any) -> float:
@@ -66,7 +45,7 @@ def recall_at_5(retriever: BaseRetriever, questions: Any) -> float:
 
 def main() -> None:
     data = load_demo_dataset()
-    embed_model = MiniLMEmbedding(default_encoder())
+    embed_model = RagMultihopEmbedding()
     nodes = [TextNode(id_=p.id, text=p.text, metadata={"title": p.title}) for p in data.corpus]
     index = VectorStoreIndex(nodes, embed_model=embed_model)
 

@@ -5,48 +5,24 @@ trains a small association model on the demo questions' gold pairs (the paper's 
 setting; a few seconds on CPU), saves it, then for a few questions prints the dense top-5 and
 the AAR top-5 (``*`` marks a gold passage).
 
-Run:  python examples/llama_index_aar.py
+Run:  python integrations/llama-index/examples/aar.py
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from llama_index.core import VectorStoreIndex
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
 from llama_index.postprocessor.rag_multihop import AssociationRerank
 
 from rag_multihop.association import AssociationReranker, PairSet, TrainingConfig
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.encoders import default_encoder
-
-
-class MiniLMEmbedding(BaseEmbedding):
-    """LlamaIndex embed model over rag-multihop's bundled MiniLM encoder."""
-
-    _encoder: Any = PrivateAttr()
-
-    def __init__(self, encoder: Any, **kwargs: Any) -> None:
-        super().__init__(model_name=encoder.name, **kwargs)
-        self._encoder = encoder
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._encoder.encode([query])[0].tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._encoder.encode([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._encoder.encode(texts).tolist()
 
 
 def show(title: str, found: list[NodeWithScore], gold: set[str]) -> None:
@@ -70,7 +46,7 @@ def main() -> None:
     stats = reranker.provenance["training_stats"]
     print(f"trained on {len(pairs)} gold pairs in {stats['seconds']:.1f} s -> {model_dir}\n")
 
-    embed_model = MiniLMEmbedding(encoder)
+    embed_model = RagMultihopEmbedding(encoder=encoder)
     nodes = [TextNode(id_=p.id, text=p.embedding_text) for p in data.corpus]
     index = VectorStoreIndex(nodes, embed_model=embed_model)
     retriever = index.as_retriever(similarity_top_k=100)  # K = 100, the paper's depth

@@ -15,7 +15,7 @@ call time; nothing else changes):
 
 or set ``RAG_MULTIHOP_EXAMPLE_LLM=openai/gpt-4o-mini`` to run this script in LLM mode.
 
-Run:  python examples/llama_index_bridge.py
+Run:  python integrations/llama-index/examples/bridge.py
 """
 
 from __future__ import annotations
@@ -28,38 +28,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import TextNode
+from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
 from llama_index.postprocessor.rag_multihop import BridgeJudgeRerank
-from llama_index.retrievers.rag_multihop import BridgeRetriever
-from llama_index.retrievers.rag_multihop.bridge import SIGNALS_KEY
+from llama_index.retrievers.rag_multihop import SIGNALS_KEY, BridgeRetriever
 
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.encoders import default_encoder
 from rag_multihop.eval.metrics import recall_at_k
-
-
-class MiniLMEmbedding(BaseEmbedding):
-    """LlamaIndex embed model over rag-multihop's bundled MiniLM encoder."""
-
-    _encoder: Any = PrivateAttr()
-
-    def __init__(self, encoder: Any, **kwargs: Any) -> None:
-        super().__init__(model_name=encoder.name, **kwargs)
-        self._encoder = encoder
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._encoder.encode([query])[0].tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._encoder.encode([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._encoder.encode(texts).tolist()
 
 
 def recalls(retriever: BaseRetriever, questions: Any) -> str:
@@ -74,7 +50,7 @@ def recalls(retriever: BaseRetriever, questions: Any) -> str:
 def main() -> None:
     data = load_demo_dataset()
     encoder = default_encoder()
-    embed_model = MiniLMEmbedding(encoder)
+    embed_model = RagMultihopEmbedding(encoder=encoder)
     nodes = [TextNode(id_=p.id, text=p.text, metadata={"title": p.title}) for p in data.corpus]
     vector = VectorStoreIndex(nodes, embed_model=embed_model).as_retriever(similarity_top_k=10)
 

@@ -6,7 +6,7 @@ setting; a few seconds on CPU), saves it, and runs a pipeline
 ``query embedder -> InMemoryEmbeddingRetriever (top 100) -> AssociationRanker (top 5)``,
 printing the dense top-5 and the AAR top-5 (``*`` marks a gold passage).
 
-Run:  python examples/haystack_aar.py
+Run:  python integrations/haystack/examples/aar.py
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import tempfile
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from haystack import Document, Pipeline, component
+from haystack import Document, Pipeline
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.components.embedders.rag_multihop import RagMultihopTextEmbedder
 from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
 
 from rag_multihop.association import AssociationReranker, PairSet, TrainingConfig
@@ -27,15 +28,6 @@ from rag_multihop.demo import load_demo_dataset
 from rag_multihop.encoders import default_encoder
 
 ENCODER = default_encoder()
-
-
-@component
-class QueryEmbedder:
-    """The query's MiniLM embedding (Haystack 3 core has no local embedder)."""
-
-    @component.output_types(embedding=list[float])
-    def run(self, text: str) -> dict[str, list[float]]:
-        return {"embedding": ENCODER.encode([text])[0].tolist()}
 
 
 def show(title: str, documents: list[Document], gold: set[str]) -> None:
@@ -66,7 +58,7 @@ def main() -> None:
         ]
     )
     pipeline = Pipeline()
-    pipeline.add_component("embedder", QueryEmbedder())
+    pipeline.add_component("embedder", RagMultihopTextEmbedder())
     pipeline.add_component("retriever", InMemoryEmbeddingRetriever(store, top_k=100))
     pipeline.add_component("ranker", AssociationRanker(str(model_dir), top_k=5))
     pipeline.connect("embedder.embedding", "retriever.query_embedding")
