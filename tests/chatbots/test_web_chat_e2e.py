@@ -2,7 +2,9 @@
 
 The server is ``examples/chatbots/web_chat.py`` started as a user would, answering through the
 scripted OpenAI-compatible server of ``fake_openai.py`` (so answers and citations are fixed).
-Screenshots go to ``docs/img/``. Marked ``e2e``: ``-m "not e2e"`` skips them.
+Screenshots go to ``$RAG_MULTIHOP_SCREENSHOTS`` when set (``docs/img`` refreshes the
+README's pictures), else to pytest's temporary folder, so a test run leaves the tree clean.
+Marked ``e2e``: ``-m "not e2e"`` skips them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ if not Path(CHROMIUM).is_file():
     pytest.skip("Chromium not installed (apt-get install chromium)", allow_module_level=True)
 
 ROOT = EXAMPLES.parents[1]
-SCREENSHOTS = ROOT / "docs" / "img"
 QUESTION = "Where was the founder of Veldmark Ropeworks born?"
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -94,6 +95,13 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("RAG_MULTIHOP_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
 def page(browser: Any, web_url: str) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     outside: list[str] = []
@@ -129,7 +137,7 @@ def passage_ids(page: Any) -> list[str]:
     return page.locator("#panel .passage").evaluate_all("els => els.map(e => e.dataset.id)")
 
 
-def test_answer_streams_with_citations_and_reasoning_chain(page: Any) -> None:
+def test_answer_streams_with_citations_and_reasoning_chain(page: Any, screenshots: Path) -> None:
     assert "tiny" not in page.locator("#model-note").inner_text()  # a named model, not local
     assert "openai/fake" in page.locator("#model-note").inner_text()
     ask(page, QUESTION)
@@ -140,11 +148,10 @@ def test_answer_streams_with_citations_and_reasoning_chain(page: Any) -> None:
     assert page.locator("#panel .passage .cited").count() == 2
     assert page.locator("#panel .signal").count() >= 5
     assert "1 LLM call" in page.locator("#account").inner_text()
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "web_chat.png"))
+    page.screenshot(path=str(screenshots / "web_chat.png"))
 
 
-def test_switching_the_method_changes_the_sources(page: Any) -> None:
+def test_switching_the_method_changes_the_sources(page: Any, screenshots: Path) -> None:
     ask(page, QUESTION)
     fused = passage_ids(page)
     page.locator("#method input").click()
@@ -153,7 +160,7 @@ def test_switching_the_method_changes_the_sources(page: Any) -> None:
     assert page.locator("#panel .evidence").get_attribute("data-method") == "bridge"
     assert "bridge: best match" in page.locator("#panel").inner_text()
     assert passage_ids(page) != fused
-    page.screenshot(path=str(SCREENSHOTS / "web_chat_bridge.png"))
+    page.screenshot(path=str(screenshots / "web_chat_bridge.png"))
 
 
 def test_empty_and_overlong_questions_are_refused_with_a_message(page: Any) -> None:
