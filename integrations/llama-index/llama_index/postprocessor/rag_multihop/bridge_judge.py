@@ -3,10 +3,11 @@
 The top node of the incoming list (by score) is the bridge; every other node is judged given
 (question, bridge, bridge entities) and the judge and incoming scores are fused with PIT
 (α = 0.1), by the core :class:`rag_multihop.bridge.rerank.BridgeReranker`. Without ``llm``
-the LLM-free embedding + title-mention judge runs (``embed_model``, default the bundled
-all-MiniLM-L6-v2); with ``llm`` (a litellm model string) the tripartite LLM judge, one call
-per node, concurrently. Returned nodes are copies with the new score and the signals under
-``metadata["rag_multihop_signals"]`` (hidden from the LLM and the embedder).
+the LLM-free embedding + title-mention judge runs (``embed_model``, else
+``Settings.embed_model``, else the bundled all-MiniLM-L6-v2); with ``llm`` (a litellm model
+string) the tripartite LLM judge, one call per node, concurrently. Returned nodes are copies
+with the new score and the signals under ``metadata["rag_multihop_signals"]`` (hidden from the
+LLM and the embedder).
 
 Serialisation (``to_dict``) holds the model string and the key's variable NAME, never a key.
 
@@ -25,11 +26,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.retrievers.rag_multihop.bridge import (
-    candidate_to_node,
-    judge_encoder,
-    node_to_candidate,
-)
+from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
+from llama_index.retrievers.rag_multihop.bridge import judge_encoder
 
 from rag_multihop.bridge import BRIDGE_POSITIONS
 from rag_multihop.bridge.rerank import BridgeReranker
@@ -47,7 +45,8 @@ class BridgeJudgeRerank(BaseNodePostprocessor):
         api_key_env: the NAME of the environment variable holding the key.
         alpha: weight of the incoming scores in the fusion, in [0, 1].
         bridge_position: ``"first"`` (the top node stays first) or ``"judged"``.
-        embed_model: embeds texts for the LLM-free judge (not serialised).
+        embed_model: embeds texts for the LLM-free judge (not serialised; default
+            ``Settings.embed_model``, else the bundled MiniLM).
     """
 
     top_n: int = Field(default=5, gt=0, description="Number of nodes to return.")

@@ -3,7 +3,7 @@
 The incoming document with the highest score is the bridge; every other document is judged
 given (question, bridge, bridge entities), and the judge and incoming scores are fused with
 PIT (α = 0.1) by the core :class:`rag_multihop.bridge.rerank.BridgeReranker`. Without
-``llm`` the LLM-free embedding + title-mention judge runs (``encoder_model``, default the
+``llm`` the LLM-free embedding + title-mention judge runs (``embedder``, default the
 bundled all-MiniLM-L6-v2); with ``llm`` (a litellm model string) the tripartite LLM judge,
 one call per document, concurrently. Documents come back as new objects
 (``dataclasses.replace``) with the new score and the signals in
@@ -25,18 +25,20 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret
-from haystack_integrations.components.retrievers.rag_multihop.bridge import (
+from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
     candidate_to_document,
     check_api_key,
-    check_position,
+    check_embedder,
     document_to_candidate,
+    embedder_to_dict,
     key_variable,
-    load_encoder,
 )
 
+from rag_multihop.bridge import BridgeSettings
 from rag_multihop.bridge.rerank import BridgeReranker
 from rag_multihop.types import Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_positive_int
 
 
 @component
@@ -48,7 +50,8 @@ class BridgeJudgeRanker:
         llm: a litellm model string for the LLM judge; ``None`` for the LLM-free judge.
         api_base: an OpenAI-compatible server URL.
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
-        encoder_model: sentence-transformers model for the LLM-free judge (default MiniLM).
+        embedder: embeds texts for the LLM-free judge: a Haystack text or document embedder
+            component, a sentence-transformers model name, or ``None`` (the bundled MiniLM).
         alpha: weight of the incoming scores in the fusion, in [0, 1].
         bridge_position: ``"first"`` or ``"judged"``.
     """
@@ -60,7 +63,7 @@ class BridgeJudgeRanker:
         llm: str | None = None,
         api_base: str | None = None,
         api_key: Secret | None = None,
-        encoder_model: str | None = None,
+        embedder: Any = None,
         alpha: float = 0.1,
         bridge_position: str = "first",
     ) -> None:
@@ -68,9 +71,10 @@ class BridgeJudgeRanker:
         self.llm = llm
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
-        self.encoder_model = encoder_model
-        self.alpha = check_fraction(alpha, "alpha")
-        self.bridge_position = check_position(bridge_position)
+        self.embedder = check_embedder(embedder)
+        BridgeSettings(alpha=alpha, bridge_position=bridge_position)  # validates both
+        self.alpha = alpha
+        self.bridge_position = bridge_position
         self._core: BridgeReranker | None = None
 
     def warm_up(self) -> None:
@@ -81,7 +85,7 @@ class BridgeJudgeRanker:
         if self._core is None:
             if self.llm is None:
                 self._core = BridgeReranker.llm_free(
-                    load_encoder(self.encoder_model),
+                    as_encoder(self.embedder),
                     alpha=self.alpha,
                     bridge_position=self.bridge_position,
                 )
@@ -102,7 +106,7 @@ class BridgeJudgeRanker:
             llm=self.llm,
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
-            encoder_model=self.encoder_model,
+            embedder=embedder_to_dict(self.embedder),
             alpha=self.alpha,
             bridge_position=self.bridge_position,
         )
