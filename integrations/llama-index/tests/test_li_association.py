@@ -119,7 +119,7 @@ def test_empty_input_and_missing_query(model_path):
     ("kwargs", "message"),
     [
         ({"top_n": 0}, "top_n\n  Input should be greater than 0"),
-        ({"lambda_": 1.5}, "lambda_\n  Input should be less than or equal to 1"),
+        ({"lambda_": 1.5}, r"lambda_ must be in \[0, 1\], got 1.5"),
         ({"mode": "both"}, r"mode must be one of \['mixed', 'reverse'\], got 'both'"),
     ],
 )

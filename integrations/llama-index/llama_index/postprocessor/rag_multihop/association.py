@@ -33,7 +33,7 @@ import logging
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -45,7 +45,9 @@ from llama_index.retrievers.rag_multihop._convert import (
     settings_embed_model,
 )
 
-from rag_multihop.association import SCORING_MODES, AssociationReranker
+from rag_multihop._settings import resolve_settings
+from rag_multihop.association import AssociationReranker
+from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.encoders import Encoder, MemoEncoder
 from rag_multihop.types import Candidate, Query
 
@@ -63,7 +65,9 @@ class AssociationRerank(BaseNodePostprocessor):
             ``AssociationReranker.save``); loaded on first use.
         top_n: number of nodes returned.
         lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
-        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value.
+        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
+            ``mode`` override the saved :class:`rag_multihop.association.AssociationSettings`
+            (checked by it).
         id_key: node metadata key holding the passage id the model was trained on; ``None``
             uses the node id.
         embed_model: embeds the query and nodes the model does not store (not serialised);
@@ -73,7 +77,7 @@ class AssociationRerank(BaseNodePostprocessor):
     model_path: str = Field(description="Directory of a saved rag-multihop association model.")
     top_n: int = Field(default=5, gt=0, description="Number of nodes to return.")
     lambda_: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Association weight; None = saved value."
+        default=None, description="Association weight in [0, 1]; None = saved value."
     )
     mode: str | None = Field(default=None, description="Scoring mode; None = saved value.")
     id_key: str | None = Field(
@@ -84,12 +88,10 @@ class AssociationRerank(BaseNodePostprocessor):
     _encoders: dict[int, Encoder] = PrivateAttr(default_factory=dict)
     _warned: bool = PrivateAttr(default=False)
 
-    @field_validator("mode")
-    @classmethod
-    def _check_mode(cls, value: str | None) -> str | None:
-        if value is not None and value not in SCORING_MODES:
-            raise ValueError(f"mode must be one of {sorted(SCORING_MODES)}, got {value!r}")
-        return value
+    @model_validator(mode="after")
+    def _check_settings(self) -> AssociationRerank:
+        resolve_settings(AssociationSettings, None, lambda_=self.lambda_, mode=self.mode)
+        return self
 
     @classmethod
     def class_name(cls) -> str:

@@ -105,8 +105,10 @@ class BridgeRetriever(BaseRetriever):
         api_key_env: the NAME of the environment variable holding the key (never the key).
         embed_model: embeds texts for the LLM-free judge (default: ``Settings.embed_model``,
             else the bundled MiniLM).
-        alpha: weight of the retrieval score in the PIT fusion (0.1).
-        bridge_position: ``"first"`` or ``"judged"``.
+        alpha: weight of the retrieval score in the PIT fusion.
+        bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
+            :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
+            core's), kept as ``core.settings``.
     """
 
     def __init__(
@@ -118,8 +120,8 @@ class BridgeRetriever(BaseRetriever):
         api_base: str | None = None,
         api_key_env: str | None = None,
         embed_model: BaseEmbedding | None = None,
-        alpha: float = 0.1,
-        bridge_position: str = "first",
+        alpha: float = BridgeSettings.alpha,
+        bridge_position: str = BridgeSettings.bridge_position,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:

@@ -48,12 +48,19 @@ from llama_index.retrievers.rag_multihop._convert import (
     settings_embed_model,
 )
 
-from rag_multihop.graph import EntityExtractor, EntityGraph, GraphRetriever, build_entity_graph
+from rag_multihop.graph import (
+    EntityExtractor,
+    EntityGraph,
+    GraphRetriever,
+    GraphSettings,
+    build_entity_graph,
+)
 from rag_multihop.graph.build import DEFAULT_SYNONYM_THRESHOLD
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
+
 
 GRAPH_FOLDER = "rag_multihop_entity_graph"
 """The folder, inside a LlamaIndex ``persist_dir``, that holds the entity graph."""
@@ -68,8 +75,9 @@ class EntityGraphRetriever(BaseRetriever):
         seed_retriever: optional retriever whose top ``seed_top_n`` nodes seed the walk.
         extractor: query entity extractor; use the one the graph was built with.
         similarity_top_k: nodes returned.
-        seed_top_n, entity_share, use_entities, damping: see
-            :class:`rag_multihop.graph.GraphRetriever`.
+        seed_top_n, entity_share, use_entities, damping: fields of
+            :class:`rag_multihop.graph.GraphSettings` (its defaults and checks); the
+            retriever keeps them as :attr:`settings`.
     """
 
     def __init__(
@@ -80,23 +88,21 @@ class EntityGraphRetriever(BaseRetriever):
         seed_retriever: BaseRetriever | None = None,
         extractor: EntityExtractor | None = None,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-        seed_top_n: int = 2,
-        entity_share: float = 0.5,
-        use_entities: bool = True,
-        damping: float = 0.5,
+        seed_top_n: int = GraphSettings.seed_top_n,
+        entity_share: float = GraphSettings.entity_share,
+        use_entities: bool = GraphSettings.use_entities,
+        damping: float = GraphSettings.damping,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
         self._corpus = nodes_to_corpus(nodes)
-        self._graph = GraphRetriever(
-            graph,
-            self._corpus,
-            extractor=extractor,
+        settings = GraphSettings(
             seed_top_n=seed_top_n,
             entity_share=entity_share,
             use_entities=use_entities,
             damping=damping,
         )
+        self._graph = GraphRetriever(graph, self._corpus, extractor=extractor, settings=settings)
         self._seed_retriever = seed_retriever
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -164,6 +170,11 @@ class EntityGraphRetriever(BaseRetriever):
     @property
     def graph(self) -> EntityGraph:
         return self._graph.graph
+
+    @property
+    def settings(self) -> GraphSettings:
+        """The walk's :class:`~rag_multihop.graph.GraphSettings`."""
+        return self._graph.settings
 
     def _seeds(self, found: Sequence[NodeWithScore]) -> list[Candidate]:
         seeds = []

@@ -39,9 +39,11 @@ from haystack_integrations.common.rag_multihop.convert import (
     embedder_to_dict,
 )
 
-from rag_multihop.association import SCORING_MODES, AssociationReranker
+from rag_multihop._settings import resolve_settings
+from rag_multihop.association import AssociationReranker
+from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.types import Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_positive_int
 
 RETRIEVAL_SCORE_KEY = "retrieval_score"
 """Signal holding the score a document had before reranking."""
@@ -56,7 +58,9 @@ class AssociationRanker:
             ``AssociationReranker.save``); loaded in :meth:`warm_up`.
         top_k: documents returned (a ``run`` value overrides it).
         lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
-        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value.
+        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
+            ``mode`` override the saved :class:`rag_multihop.association.AssociationSettings`
+            (checked by it).
         embedder: embeds queries and unstored documents: a Haystack text or document embedder
             component, a sentence-transformers model name or path, or ``None`` for the
             bundled all-MiniLM-L6-v2.
@@ -73,9 +77,8 @@ class AssociationRanker:
     ) -> None:
         self.model_path = str(model_path)
         self.top_k = check_positive_int(top_k, "top_k")
-        self.lambda_ = None if lambda_ is None else check_fraction(lambda_, "lambda_")
-        if mode is not None and mode not in SCORING_MODES:
-            raise ValueError(f"mode must be one of {sorted(SCORING_MODES)}, got {mode!r}")
+        resolve_settings(AssociationSettings, None, lambda_=lambda_, mode=mode)  # checks both
+        self.lambda_ = lambda_
         self.mode = mode
         self.embedder = check_embedder(embedder)
         self._reranker: AssociationReranker | None = None

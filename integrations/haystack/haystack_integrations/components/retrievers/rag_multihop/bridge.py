@@ -121,7 +121,9 @@ class BridgeRetriever:
             sentence-transformers model name or path, or ``None`` for the bundled
             all-MiniLM-L6-v2; it must be the model that embedded the store's documents.
         alpha: weight of the retrieval score in the PIT fusion, in [0, 1].
-        bridge_position: ``"first"`` or ``"judged"``.
+        bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
+            :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
+            core's), kept as :attr:`settings`.
         filters: Haystack filters for every search (``run(filters=...)`` replaces them).
     """
 
@@ -134,8 +136,8 @@ class BridgeRetriever:
         api_base: str | None = None,
         api_key: Secret | None = None,
         embedder: Any = None,
-        alpha: float = 0.1,
-        bridge_position: str = "first",
+        alpha: float = BridgeSettings.alpha,
+        bridge_position: str = BridgeSettings.bridge_position,
         filters: dict[str, Any] | None = None,
     ) -> None:
         if not callable(getattr(retriever, "run", None)):
@@ -150,9 +152,7 @@ class BridgeRetriever:
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)
         self.filters = filters
-        BridgeSettings(alpha=alpha, bridge_position=bridge_position)  # validates both
-        self.alpha = alpha
-        self.bridge_position = bridge_position
+        self.settings = BridgeSettings(alpha=alpha, bridge_position=bridge_position)
         self._core: CoreBridgeRetriever | None = None
 
     def warm_up(self) -> None:
@@ -165,10 +165,9 @@ class BridgeRetriever:
         if self._core is None:
             encoder = as_encoder(self.embedder)
             searcher = DocumentSearcher(self.retriever, encoder)
-            settings = BridgeSettings(alpha=self.alpha, bridge_position=self.bridge_position)
             if self.llm is None:
                 self._core = CoreBridgeRetriever.llm_free(
-                    searcher, vectors=PassageVectors(encoder), settings=settings
+                    searcher, vectors=PassageVectors(encoder), settings=self.settings
                 )
             else:
                 self._core = CoreBridgeRetriever.with_llm(
@@ -176,7 +175,7 @@ class BridgeRetriever:
                     self.llm,
                     api_base=self.api_base,
                     api_key_env=key_variable(self.api_key),
-                    settings=settings,
+                    settings=self.settings,
                 )
         return self._core
 
@@ -189,8 +188,8 @@ class BridgeRetriever:
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
             embedder=embedder_to_dict(self.embedder),
-            alpha=self.alpha,
-            bridge_position=self.bridge_position,
+            alpha=self.settings.alpha,
+            bridge_position=self.settings.bridge_position,
             filters=self.filters,
         )
 

@@ -46,9 +46,9 @@ from haystack_integrations.common.rag_multihop.convert import (
 )
 
 from rag_multihop.corpus import Corpus
-from rag_multihop.graph import EntityGraph, GraphRetriever, build_entity_graph
+from rag_multihop.graph import EntityGraph, GraphRetriever, GraphSettings, build_entity_graph
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,8 @@ class EntityGraphRetriever:
         entity_share: share of the seed mass on query entities when both kinds exist.
         use_entities: seed from the query's entities.
         damping: probability of another step of the walk, ``[0, 1)``.
+            These four are :class:`rag_multihop.graph.GraphSettings` fields (defaults and
+            checks are the core's); the component keeps them as :attr:`settings`.
         graph_path: folder to load the graph from, or to save a freshly built one to.
         show_progress: progress bar while building the graph.
         auto_refresh: rebuild the graph when the store's document count changed since it was
@@ -77,10 +79,10 @@ class EntityGraphRetriever:
         self,
         document_store: Any,
         top_k: int = 10,
-        seed_top_n: int = 2,
-        entity_share: float = 0.5,
-        use_entities: bool = True,
-        damping: float = 0.5,
+        seed_top_n: int = GraphSettings.seed_top_n,
+        entity_share: float = GraphSettings.entity_share,
+        use_entities: bool = GraphSettings.use_entities,
+        damping: float = GraphSettings.damping,
         graph_path: str | None = None,
         show_progress: bool = False,
         auto_refresh: bool = True,
@@ -88,12 +90,12 @@ class EntityGraphRetriever:
     ) -> None:
         self.document_store = document_store
         self.top_k = check_positive_int(top_k, "top_k")
-        self.seed_top_n = check_positive_int(seed_top_n, "seed_top_n")
-        self.entity_share = check_fraction(entity_share, "entity_share")
-        self.use_entities = use_entities
-        if not 0.0 <= damping < 1.0:
-            raise ValueError(f"damping must be in [0, 1), got {damping!r}")
-        self.damping = damping
+        self.settings = GraphSettings(
+            seed_top_n=seed_top_n,
+            entity_share=entity_share,
+            use_entities=use_entities,
+            damping=damping,
+        )
         self.graph_path = graph_path
         self.show_progress = show_progress
         self.auto_refresh = auto_refresh
@@ -120,14 +122,7 @@ class EntityGraphRetriever:
             graph = build_entity_graph(corpus, show_progress=self.show_progress)
             if folder is not None:
                 graph.save(folder)
-        return GraphRetriever(
-            graph,
-            corpus,
-            seed_top_n=self.seed_top_n,
-            entity_share=self.entity_share,
-            use_entities=self.use_entities,
-            damping=self.damping,
-        )
+        return GraphRetriever(graph, corpus, settings=self.settings)
 
     def _ready(self) -> GraphRetriever:
         if self._retriever is None:
@@ -163,10 +158,10 @@ class EntityGraphRetriever:
             self,
             document_store=self.document_store.to_dict(),
             top_k=self.top_k,
-            seed_top_n=self.seed_top_n,
-            entity_share=self.entity_share,
-            use_entities=self.use_entities,
-            damping=self.damping,
+            seed_top_n=self.settings.seed_top_n,
+            entity_share=self.settings.entity_share,
+            use_entities=self.settings.use_entities,
+            damping=self.settings.damping,
             graph_path=self.graph_path,
             show_progress=self.show_progress,
             auto_refresh=self.auto_refresh,
