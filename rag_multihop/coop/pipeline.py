@@ -45,16 +45,12 @@ from rag_multihop.coop.uar import UAR_MODES, UARRetriever
 from rag_multihop.coop.unroll import Triple, Unrolling
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_choice, check_int
 
 if TYPE_CHECKING:
     from rag_multihop.coop.rala import RaLaReranker
     from rag_multihop.llm.accounting import LLMAccount
     from rag_multihop.llm.client import LLMClient, LLMSettings
-
-
-def _positive(value: object, name: str, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -74,11 +70,10 @@ class CoopSettings:
     keyextract_rounds: int = 0
 
     def __post_init__(self) -> None:
-        _positive(self.candidates, "candidates")
-        _positive(self.top_k, "top_k")
-        _positive(self.keyextract_rounds, "keyextract_rounds", low=0)
-        if self.uar_mode not in UAR_MODES:
-            raise ValueError(f"uar_mode must be one of {list(UAR_MODES)}, got {self.uar_mode!r}")
+        check_int(self.candidates, "candidates", low=1)
+        check_int(self.top_k, "top_k", low=1)
+        check_int(self.keyextract_rounds, "keyextract_rounds", low=0)
+        check_choice(self.uar_mode, "uar_mode", UAR_MODES)
 
 
 @dataclass(frozen=True)
@@ -233,7 +228,7 @@ class CoopRAG:
     def run(self, query: Query | str, k: int = 10, *, read: bool = True) -> CoopResult:
         """Candidates (at most ``k``) and, with a reader and ``read``, the answer."""
         query = _as_query(query)
-        _positive(k, "k")
+        check_int(k, "k", low=1)
         seconds: dict[str, float] = {}
         accounts: dict[str, LLMAccount] = {}
         clock = time.perf_counter()
@@ -273,7 +268,7 @@ class CoopRAG:
     async def arun(self, query: Query | str, k: int = 10, *, read: bool = True) -> CoopResult:
         """The async twin of :meth:`run` (LLM calls awaited; searches run in this thread)."""
         query = _as_query(query)
-        _positive(k, "k")
+        check_int(k, "k", low=1)
         seconds: dict[str, float] = {}
         accounts: dict[str, LLMAccount] = {}
         clock = time.perf_counter()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_multihop.validation import check_choice, check_int
+
 SCORING_NAMES = ("maxsim", "gap-weighted", "layer-gap")
 """RaLa's scorings (:data:`rag_multihop.coop.rala.SCORINGS` holds the functions)."""
 
@@ -23,18 +25,6 @@ TOKEN_WEIGHTINGS = ("pool-idf", "uniform")
 
 DEFAULT_CANDIDATES = 100
 """K, the first-stage depth RaLa reranks (the paper reranks a top-100)."""
-
-
-def _int(value: object, name: str, low: int, high: int | None = None) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < low
-        or (high is not None and value > high)
-    ):
-        allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -72,19 +62,16 @@ class RaLaSettings:
     candidates: int = DEFAULT_CANDIDATES
 
     def __post_init__(self) -> None:
-        if self.scoring not in SCORING_NAMES:
-            raise ValueError(
-                f"scoring must be one of {sorted(SCORING_NAMES)}, got {self.scoring!r}"
-            )
+        check_choice(self.scoring, "scoring", SCORING_NAMES)
         if self.layer is not None:
-            _int(self.layer, "layer", 1)
-        _int(self.buckets, "buckets", 1, 64)
+            check_int(self.layer, "layer", low=1)
+        check_int(self.buckets, "buckets", low=1, high=64)
         if self.candidate_layers is not None:
             layers = tuple(self.candidate_layers)
             if not layers:
                 raise ValueError("candidate_layers must name at least one layer, or be None")
             for value in layers:
-                _int(value, "candidate_layers entry", 0)
+                check_int(value, "candidate_layers entry", low=0)
             if len(set(layers)) != len(layers):
                 raise ValueError(f"candidate_layers must not repeat a layer, got {layers!r}")
             if self.layer is not None and max(layers) >= self.layer:
@@ -92,18 +79,12 @@ class RaLaSettings:
                     f"candidate_layers must lie below layer {self.layer}, got {layers!r}"
                 )
             object.__setattr__(self, "candidate_layers", layers)
-        _int(self.seed, "seed", 0)
-        if self.pooling is not None and self.pooling not in POOLING_NAMES:
-            raise ValueError(
-                f"pooling must be one of {list(POOLING_NAMES)} or None, got {self.pooling!r}"
-            )
-        if self.token_weighting not in TOKEN_WEIGHTINGS:
-            raise ValueError(
-                f"token_weighting must be one of {list(TOKEN_WEIGHTINGS)}, "
-                f"got {self.token_weighting!r}"
-            )
+        check_int(self.seed, "seed", low=0)
+        if self.pooling is not None:
+            check_choice(self.pooling, "pooling", POOLING_NAMES)
+        check_choice(self.token_weighting, "token_weighting", TOKEN_WEIGHTINGS)
         if not isinstance(self.drop_punctuation, bool):
             raise ValueError(
                 f"drop_punctuation must be True or False, got {self.drop_punctuation!r}"
             )
-        _int(self.candidates, "candidates", 1)
+        check_int(self.candidates, "candidates", low=1)

@@ -1,11 +1,18 @@
-"""Text encoders: the protocol, the offline MiniLM default and an on-disk embedding cache."""
+"""Text encoders: the protocol, the offline MiniLM default, an on-disk embedding cache and an
+in-memory one."""
 
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.cache import CachedEncoder, EmbeddingCache, default_cache_dir
+from rag_multihop.encoders.cache import (
+    CachedEncoder,
+    EmbeddingCache,
+    MemoEncoder,
+    default_cache_dir,
+)
 from rag_multihop.encoders.sentence_transformer import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
     default_encoder,
+    load_encoder,
 )
 
 __all__ = [
@@ -13,7 +20,9 @@ __all__ = [
     "CachedEncoder",
     "EmbeddingCache",
     "Encoder",
+    "MemoEncoder",
     "SentenceTransformerEncoder",
     "default_cache_dir",
     "default_encoder",
+    "load_encoder",
 ]

@@ -1,7 +1,9 @@
 """Run registered methods on one dataset with shared embeddings and score them.
 
 Every method sees the same passage and query vectors (embedded once, cached on disk) and is
-asked for the same number of candidates per question. Latency is the wall time of one
+asked for the same number of candidates per question. A built retriever that saw gold labels
+of the evaluated questions says so with a true ``uses_evaluated_gold`` attribute; the result
+records it and the reports mark the method. Latency is the wall time of one
 ``retrieve`` call with the query vector already computed, so it measures the method, not the
 encoder.
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -33,7 +35,13 @@ import numpy as np
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.eval.datasets import Dataset, QAExample
-from rag_multihop.eval.metrics import all_recall_at_k, last_hop_recall_at_k, recall_at_k
+from rag_multihop.eval.metrics import (
+    all_recall_at_k,
+    exact_match,
+    f1_score,
+    last_hop_recall_at_k,
+    recall_at_k,
+)
 from rag_multihop.eval.registry import BenchContext, check_options, get_method
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
@@ -59,6 +67,13 @@ class MethodResult:
     build_seconds: float
     candidates: list[list[Candidate]] = field(repr=False)
     extras: dict[str, Any] = field(default_factory=dict)
+    uses_evaluated_gold: bool = False
+    """The method used gold labels of the evaluated questions (e.g. transductive AAR): its
+    numbers are not comparable with label-free methods; reports mark it."""
+    per_question_em: np.ndarray | None = None
+    per_question_f1: np.ndarray | None = None
+    """Exact match and token F1 of the method's answers, for methods that answer (their
+    retriever exposes ``answers``, a mapping from question id to answer text)."""
 
     @property
     def rankings(self) -> list[list[str]]:
@@ -178,6 +193,7 @@ def run_method(
     all_recall = {k: _scores(all_recall_at_k, zip(rankings, questions, strict=True), k) for k in ks}
     last_hop = {k: _scores(last_hop_recall_at_k, ordered, k) for k in ks}
     extras = dict(getattr(retriever, "bench_extras", lambda: {})())
+    em, f1 = answer_scores(getattr(retriever, "answers", None), questions)
     return MethodResult(
         name,
         spec.family,
@@ -189,7 +205,29 @@ def run_method(
         build_seconds,
         candidates,
         extras,
+        uses_evaluated_gold=bool(getattr(retriever, "uses_evaluated_gold", False)),
+        per_question_em=em,
+        per_question_f1=f1,
     )
+
+
+def answer_scores(
+    answers: Mapping[str, str] | None, questions: Sequence[QAExample]
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Per-question exact match and token F1 of ``answers`` (question id -> text) against
+    each question's answers; a question without an answer scores 0. ``(None, None)`` when
+    the method gives no answers or the dataset has none.
+
+    >>> from rag_multihop.eval.datasets import QAExample
+    >>> q = QAExample("q1", "Who?", ("Ada Lovelace",), ("p",), False)
+    >>> answer_scores({"q1": "Lovelace"}, [q])
+    (array([0.]), array([0.66666667]))
+    """
+    if not isinstance(answers, Mapping) or not any(q.answers for q in questions):
+        return None, None
+    em = np.array([exact_match(answers.get(q.id, ""), q.answers) for q in questions])
+    f1 = np.array([f1_score(answers.get(q.id, ""), q.answers) for q in questions])
+    return em, f1
 
 
 def run_benchmark(

@@ -83,7 +83,7 @@ def test_layers_outside_the_encoder_are_named(states_encoder: HiddenStateEncoder
 def test_settings_validation_names_parameter_and_value() -> None:
     for kwargs, message in (
         ({"scoring": "eq5"}, "scoring must be one of"),
-        ({"buckets": 0}, r"buckets must be an integer \[1, 64\], got 0"),
+        ({"buckets": 0}, r"buckets must be an integer in \[1, 64\], got 0"),
         ({"candidate_layers": (1, 1)}, "must not repeat"),
         ({"layer": 3, "candidate_layers": (4,)}, "must lie below layer 3"),
         ({"pooling": "max"}, "pooling must be one of"),

@@ -22,7 +22,7 @@ the other candidates), and the spread of the gap weight relative to MaxSim's.
 
 Example:
     >>> options = {"rala_scoring": "layer-gap", "rala_candidate_layers": "1,3"}
-    >>> rala_settings(options).candidate_layers
+    >>> RALA_OPTIONS.read(options).rala.candidate_layers
     (1, 3)
 """
 
@@ -33,62 +33,47 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rag_multihop.coop.pipeline import CoopRAG, CoopSettings, CoopTrace
 from rag_multihop.coop.rala import RaLaReranker
 from rag_multihop.coop.settings import RaLaSettings
 from rag_multihop.coop.states import HiddenStateEncoder
 from rag_multihop.coop.store import PassageStates
 from rag_multihop.encoders.cache import CachedEncoder
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.registry import BenchContext, declare_options, register_method
+from rag_multihop.eval.options import FLATTEN
+from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
+from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_choice
 
 logger = logging.getLogger(__name__)
 
-_PREFIX = "rala_"
 TOKEN_SOURCES = ("precomputed", "query-time")
 
-declare_options("coop", *(f"{_PREFIX}{f.name}" for f in fields(RaLaSettings)), "rala_token_states")
+
+@dataclass(frozen=True)
+class RaLaBenchSettings:
+    """RaLa's settings plus where the benchmark takes passage states from."""
+
+    rala: RaLaSettings = field(default_factory=RaLaSettings, metadata={FLATTEN: True})
+    token_states: str = "precomputed"
+
+    def __post_init__(self) -> None:
+        check_choice(self.token_states, "token_states", TOKEN_SOURCES)
 
 
-def rala_settings(options: Mapping[str, Any], **overrides: Any) -> RaLaSettings:
-    """:class:`RaLaSettings` from ``rala_*`` benchmark options (strings), then ``overrides``."""
-    values: dict[str, Any] = {}
-    for f in fields(RaLaSettings):
-        key = f"{_PREFIX}{f.name}"
-        if key not in options:
-            continue
-        raw = str(options[key]).strip()
-        try:
-            if f.name in ("layer", "buckets", "seed", "candidates"):
-                values[f.name] = None if raw.lower() == "none" else int(raw)
-            elif f.name == "candidate_layers":
-                values[f.name] = (
-                    None if raw.lower() == "none" else tuple(int(x) for x in raw.split(",") if x)
-                )
-            elif f.name == "drop_punctuation":
-                if raw.lower() not in ("true", "false", "1", "0"):
-                    raise ValueError(raw)
-                values[f.name] = raw.lower() in ("true", "1")
-            else:
-                values[f.name] = None if raw.lower() == "none" else raw
-        except ValueError:
-            raise ValueError(f"option {key} has an invalid value {raw!r}") from None
-    return replace(RaLaSettings(**values), **overrides)
-
-
-def _token_source(options: Mapping[str, Any]) -> str:
-    source = str(options.get("rala_token_states", "precomputed"))
-    if source not in TOKEN_SOURCES:
-        raise ValueError(f"option rala_token_states must be one of {TOKEN_SOURCES}, got {source!r}")
-    return source
+RALA_OPTIONS = declare_settings("coop", RaLaBenchSettings, prefix="rala_")
+"""``rala_*`` options: every :class:`RaLaSettings` field and ``rala_token_states``."""
+COOP_OPTIONS = declare_settings("coop", CoopSettings, prefix="coop_")
+"""``coop_*`` options: every :class:`CoopSettings` field."""
 
 
 def _cache_root() -> Path:
@@ -144,9 +129,7 @@ def _hidden_state_encoder(context: BenchContext) -> HiddenStateEncoder:
     """The benchmark encoder's hidden states (one loaded model per run)."""
     encoder = context.artifacts.get("rala-encoder")
     if not isinstance(encoder, HiddenStateEncoder):
-        raw = context.encoder
-        raw = raw.encoder if isinstance(raw, CachedEncoder) else raw
-        encoder = HiddenStateEncoder(raw, name=context.encoder.name)
+        encoder = HiddenStateEncoder(_raw_encoder(context), name=context.encoder.name)
         context.artifacts["rala-encoder"] = encoder
     return encoder
 
@@ -244,20 +227,26 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
         return {}
     return {
         "mean": round(float(np.mean(values)), 3),
-        "p50": round(float(np.median(values)), 3),
+        "median": round(float(np.median(values)), 3),
         "p95": round(float(np.percentile(values, 95)), 3),
     }
+
+
+def rala_reranker(context: BenchContext, **overrides: Any) -> tuple[RaLaReranker, str]:
+    """RaLa with the run's options (and ``overrides``), its store attached when precomputed;
+    and where its passage states come from."""
+    bench = RALA_OPTIONS.read(context.options)
+    reranker = RaLaReranker(_hidden_state_encoder(context), bench.rala, **overrides)
+    if bench.token_states == "precomputed":
+        reranker.store = passage_store(context, reranker)
+    return reranker, bench.token_states
 
 
 def build_rala(
     context: BenchContext, base: Retriever, base_name: str, **overrides: Any
 ) -> RaLaBenchRetriever:
     """RaLa over ``base`` with the run's options (and ``overrides``)."""
-    settings = rala_settings(context.options, **overrides)
-    source = _token_source(context.options)
-    reranker = RaLaReranker(_hidden_state_encoder(context), settings)
-    if source == "precomputed":
-        reranker.store = passage_store(context, reranker)
+    reranker, source = rala_reranker(context, **overrides)
     return RaLaBenchRetriever(
         base, reranker, context.dataset.questions, source=source, base_name=base_name
     )
@@ -283,3 +272,213 @@ def build_rala_bridge(context: BenchContext) -> RaLaBenchRetriever:
     from rag_multihop.eval.methods.bridge import build_bridge
 
     return build_rala(context, build_bridge(context, "embedding"), "bridge (LLM-free)")
+
+
+# ------------------------------------------------------------------ the LLM path
+
+
+class CoopBenchRetriever:
+    """Runs :class:`~rag_multihop.coop.pipeline.CoopRAG` per question; keeps the traces and
+    the answers (the harness scores ``answers`` with EM/F1)."""
+
+    def __init__(self, pipeline: CoopRAG, *, model: str | None, read: bool) -> None:
+        self.pipeline = pipeline
+        self.model = model
+        self.read = read
+        self.traces: list[CoopTrace] = []
+        self.latencies: list[float] = []
+        self._answers: dict[str, str] = {}
+
+    @property
+    def answers(self) -> dict[str, str] | None:
+        """Answers by question id (scored with EM/F1), ``None`` when the method reads none."""
+        return self._answers if self.read else None
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        start = time.perf_counter()
+        result = self.pipeline.run(query, k, read=self.read)
+        self.latencies.append(time.perf_counter() - start)
+        self.traces.append(result.trace)
+        if result.answer is not None:
+            self._answers[str(query.id)] = result.answer
+        return result.candidates
+
+    def bench_extras(self) -> dict[str, Any]:
+        pipeline, traces = self.pipeline, self.traces
+        extras: dict[str, Any] = {
+            "settings": asdict(pipeline.settings),
+            "rala": None if pipeline.reranker is None else asdict(pipeline.reranker.settings),
+            "unrolling": {
+                "fallbacks": sum(t.unrolling.fallback for t in traces),
+                "sub_questions": _summary([len(t.unrolling.sub_questions) for t in traces]),
+                "chain_length": _summary([len(t.unrolling.chain) for t in traces]),
+                "masked_entities": _summary([t.unrolling.masked for t in traces]),
+                "issues": _count(issue for t in traces for issue in t.unrolling.issues),
+            },
+        }
+        rounds = [len(t.rounds) for t in traces if t.stop is not None]
+        if rounds:
+            extras["keyextract"] = {
+                "rounds": _summary(rounds),
+                "stops": _count(t.stop for t in traces if t.stop is not None),
+            }
+        readings = [t.reading for t in traces if t.reading is not None]
+        if readings:
+            extras["reading"] = {
+                "unsupported_spans": _summary([len(r.unsupported) for r in readings]),
+                "answers_not_in_passages": sum(not r.answer_supported for r in readings),
+                "empty_answers": sum(not r.answer for r in readings),
+                "issues": _count(issue for r in readings for issue in r.issues),
+            }
+        if self.model is not None:
+            extras["llm"] = self._llm_report()
+        return extras
+
+    def _llm_report(self) -> dict[str, Any]:
+        accounts = [t.account for t in self.traces if t.account is not None]
+        total = sum(accounts[1:], start=accounts[0]) if accounts else None
+        costs = [a.cost for a in accounts]
+        stages: dict[str, list[Any]] = {}
+        for trace in self.traces:
+            for stage, account in trace.accounts.items():
+                name = "keyextract" if stage.startswith("keyextract_") else stage
+                stages.setdefault(name, []).append(account)
+        return {
+            "model": self.model,
+            "total": None if total is None else total.to_dict(),
+            "per_query": {
+                "calls": _summary([a.calls for a in accounts]),
+                "cache_hits": _summary([a.cache_hits for a in accounts]),
+                "prompt_tokens": _summary([a.prompt_tokens for a in accounts]),
+                "completion_tokens": _summary([a.completion_tokens for a in accounts]),
+                "cost_usd": None
+                if any(c is None for c in costs)
+                else _summary([float(c) for c in costs if c is not None]),
+                "latency_s": _summary(self.latencies),
+                "fallbacks": _summary([t.fallbacks for t in self.traces]),
+            },
+            "per_stage": {
+                stage: {
+                    "calls_per_query": round(sum(a.calls for a in accounts) / len(self.traces), 3),
+                    "prompt_tokens_per_call": _mean_per_call(accounts, "prompt_tokens"),
+                    "completion_tokens_per_call": _mean_per_call(accounts, "completion_tokens"),
+                    "seconds": _summary(
+                        [t.seconds[_stage_clock(stage)] for t in self.traces if stage in _seen(t)]
+                    ),
+                }
+                for stage, accounts in stages.items()
+            },
+        }
+
+
+def _seen(trace: CoopTrace) -> set[str]:
+    return {"keyextract" if s.startswith("keyextract_") else s for s in trace.accounts}
+
+
+def _stage_clock(stage: str) -> str:
+    """The trace's clock of an account's stage (completion and answer share ``read``)."""
+    return "read" if stage in ("complete", "answer") else stage
+
+
+def _mean_per_call(accounts: Sequence[Any], name: str) -> float:
+    calls = sum(a.calls for a in accounts)
+    return round(sum(getattr(a, name) for a in accounts) / calls, 1) if calls else 0.0
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def _text_retriever(context: BenchContext) -> DenseRetriever:
+    """Dense retrieval over the shared index that embeds new texts with the raw encoder (the
+    unrolled questions would each write a cache shard otherwise)."""
+    dense = context.dense
+    return DenseRetriever(dense.corpus, dense.index, _raw_encoder(context))
+
+
+def _raw_encoder(context: BenchContext) -> Any:
+    encoder = context.encoder
+    return encoder.encoder if isinstance(encoder, CachedEncoder) else encoder
+
+
+def build_coop(
+    context: BenchContext,
+    *,
+    rala: bool,
+    read: bool,
+    keyextract: str | None = None,
+    uar_mode: str | None = None,
+    needs_llm: bool = True,
+) -> CoopBenchRetriever:
+    """CoopRAG with the run's options: the LLM of ``--llm`` for unrolling and reading (and
+    KeyExtract when ``keyextract="llm"``), RaLa when ``rala``."""
+    from rag_multihop.coop.keyextract import LLMKeyExtractor, SimilarityKeyExtractor
+    from rag_multihop.coop.pipeline import CoopRAG
+    from rag_multihop.coop.reader import ChainReader
+    from rag_multihop.coop.unroll import LLMUnroller
+    from rag_multihop.eval.methods.bridge import LLM_OPTIONS
+
+    settings = COOP_OPTIONS.read(context.options)
+    if uar_mode is not None:
+        settings = replace(settings, uar_mode=uar_mode)
+    if keyextract is not None and not settings.keyextract_rounds:
+        settings = replace(settings, keyextract_rounds=2)
+    llm = LLM_OPTIONS.read(context.options)
+    if llm.model is None and needs_llm:
+        raise ValueError(
+            "this method needs an LLM: pass --llm MODEL (a litellm model string, or 'local' "
+            "for the embedded model)"
+        )
+    client = llm.client() if llm.model is not None else None
+    reranker = rala_reranker(context)[0] if rala else None
+    extractor: Any = None
+    if keyextract == "llm" and client is not None:
+        extractor = LLMKeyExtractor(client)
+    elif keyextract is not None:
+        extractor = SimilarityKeyExtractor(_raw_encoder(context))
+    pipeline = CoopRAG(
+        _text_retriever(context),
+        unroller=None if client is None else LLMUnroller(client),
+        reranker=reranker,
+        reader=None if client is None or not read else ChainReader(client, top_k=settings.top_k),
+        key_extractor=extractor,
+        settings=settings,
+    )
+    return CoopBenchRetriever(pipeline, model=llm.model, read=read and client is not None)
+
+
+@register_method("uar", "CoopRAG UAR: dense search with the LLM-unrolled question (needs --llm)")
+def build_uar(context: BenchContext) -> CoopBenchRetriever:
+    return build_coop(context, rala=False, read=False, uar_mode="concatenate")
+
+
+@register_method(
+    "uar-subq", "UAR variant: one dense search per sub-question, PIT-fused (needs --llm)"
+)
+def build_uar_subq(context: BenchContext) -> CoopBenchRetriever:
+    return build_coop(context, rala=False, read=False, uar_mode="sub-questions")
+
+
+@register_method(
+    "coop", "CoopRAG: unroll, UAR, RaLa, chain completion and answer (EM/F1; needs --llm)"
+)
+def build_coop_full(context: BenchContext) -> CoopBenchRetriever:
+    return build_coop(context, rala=True, read=True)
+
+
+@register_method(
+    "coop-keyextract", "CoopRAG with LLM KeyExtract rounds before reading (needs --llm)"
+)
+def build_coop_keyextract(context: BenchContext) -> CoopBenchRetriever:
+    return build_coop(context, rala=True, read=True, keyextract="llm")
+
+
+@register_method(
+    "keyextract-free",
+    "LLM-free KeyExtract: RaLa over dense, then key sentences by similarity (budget rounds)",
+)
+def build_keyextract_free(context: BenchContext) -> CoopBenchRetriever:
+    return build_coop(context, rala=True, read=False, keyextract="similarity", needs_llm=False)
