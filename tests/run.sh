@@ -31,5 +31,7 @@ mypy rag_multihop
     -p haystack_integrations.components.embedders.rag_multihop \
     -p haystack_integrations.components.joiners.rag_multihop \
     -p haystack_integrations.components.rankers.rag_multihop \
-    -p haystack_integrations.components.retrievers.rag_multihop)
+    -p haystack_integrations.components.retrievers.rag_multihop \
+    -p haystack_integrations.components.query.rag_multihop \
+    -p haystack_integrations.components.generators.rag_multihop)
 python -m pytest "$@"

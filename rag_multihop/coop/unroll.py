@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -124,6 +125,12 @@ class Unrolling:
         return sum(f == UNKNOWN for t in self.chain for f in (t.head, t.tail))
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; :meth:`from_dict` is its inverse.
+
+        >>> u = Unrolling("Who?", ("Who is it?",), (Triple("a", "b", ANSWER_SLOT),))
+        >>> Unrolling.from_dict(u.to_dict()) == u
+        True
+        """
         return {
             "question": self.question,
             "sub_questions": list(self.sub_questions),
@@ -131,6 +138,22 @@ class Unrolling:
             "fallback": self.fallback,
             "issues": list(self.issues),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Unrolling:
+        """An unrolling from :meth:`to_dict`'s output; a malformed one raises ``ValueError``."""
+        try:
+            question = str(data["question"])
+            chain = tuple(Triple(str(h), str(r), str(t)) for h, r, t in data.get("chain", ()))
+            return cls(
+                question,
+                tuple(str(q) for q in data.get("sub_questions", ())),
+                chain,
+                bool(data.get("fallback", False)),
+                tuple(str(i) for i in data.get("issues", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an unrolling: {exc!r}") from None
 
 
 def raw_question(question: str, reason: str | None = None) -> Unrolling:

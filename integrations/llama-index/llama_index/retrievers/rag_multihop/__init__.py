@@ -4,6 +4,9 @@
   for ``QueryFusionRetriever``.
 - :class:`EntityGraphRetriever`: Personalized PageRank over an entity graph built from nodes.
 - :class:`BridgeRetriever`: bridge-conditioned pool widening and judging around a retriever.
+- :class:`CoopRetriever`: CoopRAG's unrolling-augmented retrieval, RaLa reranking and
+  KeyExtract around a retriever; :class:`UnrollingQueryTransform` (question unrolling into
+  ``custom_embedding_strs``) and :class:`CoopQueryEngine` (chain completion and answer).
 - :func:`nodes_to_corpus`: the rag-multihop corpus of nodes (to train an association model or
   build an entity graph over an index's nodes); :data:`SIGNALS_KEY`, the node metadata key
   under which every component of this package writes its signals.
@@ -15,6 +18,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 from llama_index.retrievers.rag_multihop._convert import SIGNALS_KEY, nodes_to_corpus
 from llama_index.retrievers.rag_multihop.bridge import BridgeRetriever
+from llama_index.retrievers.rag_multihop.coop import (
+    CoopQueryEngine,
+    CoopRetriever,
+    UnrollingQueryTransform,
+)
 from llama_index.retrievers.rag_multihop.fusion import PITFusionRetriever
 from llama_index.retrievers.rag_multihop.graph import EntityGraphRetriever
 
@@ -26,8 +34,11 @@ except PackageNotFoundError:  # running from a source tree without installing
 __all__ = [
     "SIGNALS_KEY",
     "BridgeRetriever",
+    "CoopQueryEngine",
+    "CoopRetriever",
     "EntityGraphRetriever",
     "PITFusionRetriever",
+    "UnrollingQueryTransform",
     "__version__",
     "nodes_to_corpus",
 ]

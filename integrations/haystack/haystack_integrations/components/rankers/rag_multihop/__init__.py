@@ -4,6 +4,8 @@
   ``rag-multihop aar train`` (see ``docs/association.md``).
 - :class:`BridgeJudgeRanker`: the bridge-conditioned (tripartite) judge of BridgeRAG, with an
   LLM or LLM-free (see ``docs/bridge.md``).
+- :class:`RaLaRanker`: CoopRAG's RaLa, late interaction over encoder hidden states, LLM-free
+  (see ``docs/coop.md``).
 
 Example:
     >>> from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
@@ -15,5 +17,6 @@ from __future__ import annotations
 
 from haystack_integrations.components.rankers.rag_multihop.association import AssociationRanker
 from haystack_integrations.components.rankers.rag_multihop.bridge_judge import BridgeJudgeRanker
+from haystack_integrations.components.rankers.rag_multihop.rala import RaLaRanker
 
-__all__ = ["AssociationRanker", "BridgeJudgeRanker"]
+__all__ = ["AssociationRanker", "BridgeJudgeRanker", "RaLaRanker"]

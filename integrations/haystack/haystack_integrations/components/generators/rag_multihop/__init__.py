@@ -1,0 +1,20 @@
+"""Haystack generators of rag-multihop.
+
+- :class:`ChainAnswerGenerator`: CoopRAG's reasoning-chain completion and concise answer
+  from retrieved documents (see ``docs/coop.md``).
+
+Example:
+    >>> from haystack_integrations.components.generators.rag_multihop import (
+    ...     ChainAnswerGenerator,
+    ... )
+    >>> ChainAnswerGenerator(llm="openai/gpt-4o-mini", top_k=3).top_k
+    3
+"""
+
+from __future__ import annotations
+
+from haystack_integrations.components.generators.rag_multihop.chain_answer import (
+    ChainAnswerGenerator,
+)
+
+__all__ = ["ChainAnswerGenerator"]

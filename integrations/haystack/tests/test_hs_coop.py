@@ -1,0 +1,198 @@
+"""CoopRAG's Haystack components: the RaLa ranker, the question unroller, the chain answer
+generator and the UAR + RaLa + KeyExtract retriever; run = run_async, a pipeline, exact
+to_dict/from_dict with env-var secrets only. The LLM is a plain-object fake transport."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+pytest.importorskip("haystack")
+
+from haystack import Document, Pipeline
+from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
+from haystack_integrations.components.generators.rag_multihop import ChainAnswerGenerator
+from haystack_integrations.components.query.rag_multihop import QuestionUnroller
+from haystack_integrations.components.rankers.rag_multihop import RaLaRanker
+from haystack_integrations.components.retrievers.rag_multihop import CoopRetriever
+from hs_fakes import HashingEncoder, HashingTextEmbedder
+
+from rag_multihop.llm import RawReply
+
+DOCS = {
+    "polish-wedding": (
+        "Polish Wedding",
+        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
+    ),
+    "theresa-connelly": (
+        "Theresa Connelly",
+        "Theresa Connelly is an American screenwriter born in Philadelphia.",
+    ),
+    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
+    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
+    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
+}
+QUESTION = "Where was the director of the film Polish Wedding born?"
+UNROLLING = {
+    "sub_questions": ["Who directed Polish Wedding?", "Where was that director born?"],
+    "chain": [
+        {"head": "Polish Wedding", "relation": "directed by", "tail": "<unknown>"},
+        {"head": "<unknown>", "relation": "born in", "tail": "<answer>"},
+    ],
+}
+COMPLETION = {
+    "chain": [
+        {"head": "Polish Wedding", "relation": "directed by", "tail": "Theresa Connelly"},
+        {"head": "Theresa Connelly", "relation": "born in", "tail": "Philadelphia"},
+    ]
+}
+
+
+class FakeLLM:
+    """Scripted CoopRAG replies by prompt kind (stands in for litellm's transport)."""
+
+    def check_model(self, model: str) -> None:
+        return None
+
+    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
+        return []
+
+    def complete(self, request, *, api_key, timeout) -> RawReply:
+        prompt = request["messages"][-1]["content"]
+        if "Plan how to answer" in prompt:
+            return RawReply(json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40)
+        if "Complete the reasoning chain" in prompt:
+            return RawReply(json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40)
+        if "Can the question be answered" in prompt:
+            return RawReply('{"answerable": false, "key_sentence": ""}', prompt_tokens=150)
+        return RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5)
+
+    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
+        return self.complete(request, api_key=api_key, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def fake_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rag_multihop.llm.client as client
+
+    monkeypatch.setattr(client, "LiteLLMTransport", FakeLLM)
+
+
+def documents() -> list[Document]:
+    texts = [f"{title}\n{text}" for title, text in DOCS.values()]
+    vectors = HashingEncoder().encode(texts)
+    return [
+        Document(id=doc_id, content=text, meta={"title": title}, embedding=vector.tolist())
+        for (doc_id, (title, text)), vector in zip(DOCS.items(), vectors, strict=True)
+    ]
+
+
+def plain(data: dict) -> dict:
+    """``data`` as JSON would carry it (enums by value)."""
+    return json.loads(json.dumps(data, default=lambda value: value.value))
+
+
+@pytest.fixture
+def store() -> InMemoryDocumentStore:
+    store = InMemoryDocumentStore()
+    store.write_documents(documents())
+    return store
+
+
+def test_rala_ranker_reranks_new_documents_and_round_trips() -> None:
+    docs = [Document(id=d.id, content=d.content, meta=d.meta, score=0.1) for d in documents()]
+    ranker = RaLaRanker(top_k=3)
+    out = ranker.run(query=QUESTION, documents=docs[::-1])["documents"]
+    assert out[0].id == "polish-wedding" and len(out) == 3
+    assert {"rala", "maxsim"} <= set(out[0].meta[SIGNALS_KEY])
+    assert all(d.score == 0.1 and SIGNALS_KEY not in d.meta for d in docs)
+    again = asyncio.run(ranker.run_async(query=QUESTION, documents=docs[::-1], top_k=2))
+    assert [d.id for d in again["documents"]] == [d.id for d in out[:2]]
+    assert ranker.run(query=QUESTION, documents=[]) == {"documents": []}
+    assert RaLaRanker.from_dict(ranker.to_dict()).to_dict() == ranker.to_dict()
+    with pytest.raises(ValueError, match="token_weighting must be one of"):
+        RaLaRanker(token_weighting="bm25")
+
+
+def test_unroller_and_answer_generator() -> None:
+    unroller = QuestionUnroller(llm="openai/gpt-4o-mini")
+    out = unroller.run(query=QUESTION)
+    assert out["query"].startswith(QUESTION + " Who directed Polish Wedding?")
+    assert out["sub_questions"] == UNROLLING["sub_questions"]
+    assert out["trace"]["account"]["calls"] == 1
+    assert asyncio.run(unroller.run_async(query=QUESTION))["query"] == out["query"]
+
+    generator = ChainAnswerGenerator(llm="openai/gpt-4o-mini", top_k=2)
+    answered = generator.run(query=QUESTION, documents=documents(), unrolling=out["unrolling"])
+    answer = answered["answers"][0]
+    assert answer.data == "Philadelphia" and len(answer.documents) == 2
+    assert answer.meta["chain"][1] == ["Theresa Connelly", "born in", "Philadelphia"]
+    assert answer.meta["unsupported_spans"] == []
+    assert set(answered["trace"]["accounts"]) == {"complete", "answer"}
+    plain = asyncio.run(generator.run_async(query=QUESTION, documents=documents()))
+    assert set(plain["trace"]["accounts"]) == {"answer"}  # no unrolling: no completion call
+    with pytest.raises(ValueError, match="at least one document"):
+        generator.run(query=QUESTION, documents=[])
+
+
+def test_retriever_llm_free_and_with_keyextract(store: InMemoryDocumentStore) -> None:
+    free = CoopRetriever(InMemoryEmbeddingRetriever(store), embedder=HashingTextEmbedder())
+    out = free.run(query=QUESTION, top_k=3)
+    assert out["documents"][0].id == "polish-wedding" and len(out["documents"]) == 3
+    assert out["unrolling"]["sub_questions"] == [] and out["trace"]["accounts"] == {}
+
+    keyed = CoopRetriever(
+        InMemoryEmbeddingRetriever(store),
+        llm="openai/gpt-4o-mini",
+        embedder=HashingTextEmbedder(),
+        keyextract_rounds=2,
+        keyextract_top_k=3,
+    )
+    result = keyed.run(query=QUESTION, top_k=3)
+    trace = result["trace"]
+    assert trace["stop"] == "no new sentence"  # the judge never says answerable nor extracts
+    assert set(trace["accounts"]) == {"unroll", "keyextract_1"}
+    async_ = asyncio.run(keyed.run_async(query=QUESTION, top_k=3))
+    assert [d.id for d in async_["documents"]] == [d.id for d in result["documents"]]
+
+
+def test_pipeline_and_serialisation(
+    store: InMemoryDocumentStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEAM_OPENAI_KEY", "sk-test-not-a-real-key")  # read at call time
+    key = Secret.from_env_var("TEAM_OPENAI_KEY", strict=False)
+    pipeline = Pipeline()
+    pipeline.add_component(
+        "retriever",
+        CoopRetriever(
+            InMemoryEmbeddingRetriever(store),
+            llm="openai/gpt-4o-mini",
+            api_key=key,
+            embedder=HashingTextEmbedder(),
+            top_k=3,
+        ),
+    )
+    pipeline.add_component("reader", ChainAnswerGenerator(llm="openai/gpt-4o-mini", api_key=key))
+    pipeline.connect("retriever.documents", "reader.documents")
+    pipeline.connect("retriever.unrolling", "reader.unrolling")
+    out = pipeline.run({"retriever": {"query": QUESTION}, "reader": {"query": QUESTION}})
+    assert out["reader"]["answers"][0].data == "Philadelphia"
+    params = pipeline.to_dict()["components"]["retriever"]["init_parameters"]
+    assert params["api_key"]["env_vars"] == ["TEAM_OPENAI_KEY"]
+    for component in (
+        CoopRetriever(InMemoryEmbeddingRetriever(store), llm="local", keyextract_rounds=2),
+        QuestionUnroller(llm="openai/gpt-4o-mini", api_key=key),
+        ChainAnswerGenerator(llm="openai/gpt-4o-mini", top_k=3),
+    ):
+        data = plain(component.to_dict())
+        assert plain(type(component).from_dict(plain(data)).to_dict()) == data
+        assert "sk-" not in json.dumps(data)
+    with pytest.raises(ValueError, match="Secret.from_env_var"):
+        QuestionUnroller(llm="openai/gpt-4o-mini", api_key=Secret.from_token("sk-test"))
+    with pytest.raises(TypeError, match="embedding retriever component"):
+        CoopRetriever(object())
