@@ -19,7 +19,7 @@ from haystack_integrations.components.embedders.rag_multihop import (
     RagMultihopTextEmbedder,
 )
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
-from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
+from haystack_integrations.components.rankers.rag_multihop import AssociationRanker, RaLaRanker
 from haystack_integrations.components.retrievers.chroma import ChromaEmbeddingRetriever
 from haystack_integrations.components.retrievers.rag_multihop import (
     BridgeRetriever,
@@ -144,3 +144,21 @@ def test_bridge_in_a_pipeline(store):
     found = ids(out, "bridge")
     assert found[:2] == ["polish-wedding", SECOND_HOP]
     assert ids(asyncio.run(pipeline.run_async({"bridge": {"query": QUESTION}})), "bridge") == found
+
+
+def test_rala_in_a_pipeline(store):
+    question = QUESTION
+    # --8<-- [quickstart: rala]
+    # CoopRAG's RaLa (late interaction over encoder layers, LLM-free) reranks the top 10
+    pipeline = Pipeline()
+    pipeline.add_component("text_embedder", RagMultihopTextEmbedder())
+    pipeline.add_component("retriever", ChromaEmbeddingRetriever(store, top_k=10))
+    pipeline.add_component("ranker", RaLaRanker(top_k=3))  # the one new component
+    pipeline.connect("text_embedder.embedding", "retriever.query_embedding")
+    pipeline.connect("retriever.documents", "ranker.documents")
+    out = pipeline.run({"text_embedder": {"text": question}, "ranker": {"query": question}})
+    # --8<-- [end]
+    found = ids(out, "ranker")
+    assert found[0] == "polish-wedding" and len(found) == 3
+    inputs = {"text_embedder": {"text": QUESTION}, "ranker": {"query": QUESTION}}
+    assert ids(asyncio.run(pipeline.run_async(inputs)), "ranker") == found

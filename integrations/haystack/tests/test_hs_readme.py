@@ -22,7 +22,7 @@ def snippets() -> dict[str, str]:
 
 
 def test_the_test_marks_every_quickstart_snippet() -> None:
-    assert set(snippets()) == {"index", "aar", "fusion", "bridge"}
+    assert set(snippets()) == {"index", "aar", "fusion", "bridge", "rala"}
 
 
 @pytest.mark.parametrize("readme", READMES, ids=["package", "repository"])

@@ -16,7 +16,7 @@ from llama_index.core.chat_engine import CondensePlusContextChatEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import TextNode
 from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
-from llama_index.postprocessor.rag_multihop import AssociationRerank
+from llama_index.postprocessor.rag_multihop import AssociationRerank, RaLaRerank
 from llama_index.retrievers.rag_multihop import (
     SIGNALS_KEY,
     BridgeRetriever,
@@ -138,4 +138,20 @@ async def test_bridge_in_a_chat_engine(index):
     # --8<-- [end]
     found = chat_sources(chat_engine)
     assert found[:2] == ["polish-wedding", SECOND_HOP]
+    assert await achat_sources(chat_engine) == found
+
+
+@pytest.mark.anyio
+async def test_rala_in_a_chat_engine(index):
+    llm = MockLLM()
+    # --8<-- [quickstart: rala]
+    # CoopRAG's RaLa (late interaction over encoder layers, LLM-free) reranks the top 10
+    retriever = index.as_retriever(similarity_top_k=10)
+    rerank = RaLaRerank(top_n=3)  # the one new line
+    chat_engine = CondensePlusContextChatEngine.from_defaults(
+        retriever, llm=llm, node_postprocessors=[rerank]
+    )
+    # --8<-- [end]
+    found = chat_sources(chat_engine)
+    assert found[0] == "polish-wedding" and len(found) == 3
     assert await achat_sources(chat_engine) == found
