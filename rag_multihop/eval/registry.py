@@ -172,6 +172,7 @@ def available_methods() -> dict[str, MethodSpec]:
         _entry_points_loaded = True
         # deferred (the family modules import this one), but a static import tools can see
         import rag_multihop.eval.methods  # noqa: F401
+
         for entry in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 entry.load()
