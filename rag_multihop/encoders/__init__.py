@@ -1,7 +1,9 @@
-"""Text encoders: the protocol, the offline MiniLM default and an on-disk embedding cache."""
+"""Text encoders: the protocol, the offline MiniLM default (torch, or ONNX Runtime fp32 / int8)
+and an on-disk embedding cache."""
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import CachedEncoder, EmbeddingCache, default_cache_dir
+from rag_multihop.encoders.registry import DEFAULT_ENCODER, ENCODERS, make_encoder
 from rag_multihop.encoders.sentence_transformer import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
@@ -9,11 +11,14 @@ from rag_multihop.encoders.sentence_transformer import (
 )
 
 __all__ = [
+    "DEFAULT_ENCODER",
     "DEFAULT_MODEL_NAME",
+    "ENCODERS",
     "CachedEncoder",
     "EmbeddingCache",
     "Encoder",
     "SentenceTransformerEncoder",
     "default_cache_dir",
     "default_encoder",
+    "make_encoder",
 ]
