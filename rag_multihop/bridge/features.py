@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -31,8 +32,10 @@ MIN_KEY_CHARS = 3
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 
 
+@lru_cache(maxsize=65_536)
 def title_key(title: str) -> str:
-    """The normalised form of a title, without a trailing ``(...)`` disambiguation."""
+    """The normalised form of a title, without a trailing ``(...)`` disambiguation
+    (remembered: a corpus's titles come back in every pool)."""
     return normalize_entity(_DISAMBIGUATION.sub("", title))
 
 

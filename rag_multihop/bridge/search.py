@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -50,36 +52,99 @@ class DenseSearcher:
 
     Candidates carry the signal ``"dense"`` (cosine for normalised vectors). ``encoder`` may
     be ``None`` when every query carries its embedding.
+
+    Encoded texts are remembered: the ``memo_size`` most recently encoded ones (0 turns
+    this off), plus every text given to :meth:`remember` (kept until the searcher goes), so
+    a text searched again (an entity name, a sentence of a passage that is often the
+    bridge) costs no encoder call.
     """
 
-    def __init__(self, corpus: Corpus, index: DenseIndex, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        index: DenseIndex,
+        encoder: Encoder | None = None,
+        *,
+        memo_size: int = 10_000,
+    ) -> None:
         if len(index) != len(corpus):
             raise ValueError(f"index holds {len(index)} passages but the corpus has {len(corpus)}")
+        if isinstance(memo_size, bool) or not isinstance(memo_size, int) or memo_size < 0:
+            raise ValueError(f"memo_size must be an integer >= 0, got {memo_size!r}")
         self.corpus = corpus
         self.index = index
         self.encoder = encoder
+        self.memo_size = memo_size
+        self._pinned: dict[str, np.ndarray] = {}
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def from_retriever(cls, dense: DenseRetriever, encoder: Encoder | None = None) -> DenseSearcher:
         """Search ``dense``'s index; ``encoder`` replaces its encoder (e.g. one without cache)."""
         return cls(dense.corpus, dense.index, encoder if encoder is not None else dense.encoder)
 
+    def remember(self, texts: Sequence[str], vectors: np.ndarray | None = None) -> int:
+        """Keep vectors of ``texts`` for later searches: ``vectors`` (one row per text), or
+        the encoder's, encoding only texts not yet known (one batch). Returns how many texts
+        were new. Use it to precompute query-independent texts (e.g.
+        :meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.prepare`)."""
+        texts = list(texts)
+        given: dict[str, np.ndarray] = {}
+        if vectors is not None:
+            matrix = as_embedding_matrix(vectors, name="text vectors", dim=self.index.dim)
+            if len(matrix) != len(texts):
+                raise ValueError(f"got {len(texts)} texts but {len(matrix)} vectors")
+            given = dict(zip(texts, matrix, strict=True))
+        with self._lock:
+            new = [text for text in dict.fromkeys(texts) if text not in self._pinned]
+        if not new:
+            return 0
+        rows = np.stack([given[t] for t in new]) if given else self._encode(new)
+        with self._lock:
+            self._pinned.update(zip(new, rows, strict=True))
+        return len(new)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if self.encoder is None:
+            raise ValueError(
+                f"{len(texts)} query text(s) have no embedding and the searcher has no "
+                "encoder; pass DenseSearcher(..., encoder=...)"
+            )
+        encoded = self.encoder.encode(texts)
+        return as_embedding_matrix(encoded, name="encoder output", dim=self.index.dim)
+
+    def _known(self, text: str) -> np.ndarray | None:
+        vector = self._pinned.get(text)
+        if vector is None:
+            vector = self._recent.get(text)
+            if vector is not None:
+                self._recent.move_to_end(text)
+        return vector
+
     def _vectors(self, queries: Sequence[Query]) -> np.ndarray:
         rows = np.zeros((len(queries), self.index.dim), dtype=np.float32)
-        missing = [i for i, q in enumerate(queries) if q.embedding is None]
-        for i, query in enumerate(queries):
-            if query.embedding is not None:
-                rows[i] = as_embedding_matrix(
-                    query.embedding, name="query embedding", dim=self.index.dim
-                )[0]
+        missing: dict[str, list[int]] = {}
+        with self._lock:
+            for i, query in enumerate(queries):
+                if query.embedding is not None:
+                    rows[i] = as_embedding_matrix(
+                        query.embedding, name="query embedding", dim=self.index.dim
+                    )[0]
+                elif (known := self._known(query.text)) is not None:
+                    rows[i] = known
+                else:
+                    missing.setdefault(query.text, []).append(i)
         if missing:
-            if self.encoder is None:
-                raise ValueError(
-                    f"{len(missing)} query text(s) have no embedding and the searcher has no "
-                    "encoder; pass DenseSearcher(..., encoder=...)"
-                )
-            encoded = self.encoder.encode([queries[i].text for i in missing])
-            rows[missing] = as_embedding_matrix(encoded, name="encoder output", dim=self.index.dim)
+            encoded = self._encode(list(missing))
+            for positions, vector in zip(missing.values(), encoded, strict=True):
+                rows[positions] = vector
+            if self.memo_size:
+                with self._lock:
+                    for text, vector in zip(missing, encoded, strict=True):
+                        self._recent[text] = vector
+                        if len(self._recent) > self.memo_size:
+                            self._recent.popitem(last=False)
         return rows
 
     def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
