@@ -39,9 +39,13 @@ def make_encoder(name: str = DEFAULT_ENCODER, *, threads: int | None = None) -> 
     if name not in ENCODERS:
         raise ValueError(f"unknown encoder {name!r}; choose from: {', '.join(sorted(ENCODERS))}")
     if name == "minilm":
-        from rag_multihop.encoders.sentence_transformer import default_encoder
+        from rag_multihop import encoders  # looked up on the package, where it can be replaced
 
-        return default_encoder(threads=threads)
+        return (
+            encoders.default_encoder()
+            if threads is None
+            else encoders.default_encoder(threads=threads)
+        )
     from rag_multihop.encoders.onnx import OnnxEncoder
 
     return OnnxEncoder.minilm(quantize="int8" if name == "minilm-int8" else "none", threads=threads)

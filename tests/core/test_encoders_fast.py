@@ -61,7 +61,7 @@ def test_export_is_reused_and_records_its_provenance(model_dir, export_dir):
     second = export_onnx(model_dir, quantize="int8", out_dir=export_dir)
     config = json.loads((second / "config.json").read_text())
     assert second == first and (second / "model.onnx").stat().st_mtime_ns == stamp
-    assert config["quantize"] == "int8" and config["format_version"] == 1
+    assert config["quantize"] == "int8" and config["format_version"] == 2
 
 
 def test_onnx_refuses_bad_settings_and_other_models(tmp_path, model_dir):
