@@ -72,7 +72,10 @@ def add_aar_parser(subparsers: Any) -> None:
         "--seed", type=int, default=defaults.seed, help=f"random seed (default {defaults.seed})"
     )
     train.add_argument(
-        "--threads", type=int, default=None, help="torch threads while training (default: torch's)"
+        "--threads",
+        type=int,
+        default=defaults.threads,
+        help=f"torch threads while training (default: {defaults.threads})",
     )
     train.add_argument(
         "--lambda", dest="lambda_", type=float, default=DEFAULT_LAMBDA, help="saved blend weight"

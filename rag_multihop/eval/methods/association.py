@@ -8,7 +8,8 @@ trained model per setting through ``context.artifacts``. Options (``--option KEY
 - ``pairs``: :data:`PAIR_SOURCES` (``gold`` by default);
 - ``aar_lambda`` (λ, default 0.5), ``aar_k`` (K, default 100), ``aar_epochs`` (default 100),
   ``aar_seed`` (default 0), ``aar_relations`` (label-free relations, comma-separated,
-  default ``title-mention``), ``aar_threads`` (torch threads while training; default torch's).
+  default ``title-mention``), ``aar_threads`` (torch threads while training; default 1, see
+  :class:`~rag_multihop.association.training.TrainingConfig`).
 
 ``bench_extras()`` reports per trained model the pair statistics, training statistics and the
 leakage (shares of the evaluated questions' gold pairs and gold passages present in the
@@ -98,7 +99,7 @@ class BenchSettings:
     epochs: int = TrainingConfig.epochs
     seed: int = 0
     relations: tuple[str, ...] = DEFAULT_CORPUS_RELATIONS
-    threads: int | None = None
+    threads: int | None = TrainingConfig.threads
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> BenchSettings:
@@ -121,8 +122,8 @@ class BenchSettings:
         seed = parse_option(options, "aar_seed", cls.seed, int)
         if seed < 0:
             raise ValueError(f"option aar_seed must be a non-negative integer, got {seed!r}")
-        threads = options.get("aar_threads")
-        if threads is not None:
+        threads = cls.threads
+        if options.get("aar_threads") is not None:
             threads = check_positive_int(
                 parse_option(options, "aar_threads", None, int), "aar_threads"
             )
