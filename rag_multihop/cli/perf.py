@@ -52,13 +52,15 @@ def cmd_perf(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown encoder {unknown[0]!r}; choose from: {', '.join(ENCODERS)}")
     options = dict(args.option)
-    anchor_pps: float | None = None
+    anchor: dict[str, float] | None = None
     encoder_rows: list[perf.EncoderRow] = []
     if compared and args.encode_sample:
         texts = datasets[0].corpus.texts()
         random.Random(0).shuffle(texts)
-        anchor_pps, encoder_rows = perf.time_encoders(
-            texts[: args.encode_sample], {name: make_encoder(name) for name in compared}
+        anchor, encoder_rows = perf.time_encoders(
+            texts[: args.encode_sample],
+            {name: make_encoder(name) for name in compared},
+            queries=[q.question for q in datasets[0].questions[: args.queries]],
         )
     encoder = encoder_from_args(args)
     ppr_rows, method_rows = [], {}
@@ -72,7 +74,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         ppr_rows.append(perf.time_synthetic_ppr(args.ppr_size))
     report = perf.report_dict(
         command=_command(args),
-        anchor_pps=anchor_pps,
+        anchor=anchor,
         encoders=encoder_rows,
         ppr=ppr_rows,
         methods=method_rows,

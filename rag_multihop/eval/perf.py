@@ -7,7 +7,8 @@ next to its anchor in the same process and reported as a ratio:
   plain sentence-transformers fp32 (``SentenceTransformer(path).encode(texts)``, its
   defaults) on the same passages, in passages per second, with the cosine of each vector
   to the anchor's (mean and minimum). The anchor runs before and after the encoders; the
-  ratio is against the mean of its two runs.
+  ratio is against the mean of its two runs. Each also encodes questions one at a time
+  (ms p50/p95: the query-time cost).
 - **PPR**: the local push (:mod:`rag_multihop.graph.push`) vs exact power iteration, on
   the dataset's entity graph with the seeds of the timed questions, and on a synthetic
   graph of ``ppr_size`` passages (:mod:`rag_multihop.eval.graph_scale`).
@@ -89,13 +90,20 @@ class EncoderRow:
     ratio_to_anchor: float
     cosine_mean: float
     cosine_min: float
+    query_ms_p50: float
+    query_ms_p95: float
 
 
 def time_encoders(
-    texts: Sequence[str], encoders: dict[str, Encoder], *, anchor_batch_size: int = 32
-) -> tuple[float, list[EncoderRow]]:
-    """Passages per second of the anchor (plain sentence-transformers fp32 on the bundled
-    MiniLM) and one :class:`EncoderRow` per encoder (ratio and cosine to the anchor)."""
+    texts: Sequence[str],
+    encoders: dict[str, Encoder],
+    *,
+    queries: Sequence[str] = (),
+    anchor_batch_size: int = 32,
+) -> tuple[dict[str, float], list[EncoderRow]]:
+    """The anchor's figures (plain sentence-transformers fp32 on the bundled MiniLM:
+    passages per second, query ms p50/p95) and one :class:`EncoderRow` per encoder (ratio
+    and cosine to the anchor); ``queries`` are encoded one at a time."""
     from rag_multihop._optional import require
 
     st = require("sentence_transformers", extra="encoders")
@@ -108,6 +116,14 @@ def time_encoders(
         vectors = plain.encode(texts, batch_size=anchor_batch_size, normalize_embeddings=True)
         return time.perf_counter() - start, np.asarray(vectors, dtype=np.float32)
 
+    def one_at_a_time(encode: Any) -> tuple[float, float]:
+        times = []
+        for query in queries:
+            start = time.perf_counter()
+            encode([query])
+            times.append((time.perf_counter() - start) * 1000)
+        return _percentiles(times) if times else (float("nan"), float("nan"))
+
     for encoder in encoders.values():  # load models and exports outside the timing
         encoder.encode(texts[:2])
     plain.encode(texts[:2])
@@ -116,11 +132,12 @@ def time_encoders(
     for key, encoder in encoders.items():
         start = time.perf_counter()
         vectors = encoder.encode(texts)
-        timed[key] = (time.perf_counter() - start, vectors)
+        timed[key] = (time.perf_counter() - start, vectors, one_at_a_time(encoder.encode))
     second, _ = anchor()
+    anchor_query = one_at_a_time(plain.encode)
     anchor_seconds = (first + second) / 2
     rows = []
-    for key, (seconds, vectors) in timed.items():
+    for key, (seconds, vectors, query_ms) in timed.items():
         cosine = (vectors * reference).sum(axis=1)
         rows.append(
             EncoderRow(
@@ -131,9 +148,16 @@ def time_encoders(
                 ratio_to_anchor=round(anchor_seconds / seconds, 2),
                 cosine_mean=round(float(cosine.mean()), 4),
                 cosine_min=round(float(cosine.min()), 4),
+                query_ms_p50=query_ms[0],
+                query_ms_p95=query_ms[1],
             )
         )
-    return round(len(texts) / anchor_seconds, 1), rows
+    figures = {
+        "passages_per_second": round(len(texts) / anchor_seconds, 1),
+        "query_ms_p50": anchor_query[0],
+        "query_ms_p95": anchor_query[1],
+    }
+    return figures, rows
 
 
 # ---------------------------------------------------------------------------- PPR
@@ -309,7 +333,7 @@ def perf_context(
 def report_dict(
     *,
     command: str,
-    anchor_pps: float | None,
+    anchor: dict[str, float] | None,
     encoders: Sequence[EncoderRow],
     ppr: Sequence[PPRRow],
     methods: dict[str, list[MethodRow]],
@@ -317,7 +341,7 @@ def report_dict(
     """Everything measured, JSON-ready."""
     return {
         "command": command,
-        "anchor_passages_per_second": anchor_pps,
+        "anchor": anchor,
         "encoders": [asdict(r) for r in encoders],
         "ppr": [asdict(r) for r in ppr],
         "methods": {name: [asdict(r) for r in rows] for name, rows in methods.items()},
@@ -329,15 +353,18 @@ def markdown(report: dict[str, Any]) -> str:
     """The report as markdown tables (for ``docs/benchmarks.md``)."""
     out = [f"`{report['command']}`\n"]
     if report["encoders"]:
+        anchor = report["anchor"]
         out.append(
             f"\nEncoders on the same passages; anchor: plain sentence-transformers fp32 at "
-            f"{report['anchor_passages_per_second']} passages/s.\n\n"
+            f"{anchor['passages_per_second']} passages/s, one question at a time "
+            f"{anchor['query_ms_p50']} / {_num(anchor['query_ms_p95'])} ms (p50 / p95).\n\n"
             "| encoder | name (cache key) | passages/s | × anchor | cosine to anchor "
-            "(mean / min) |\n|---|---|---|---|---|\n"
+            "(mean / min) | one question, ms (p50 / p95) |\n|---|---|---|---|---|---|\n"
         )
         out += [
             f"| {r['encoder']} | `{r['name']}` | {r['passages_per_second']} | "
-            f"{r['ratio_to_anchor']} | {r['cosine_mean']} / {r['cosine_min']} |\n"
+            f"{r['ratio_to_anchor']} | {r['cosine_mean']} / {r['cosine_min']} | "
+            f"{_num(r['query_ms_p50'])} / {_num(r['query_ms_p95'])} |\n"
             for r in report["encoders"]
         ]
     if report["ppr"]:

@@ -58,10 +58,12 @@ def test_perf_refuses_unknown_names_before_timing(extra, message, shared_dataset
 
 def test_encoder_rows_compare_with_the_plain_anchor(minilm):
     texts = ["Polish Wedding is a 1998 film.", "Theresa Connelly is a director.", "x"]
-    anchor_pps, rows = perf.time_encoders(texts, {"ours": minilm, "hash": HashingEncoder(384)})
-    assert anchor_pps > 0
+    anchor, rows = perf.time_encoders(
+        texts, {"ours": minilm, "hash": HashingEncoder(384)}, queries=["Who directed Rope?"]
+    )
+    assert anchor["passages_per_second"] > 0 and anchor["query_ms_p50"] > 0
     ours, hashed = rows
-    assert ours.cosine_min > 0.9999 and ours.ratio_to_anchor > 0
+    assert ours.cosine_min > 0.9999 and ours.ratio_to_anchor > 0 and ours.query_ms_p95 > 0
     assert hashed.cosine_mean < 0.5 and hashed.name == "hashing-test"
 
 
