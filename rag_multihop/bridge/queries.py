@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.text import normalize_entity
 from rag_multihop.types import Passage, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import check_choice, check_int, check_positive_int
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
@@ -145,6 +146,24 @@ so more are searched (the pool cap still holds). Measured in ``docs/bridge.md``:
 by 1.7-1.8 R@5 on both benchmark sets; 6 changes R@5 by -0.1 (HotpotQA) and +0.9 (2Wiki)."""
 
 
+def check_templates(templates: Sequence[str]) -> tuple[str, ...]:
+    """``templates`` as a tuple when it names at least one template and only registered
+    ones (:data:`QUERY_TEMPLATES`), else ``ValueError`` listing them.
+
+    >>> check_templates(["question", "nope"])
+    Traceback (most recent call last):
+    ...
+    ValueError: templates must name at least one of ['key-sentence', 'question', 'residual', \
+'residual+entities'], got ['question', 'nope']
+    """
+    names = (templates,) if isinstance(templates, str) else tuple(templates)
+    if not names or any(t not in QUERY_TEMPLATES for t in names):
+        raise ValueError(
+            f"templates must name at least one of {sorted(QUERY_TEMPLATES)}, got {list(names)!r}"
+        )
+    return names
+
+
 def select_entities(
     question: str, bridge: Passage, names: Sequence[str], n: int
 ) -> tuple[str, ...]:
@@ -188,16 +207,8 @@ class TemplateQueryWriter:
         templates: Sequence[str] = DEFAULT_TEMPLATES,
         extractor: EntityExtractor | None = None,
     ) -> None:
-        if isinstance(n_entities, bool) or not isinstance(n_entities, int) or n_entities < 0:
-            raise ValueError(f"n_entities must be an integer >= 0, got {n_entities!r}")
-        unknown = [t for t in templates if t not in QUERY_TEMPLATES]
-        if unknown or not templates:
-            raise ValueError(
-                f"templates must name at least one of {sorted(QUERY_TEMPLATES)}, got "
-                f"{list(templates)!r}"
-            )
-        self.n_entities = n_entities
-        self.templates = tuple(templates)
+        self.n_entities = check_int(n_entities, "n_entities", low=0)
+        self.templates = check_templates(templates)
         self.extractor = extractor if extractor is not None else HeuristicExtractor()
         self._names: dict[str, list[str]] = {}
 
@@ -248,9 +259,7 @@ class TemplateQueryWriter:
 
 
 def check_on_error(on_error: str) -> str:
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {list(ON_ERROR)}, got {on_error!r}")
-    return on_error
+    return check_choice(on_error, "on_error", ON_ERROR)
 
 
 def make_client(
@@ -301,14 +310,8 @@ class LLMQueryWriter:
         max_chars: int = 1500,
         on_error: Literal["neutral", "raise"] = "neutral",
     ) -> None:
-        if (
-            isinstance(n_queries, bool)
-            or not isinstance(n_queries, int)
-            or not 1 <= n_queries <= 10
-        ):
-            raise ValueError(f"n_queries must be an integer in [1, 10], got {n_queries!r}")
         self.client = client
-        self.n_queries = n_queries
+        self.n_queries = check_int(n_queries, "n_queries", low=1, high=10)
         self.max_chars = check_positive_int(max_chars, "max_chars")
         self.on_error = check_on_error(on_error)
 

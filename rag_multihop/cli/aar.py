@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,9 @@ from typing import Any
 from rag_multihop.association.model import DEFAULT_LAMBDA, DEFAULT_MODE, SCORING_MODES
 from rag_multihop.association.pairs import PairSet, corpus_pairs, load_pairs
 from rag_multihop.association.training import TrainingConfig
-from rag_multihop.cli.common import add_encoder_argument
+from rag_multihop.cli.common import DATA_DIR_HELP, add_encoder_argument, data_dir
 from rag_multihop.corpus import Corpus
+from rag_multihop.io import read_records
 from rag_multihop.types import Passage
 
 PAIR_SOURCE_CHOICES = ("gold", "corpus", "gold+corpus", "none")
@@ -41,7 +41,7 @@ def add_aar_parser(subparsers: Any) -> None:
     source.add_argument(
         "--corpus", type=Path, help="its corpus file; alone: passages without questions"
     )
-    train.add_argument("--data-dir", type=Path, help="folder of the named datasets")
+    train.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     train.add_argument("--limit", type=int, default=None, help="use the first N questions")
     train.add_argument(
         "--pair-source",
@@ -95,8 +95,7 @@ def _passages(args: argparse.Namespace) -> tuple[Corpus, list[Any]]:
     if args.dataset and args.questions:
         raise ValueError("give either --dataset or --questions, not both")
     if args.dataset:
-        data_dir = args.data_dir or Path.cwd().parent / "shared" / "datasets"
-        dataset = load_named(args.dataset, data_dir, limit=args.limit)
+        dataset = load_named(args.dataset, data_dir(args.data_dir), limit=args.limit)
     elif args.questions:
         dataset = load_dataset(args.questions, args.corpus, limit=args.limit)
     elif args.corpus:
@@ -109,15 +108,7 @@ def _passages(args: argparse.Namespace) -> tuple[Corpus, list[Any]]:
 def read_corpus(path: str | os.PathLike[str]) -> Corpus:
     """Passages from a JSON list or JSON Lines of ``{"id", "title", "text"}`` objects."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file not found: {path}")
-    text = path.read_text(encoding="utf-8-sig")
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError:
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    if not isinstance(records, list):
-        raise ValueError(f"{path} must hold a list of passages")
+    records = read_records(path, what="corpus file")
     passages = []
     for i, record in enumerate(records):
         if not isinstance(record, dict) or "text" not in record:

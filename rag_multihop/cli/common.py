@@ -1,8 +1,9 @@
-"""Helpers the ``bench`` and ``demo`` commands share: method selection and the encoder."""
+"""Helpers the commands share: method selection, the encoder and the data folder."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,3 +58,25 @@ def method_names(args: argparse.Namespace, default: Sequence[str] | None = None)
     if default is None or args.methods == "all":
         return list(available)
     return [name for name in default if name in available]
+
+
+DATA_ENV = "RAG_MULTIHOP_DATA"
+"""Environment variable naming the folder of the named datasets."""
+
+DATA_DIR_HELP = (
+    f"folder holding the named datasets (default: ${DATA_ENV}, else ../shared/datasets "
+    "next to the working directory)"
+)
+
+
+def data_dir(given: Path | None) -> Path:
+    """The named datasets' folder: ``--data-dir``, else ``$RAG_MULTIHOP_DATA``, else
+    ``../shared/datasets`` when it exists; ``ValueError`` when none is found."""
+    if given is not None:
+        return given
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    shared = Path.cwd().parent / "shared" / "datasets"
+    if shared.is_dir():
+        return shared
+    raise ValueError(f"no data folder: pass --data-dir or set ${DATA_ENV}")

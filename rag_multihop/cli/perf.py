@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from rag_multihop.cli.bench import _default_data_dir, _parse_option
-from rag_multihop.cli.common import add_encoder_argument, encoder_from_args
+from rag_multihop.cli.bench import _parse_option
+from rag_multihop.cli.common import DATA_DIR_HELP, add_encoder_argument, data_dir, encoder_from_args
 
 
 def _names(text: str) -> list[str]:
@@ -40,10 +40,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
     from rag_multihop.eval.datasets import load_named
     from rag_multihop.eval.registry import get_method
 
-    data_dir = args.data_dir or _default_data_dir()
-    if data_dir is None:
-        raise SystemExit("no --data-dir given and ../shared/datasets does not exist")
-    datasets = [load_named(name, data_dir) for name in _names(args.datasets)]
+    folder = data_dir(args.data_dir)
+    datasets = [load_named(name, folder) for name in _names(args.datasets)]
     methods = _names(args.methods)
     for name in methods:
         get_method(name)  # fail before any timing if a name is unknown
@@ -101,7 +99,7 @@ def add_perf_parser(sub: Any) -> None:
     p.add_argument(
         "--datasets", default="2wiki,hotpotqa-500", help="comma-separated named datasets"
     )
-    p.add_argument("--data-dir", type=Path, default=None, help="default: ../shared/datasets")
+    p.add_argument("--data-dir", type=Path, default=None, help=DATA_DIR_HELP)
     p.add_argument("--queries", type=int, default=200, help="questions timed per dataset")
     p.add_argument(
         "--methods", default=",".join(PERF_METHODS), help="comma-separated methods to time"

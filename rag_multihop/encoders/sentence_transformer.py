@@ -141,3 +141,20 @@ def default_encoder(
         device=device,
         threads=threads,
     )
+
+
+def load_encoder(
+    model: str | None = None, *, batch_size: int = 64, device: str = "cpu"
+) -> SentenceTransformerEncoder:
+    """The encoder a user names: ``None`` or :data:`DEFAULT_MODEL_NAME` is the bundled
+    all-MiniLM-L6-v2 (loaded from its package, no network); anything else is a
+    sentence-transformers model path or hub id. The model loads on first use.
+
+    >>> load_encoder().name, load_encoder(DEFAULT_MODEL_NAME).name
+    ('sentence-transformers/all-MiniLM-L6-v2', 'sentence-transformers/all-MiniLM-L6-v2')
+    >>> load_encoder("models/my-encoder").name
+    'models/my-encoder'
+    """
+    if model is None or model == DEFAULT_MODEL_NAME:
+        return default_encoder(batch_size=batch_size, device=device)
+    return SentenceTransformerEncoder(model, batch_size=batch_size, device=device)

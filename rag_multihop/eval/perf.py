@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 PERF_METHODS = ("dense", "bm25", "aar", "aar-reverse", "graph", "pit-boltzmann", "bridge")
 """The LLM-free methods ``perf`` times by default."""
 
-PERF_OPTIONS = {"bridge_prepare": "1"}
+PERF_OPTIONS = {"prepare_bridge": "1"}
 """Options ``perf`` sets: the bridge runs as deployed, its expansion texts precomputed."""
 
 

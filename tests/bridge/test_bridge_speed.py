@@ -11,8 +11,8 @@ import pytest
 from rag_multihop import Corpus, Passage, Query
 from rag_multihop.bridge import BridgeRetriever
 from rag_multihop.bridge.queries import TemplateQueryWriter
-from rag_multihop.bridge.search import DenseSearcher
-from rag_multihop.index.dense import DenseIndex, DenseRetriever
+from rag_multihop.encoders import MemoEncoder
+from rag_multihop.index.dense import DenseRetriever
 from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
 
 PASSAGES = [
@@ -39,10 +39,9 @@ def _question(encoder: HashingEncoder) -> Query:
     )
 
 
-def _bridge(encoder: HashingEncoder, **searcher_options: int) -> BridgeRetriever:
+def _bridge(encoder: HashingEncoder, *, memo: bool = True) -> BridgeRetriever:
     dense = DenseRetriever.from_corpus(Corpus(PASSAGES), encoder)
-    searcher = DenseSearcher.from_retriever(dense)
-    searcher.memo_size = searcher_options.get("memo_size", searcher.memo_size)
+    searcher = dense.with_encoder(MemoEncoder(encoder) if memo else encoder)
     return BridgeRetriever.llm_free(searcher, encoder=encoder)
 
 
@@ -62,8 +61,8 @@ def test_the_question_is_never_encoded_again_and_repeated_texts_once():
 
 def test_prepare_leaves_only_question_texts_to_encode_and_keeps_the_ranking():
     plain_encoder, prepared_encoder = RecordingEncoder(), RecordingEncoder()
-    plain = _bridge(plain_encoder, memo_size=0)
-    prepared = _bridge(prepared_encoder, memo_size=0)
+    plain = _bridge(plain_encoder, memo=False)
+    prepared = _bridge(prepared_encoder)
     assert prepared.prepare(PASSAGES) == len(prepared.preparation_texts(PASSAGES)) > 0
     assert prepared.prepare(PASSAGES) == 0  # already known
     prepared_encoder.texts.clear()
@@ -86,34 +85,15 @@ def test_prepare_takes_given_vectors_and_checks_them():
     encoder.texts.clear()
     assert bridge.prepare(PASSAGES, encoder.encode(texts)) == len(texts)
     assert encoder.texts == texts  # only the call above: prepare encoded nothing itself
+    memo = bridge.searcher.encoder
     with pytest.raises(ValueError, match=r"got 1 texts but 2 vectors"):
-        bridge.searcher.remember(["x"], np.ones((2, encoder.dim), dtype=np.float32))
+        memo.remember(["x"], np.ones((2, encoder.dim), dtype=np.float32))
     with pytest.raises(ValueError, match="text vectors have dimension 3, expected 64"):
-        bridge.searcher.remember(["x"], np.ones((1, 3), dtype=np.float32))
-
-
-def test_recent_texts_are_capped_and_memo_size_is_checked():
-    corpus = Corpus([Passage("a", "x"), Passage("b", "y")])
-    index = DenseIndex.build(corpus.ids, np.eye(2, dtype=np.float32))
-
-    class TwoD:
-        name, dim = "two", 2
-
-        def __init__(self) -> None:
-            self.calls = 0
-
-        def encode(self, texts, *, show_progress=False):
-            self.calls += 1
-            return np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
-
-    encoder = TwoD()
-    searcher = DenseSearcher(corpus, index, encoder, memo_size=1)
-    searcher.search([Query("p"), Query("p"), Query("q")], k=1)  # one call, duplicates once
-    searcher.search([Query("q")], k=1)
-    searcher.search([Query("p")], k=1)  # forgotten: the memo holds one text
-    assert encoder.calls == 2
-    with pytest.raises(ValueError, match="memo_size must be an integer >= 0, got -1"):
-        DenseSearcher(corpus, index, encoder, memo_size=-1)
+        memo.remember(["x"], np.ones((1, 3), dtype=np.float32))
+    with pytest.raises(
+        ValueError, match="prepare\\(\\) keeps vectors in the searcher's MemoEncoder"
+    ):
+        _bridge(encoder, memo=False).prepare(PASSAGES)
 
 
 def test_passage_texts_are_the_selectable_entities_and_sentences():

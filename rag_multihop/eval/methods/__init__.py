@@ -3,8 +3,9 @@
 Each module registers ``build(context) -> Retriever`` factories with
 :func:`rag_multihop.eval.registry.register_method`. Method packages (``association/``,
 ``fusion/``, ``graph/``, ``bridge/``) hold only the method and never import this package.
+The framework peers (:mod:`.peers`) load LlamaIndex or Haystack only when a peer is built.
 """
 
-from rag_multihop.eval.methods import association, baselines, bridge, graph_fusion
+from rag_multihop.eval.methods import association, baselines, bridge, graph_fusion, peers
 
-__all__ = ["association", "baselines", "bridge", "graph_fusion"]
+__all__ = ["association", "baselines", "bridge", "graph_fusion", "peers"]
