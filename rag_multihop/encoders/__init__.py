@@ -1,5 +1,5 @@
-"""Text encoders: the protocol, the offline MiniLM default, an on-disk embedding cache and an
-in-memory one."""
+"""Text encoders: the protocol, the offline MiniLM default (torch, or ONNX Runtime fp32 / int8),
+an on-disk embedding cache and an in-memory one."""
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import (
@@ -8,6 +8,7 @@ from rag_multihop.encoders.cache import (
     MemoEncoder,
     default_cache_dir,
 )
+from rag_multihop.encoders.registry import DEFAULT_ENCODER, ENCODERS, make_encoder
 from rag_multihop.encoders.sentence_transformer import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
@@ -16,7 +17,9 @@ from rag_multihop.encoders.sentence_transformer import (
 )
 
 __all__ = [
+    "DEFAULT_ENCODER",
     "DEFAULT_MODEL_NAME",
+    "ENCODERS",
     "CachedEncoder",
     "EmbeddingCache",
     "Encoder",
@@ -25,4 +28,5 @@ __all__ = [
     "default_cache_dir",
     "default_encoder",
     "load_encoder",
+    "make_encoder",
 ]
