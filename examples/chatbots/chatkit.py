@@ -83,6 +83,11 @@ METHODS: dict[str, ChatMethod] = {
             "AAR association rerank",
             "dense top 50 reranked by an association model trained label-free on this corpus",
         ),
+        ChatMethod(
+            "coop",
+            "CoopRAG RaLa rerank",
+            "dense top 50 reranked by late interaction over MiniLM's token states (LLM-free)",
+        ),
     )
 }
 """The methods every chat offers, in switcher order."""
@@ -413,6 +418,8 @@ def _hop(method: str, position: int, signals: Mapping[str, float]) -> tuple[int,
         if signals.get("association", 0.0) > signals.get("cosine", 0.0):
             return 2, "associated with the question's passages"
         return 1, "direct match (cosine)"
+    if method == "coop":
+        return 1, "token-level match (RaLa)"
     return 1, "direct match"
 
 

@@ -37,7 +37,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
 from haystack_integrations.components.embedders.rag_multihop import RagMultihopTextEmbedder
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
-from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
+from haystack_integrations.components.rankers.rag_multihop import AssociationRanker, RaLaRanker
 from haystack_integrations.components.retrievers.rag_multihop import (
     BridgeRetriever,
     EntityGraphRetriever,
@@ -189,11 +189,19 @@ def build_aar(p: Pipeline, s: HaystackStack) -> Wiring:
     return "ranker.documents", ["text_embedder.text", "ranker.query"]
 
 
+def build_coop(p: Pipeline, s: HaystackStack) -> Wiring:
+    _embedded(p, s, 50)
+    p.add_component("ranker", RaLaRanker(top_k=TOP_K))
+    p.connect("dense.documents", "ranker.documents")
+    return "ranker.documents", ["text_embedder.text", "ranker.query"]
+
+
 RETRIEVAL: dict[str, Callable[[Pipeline, HaystackStack], Wiring]] = {
     "dense": build_dense,
     "graph-fusion": build_graph_fusion,
     "bridge": build_bridge,
     "aar": build_aar,
+    "coop": build_coop,
 }
 chatkit.check_builders(RETRIEVAL, "haystack_chat")
 

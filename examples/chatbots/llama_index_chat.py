@@ -2,10 +2,10 @@
 streamed answers, cited source nodes.
 
 Each turn the engine rewrites a follow-up into a standalone question with the history, asks
-the chosen retriever (graph fusion by default; dense, BridgeRAG or AAR by ``--method``), numbers
-the nodes it puts in the context (:class:`CitationNumbers`) and streams the answer. LlamaIndex
-chat engines return the nodes they retrieved, not the ones the answer cites:
-:func:`cited_nodes` returns those. The model is the embedded local one unless ``--llm`` (or
+the chosen retriever (graph fusion by default; dense, BridgeRAG, AAR or CoopRAG's RaLa by
+``--method``), numbers the nodes it puts in the context (:class:`CitationNumbers`) and streams
+the answer. LlamaIndex chat engines return the nodes they retrieved, not the ones the answer
+cites: :func:`cited_nodes` returns those. The model is the embedded local one unless ``--llm`` (or
 ``RAG_MULTIHOP_CHAT_LLM``) names a litellm model string; every call goes through
 rag-multihop's ``LLMClient`` (:class:`RagMultihopLLM`), which counts calls, tokens and cost.
 
@@ -43,7 +43,7 @@ from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
-from llama_index.postprocessor.rag_multihop import AssociationRerank
+from llama_index.postprocessor.rag_multihop import AssociationRerank, RaLaRerank
 from llama_index.retrievers.rag_multihop import (
     BridgeRetriever,
     EntityGraphRetriever,
@@ -223,6 +223,7 @@ RETRIEVERS: dict[str, Callable[[LlamaIndexStack], Built]] = {
             )
         ],
     ),
+    "coop": lambda s: (s.vector(50), [RaLaRerank(top_n=TOP_K)]),
 }
 chatkit.check_builders(RETRIEVERS, "llama_index_chat")
 

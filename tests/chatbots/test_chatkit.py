@@ -80,9 +80,9 @@ def test_questions_empty_and_too_long_are_refused() -> None:
 
 
 def test_unknown_method_and_incomplete_builders() -> None:
-    with pytest.raises(ChatInputError, match="choose from: dense, graph-fusion, bridge, aar"):
+    with pytest.raises(ChatInputError, match="choose from: dense, graph-fusion, bridge, aar, coop"):
         chatkit.get_method("coop-typo")
-    with pytest.raises(RuntimeError, match=r"missing \['aar'\]"):
+    with pytest.raises(RuntimeError, match=r"missing \['aar', 'coop'\]"):
         chatkit.check_builders({"dense": 1, "graph-fusion": 1, "bridge": 1}, "x")
 
 

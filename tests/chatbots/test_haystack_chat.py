@@ -93,3 +93,15 @@ def test_openai_chat_generator_against_an_openai_compatible_server(stack, fake_s
     with pytest.raises(Exception, match="(?i)incomplete|peer closed|connection"):
         chat.stream(f"{fake_openai.FAIL} now").run()
     assert chat.stream("And then?").run().answer == fake_openai.ANSWER
+
+
+def test_coop_reranks_the_dense_pool_with_rala(stack: HaystackStack) -> None:
+    chat = HaystackChat(stack, SETTINGS, "coop", generator_factory=lambda s: FakeGenerator())
+    result = chat.stream(QUESTION).run()
+    sources = result.retrieval.sources
+    assert result.retrieval.method == "coop" and len(sources) == chatkit.TOP_K
+    assert all("rala" in s.signals for s in sources)
+    assert [s.signals["rala"] for s in sources] == sorted(
+        (s.signals["rala"] for s in sources), reverse=True
+    )
+    assert {e.role for e in result.evidence} == {"token-level match (RaLa)"}

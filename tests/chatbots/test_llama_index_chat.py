@@ -77,6 +77,7 @@ def test_every_method_answers_with_its_signals(stack, fake_transport, method: st
         "graph-fusion": "graph_cal",
         "bridge": "judge",
         "aar": "association",
+        "coop": "rala",
     }
     assert expected[method] in names
 
