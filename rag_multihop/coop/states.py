@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from rag_multihop._optional import require
+from rag_multihop.encoders.sentence_transformer import SMALL_CALL, torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +250,9 @@ class HiddenStateEncoder:
 
             batches = tqdm(batches, desc="token states", unit="batch")
         device = next(transformer.parameters()).device
-        with torch.inference_mode():
+        # a query or a few candidates: one thread (SMALL_CALL's reason, docs/benchmarks.md)
+        threads = 1 if len(texts) <= SMALL_CALL else None
+        with torch.inference_mode(), torch_threads(torch, threads):
             for start in batches:
                 index = order[start : start + self.batch_size]
                 batch = tokenizer(
