@@ -5,6 +5,6 @@ Each module registers ``build(context) -> Retriever`` factories with
 ``fusion/``, ``graph/``, ``bridge/``) hold only the method and never import this package.
 """
 
-from rag_multihop.eval.methods import association, baselines, bridge, graph_fusion
+from rag_multihop.eval.methods import association, baselines, bridge, graph_fusion, multihop
 
-__all__ = ["association", "baselines", "bridge", "graph_fusion"]
+__all__ = ["association", "baselines", "bridge", "graph_fusion", "multihop"]

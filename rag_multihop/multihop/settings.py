@@ -1,0 +1,81 @@
+"""The knobs of :class:`~rag_multihop.multihop.retriever.MultiHopRetriever`, validated once.
+
+Example:
+    >>> MultiHopSettings().first_hops
+    5
+    >>> MultiHopSettings(context_weight=2.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: context_weight must be in [0, 1], got 2.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_multihop.graph.retriever import PPR_METHODS
+from rag_multihop.multihop.links import DEFAULT_WINDOW
+from rag_multihop.validation import check_fraction, check_positive_int
+
+
+@dataclass(frozen=True)
+class MultiHopSettings:
+    """Every knob of the multi-hop retriever, with its default.
+
+    Attributes:
+        candidates: dense candidates searched (FAISS top-K) before links and names add more.
+        first_hops: the best candidates (by similarity + name) tried as the pair's first hop.
+        pair: choose ranks 1-2 as the best (first hop, partner) pair; off: one greedy list.
+        links: use title links (pair and fill); off: names and similarity only.
+        residual: score a partner by its cosine with the question minus the first hop
+            (:func:`~rag_multihop.multihop.scoring.residual_cosine`); off: plain cosine.
+        specificity: weigh a link by its target's specificity (links to hubs count less).
+        exclusive_mentions: two referents of one question mention never both count as named.
+        context_weight: weight of the link-context overlap with the question's other words.
+        context_window: words either side of a name kept as the link's context.
+        fill_depth: passages ranked by the fill (at least ``k``; fixed so that the top 5 of
+            a ``k=20`` call equal a ``k=5`` call).
+        graph_tail: fuse ranks 3+ with entity-graph PPR seeded by the pair and the question's
+            entities (PIT calibration, Boltzmann fusion).
+        graph_cap: graph candidates that enter that fusion.
+        graph_depth: graph candidates computed per query.
+        ppr: how the walk is computed (:data:`~rag_multihop.graph.retriever.PPR_METHODS`).
+    """
+
+    candidates: int = 50
+    first_hops: int = 5
+    pair: bool = True
+    links: bool = True
+    residual: bool = True
+    specificity: bool = True
+    exclusive_mentions: bool = True
+    context_weight: float = 0.2
+    context_window: int = DEFAULT_WINDOW
+    fill_depth: int = 20
+    graph_tail: bool = True
+    graph_cap: int = 10
+    graph_depth: int = 30
+    ppr: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name in (
+            "candidates",
+            "first_hops",
+            "context_window",
+            "fill_depth",
+            "graph_cap",
+            "graph_depth",
+        ):
+            check_positive_int(getattr(self, name), name)
+        for name in ("pair", "links", "residual", "specificity", "exclusive_mentions"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.graph_tail, bool):
+            raise ValueError(f"graph_tail must be True or False, got {self.graph_tail!r}")
+        check_fraction(self.context_weight, "context_weight")
+        if self.ppr not in PPR_METHODS:
+            raise ValueError(f"ppr must be one of {', '.join(PPR_METHODS)}, got {self.ppr!r}")
+        if self.graph_cap > self.graph_depth:
+            raise ValueError(
+                f"graph_cap ({self.graph_cap}) must not exceed graph_depth ({self.graph_depth})"
+            )
