@@ -126,11 +126,11 @@ class _Pool:
         self._named = named
         self.rows: list[int] = []
         self.position: dict[int, int] = {}
-        self.cos = np.zeros(0)
-        self.named = np.zeros(0)
-        self.mention = np.zeros(0, dtype=np.int64)
+        self._cos = np.zeros(64)
+        self._mention = np.full(64, -1, dtype=np.int64)
 
     def add(self, rows: Sequence[int], cos: Sequence[float] | None = None) -> None:
+        """Add the ``rows`` not yet in the pool (their cosines computed unless given)."""
         new = [r for r in dict.fromkeys(rows) if r not in self.position]
         if not new:
             return
@@ -139,11 +139,30 @@ class _Pool:
         else:
             by_row = dict(zip(rows, cos, strict=True))
             values = np.array([by_row[r] for r in new])
-        self.position.update((r, len(self.rows) + i) for i, r in enumerate(new))
+        start, end = len(self.rows), len(self.rows) + len(new)
+        if end > len(self._cos):
+            size = max(end, 2 * len(self._cos))
+            self._cos = np.concatenate([self._cos, np.zeros(size - len(self._cos))])
+            self._mention = np.concatenate(
+                [self._mention, np.full(size - len(self._mention), -1, dtype=np.int64)]
+            )
+        self._cos[start:end] = values
+        self._mention[start:end] = [self._named.get(r, -1) for r in new]
+        self.position.update((r, start + i) for i, r in enumerate(new))
         self.rows.extend(new)
-        self.cos = np.concatenate([self.cos, np.asarray(values, dtype=np.float64)])
-        self.named = np.concatenate([self.named, [float(r in self._named) for r in new]])
-        self.mention = np.concatenate([self.mention, [self._named.get(r, -1) for r in new]])
+
+    @property
+    def cos(self) -> np.ndarray:
+        return self._cos[: len(self.rows)]
+
+    @property
+    def mention(self) -> np.ndarray:
+        """Per candidate, the number of the question mention naming it (-1: not named)."""
+        return self._mention[: len(self.rows)]
+
+    @property
+    def named(self) -> np.ndarray:
+        return (self.mention >= 0).astype(np.float64)
 
     @property
     def base(self) -> np.ndarray:
@@ -151,6 +170,11 @@ class _Pool:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def _grown(values: np.ndarray, size: int) -> np.ndarray:
+    """``values`` padded with zeros to ``size`` (itself when long enough)."""
+    return values if len(values) >= size else np.concatenate([values, np.zeros(size - len(values))])
 
 
 class MultiHopRetriever:
@@ -191,7 +215,8 @@ class MultiHopRetriever:
                 f"index holds {len(self.index)} vectors of dimension {self.index.dim}, expected "
                 f"{len(corpus)} of dimension {self.vectors.shape[1]}"
             )
-        self._row = {pid: i for i, pid in enumerate(corpus.ids)}
+        self._ids = corpus.ids
+        self._row = {pid: i for i, pid in enumerate(self._ids)}
         unknown = [pid for pid in self.index.ids[:1000] if pid not in self._row]
         if unknown:
             raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
@@ -256,49 +281,54 @@ class MultiHopRetriever:
         rest = [t for i, t in enumerate(found.tokens) if i not in inside]
         return found, named, stems(rest)
 
-    def _link_row(self, pool: _Pool, source: int, question: frozenset[str]) -> np.ndarray:
-        """Link evidence from corpus row ``source`` to every pool candidate."""
+    def _link_evidence(
+        self, pool: _Pool, source: int, question: frozenset[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Pool positions corpus row ``source`` links to (added to the pool) and the link
+        evidence of each."""
         if not self.settings.links:
-            return np.zeros(len(pool))
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
         targets = self.links.targets(source)
         pool.add(list(targets))
-        weights = np.zeros(len(pool))
-        overlaps = np.zeros(len(pool))
-        for target, weight in targets.items():
-            j = pool.position[target]
-            weights[j] = weight
-            overlaps[j] = context_overlap(question, self.links.context(source, target))
+        rows = list(targets)
+        positions = np.array([pool.position[t] for t in rows], dtype=np.int64)
         specificity = (
-            self.links.specificity[pool.rows] if self.settings.specificity else np.ones(len(pool))
+            self.links.specificity[rows] if self.settings.specificity else np.ones(len(rows))
         )
-        return link_scores(weights, specificity, overlaps, self.settings.context_weight)
+        context = self.links.context
+        overlaps = np.array([context_overlap(question, context(source, t)) for t in rows])
+        weights = np.fromiter(targets.values(), dtype=np.float64, count=len(rows))
+        return positions, link_scores(weights, specificity, overlaps, self.settings.context_weight)
 
     def _pair(self, pool: _Pool, question: frozenset[str]) -> tuple[list[int], list[int], float]:
         """The pair's pool positions (rank order), the first hops tried and the pair score."""
         s = self.settings
         firsts = [int(i) for i in np.argsort(-pool.base, kind="stable")[: s.first_hops]]
         first_rows = [pool.rows[i] for i in firsts]
-        raw_links = [self._link_row(pool, row, question) for row in first_rows]
-        n = len(pool)
-        links = np.stack([np.pad(r, (0, n - len(r))) for r in raw_links])
+        evidence_rows = [self._link_evidence(pool, row, question) for row in first_rows]
+        links = np.zeros((len(firsts), len(pool)))
+        for i, (positions, scores) in enumerate(evidence_rows):
+            links[i, positions] = scores
+        cos = pool.cos
         if s.residual:
             passage = self.vectors[pool.rows]
             evidence = np.stack(
                 [
-                    residual_cosine(pool.cos, float(pool.cos[i]), passage @ self.vectors[row])
+                    residual_cosine(cos, float(cos[i]), passage @ self.vectors[row])
                     for i, row in zip(firsts, first_rows, strict=True)
                 ]
             )
         else:
-            evidence = np.tile(pool.cos, (len(firsts), 1))
+            evidence = np.tile(cos, (len(firsts), 1))
         mention = pool.mention
         same = (mention[None, :] >= 0) & (mention[firsts][:, None] == mention[None, :])
         if not s.exclusive_mentions:
             same = np.zeros_like(same)
-        scores = pair_matrix(pool.base[firsts], pool.named, evidence, links, same)
+        base = pool.base
+        scores = pair_matrix(base[firsts], pool.named, evidence, links, same)
         i, j, score = best_pair(scores, firsts)
         a = firsts[i]
-        order = [a, j] if pool.base[a] >= pool.base[j] else [j, a]
+        order = [a, j] if base[a] >= base[j] else [j, a]
         return order, firsts, score
 
     def _fill(
@@ -307,32 +337,29 @@ class MultiHopRetriever:
         """``chosen`` extended greedily to ``depth`` positions; the link evidence of each."""
         bonus = np.zeros(len(pool))
         evidence: dict[int, float] = {}
-
-        def absorb(position: int) -> np.ndarray:
-            row = self._link_row(pool, pool.rows[position], question)
-            grown = np.pad(bonus, (0, len(pool) - len(bonus)))
-            return np.maximum(grown, np.pad(row, (0, len(pool) - len(row))))
-
+        order: list[int] = []
         for position in chosen:
-            evidence[position] = float(bonus[position]) if position < len(bonus) else 0.0
-            bonus = absorb(position)
-        taken = set(chosen)
-        order = list(chosen)
+            evidence[position] = float(bonus[position])
+            order.append(position)
+            positions, scores = self._link_evidence(pool, pool.rows[position], question)
+            bonus = _grown(bonus, len(pool))
+            np.maximum.at(bonus, positions, scores)
         while len(order) < min(depth, len(pool)):
             score = pool.base + bonus
-            score[list(taken)] = -np.inf
+            score[order] = -np.inf
             best = int(np.argmax(score))
             evidence[best] = float(bonus[best])
             order.append(best)
-            taken.add(best)
-            bonus = absorb(best)
+            positions, scores = self._link_evidence(pool, pool.rows[best], question)
+            bonus = _grown(bonus, len(pool))
+            np.maximum.at(bonus, positions, scores)
         return order, evidence
 
     def _tail(self, query: Query, pool: _Pool, order: list[int], k: int) -> list[Candidate]:
         """Ranks 3+ of ``order`` fused with the graph walk seeded by the pair."""
         head = order[:2]
         rest = [pool.rows[i] for i in order[2:]]
-        ids = self.corpus.ids
+        ids = self._ids
         fill_scores = list(range(len(rest), 0, -1))
         if self.graph_retriever is None or not head:
             n = max(len(rest), 1)
@@ -405,10 +432,10 @@ class MultiHopRetriever:
         trace = MultiHopTrace(
             query_id=query.id,
             mentions=tuple(
-                (m.text, tuple(self.corpus.ids[r] for r in m.referents)) for m in found.mentions
+                (m.text, tuple(self._ids[r] for r in m.referents)) for m in found.mentions
             ),
-            first_hops=tuple(self.corpus.ids[pool.rows[i]] for i in firsts),
-            pair=tuple(self.corpus.ids[pool.rows[i]] for i in head),
+            first_hops=tuple(self._ids[pool.rows[i]] for i in firsts),
+            pair=tuple(self._ids[pool.rows[i]] for i in head),
             pair_score=pair_score,
             candidates=len(pool),
             seconds=time.perf_counter() - start,

@@ -39,7 +39,9 @@ class MultiHopSettings:
             entities (PIT calibration, Boltzmann fusion).
         graph_cap: graph candidates that enter that fusion.
         graph_depth: graph candidates computed per query.
-        ppr: how the walk is computed (:data:`~rag_multihop.graph.retriever.PPR_METHODS`).
+        ppr: how the walk is computed (:data:`~rag_multihop.graph.retriever.PPR_METHODS`);
+            the local push by default: the same R@2 / R@5 as power iteration on the tune
+            halves, two to three times faster.
     """
 
     candidates: int = 50
@@ -55,7 +57,7 @@ class MultiHopSettings:
     graph_tail: bool = True
     graph_cap: int = 10
     graph_depth: int = 30
-    ppr: str = "auto"
+    ppr: str = "push"
 
     def __post_init__(self) -> None:
         for name in (
