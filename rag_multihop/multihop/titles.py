@@ -39,7 +39,7 @@ from types import MappingProxyType
 from rag_multihop.graph.extract import normalize_entity
 from rag_multihop.validation import check_positive_int
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+|&", re.UNICODE)
 _QUALIFIER = re.compile(r"\s*\(([^()]*)\)\s*$")
 
 MIN_KEY_CHARS = 3
@@ -50,14 +50,15 @@ DEFAULT_MAX_WORDS = 10
 
 
 def title_tokens(text: str) -> list[tuple[str, str]]:
-    """``(word, normalised token)`` pairs of ``text``, HTML entities decoded.
+    """``(word, normalised token)`` pairs of ``text``, HTML entities decoded, ``&`` read as
+    ``and`` (titles and texts spell it either way).
 
     >>> title_tokens("Will &amp; Grace's 2011–12")
-    [('Will', 'will'), ('Grace', 'grace'), ('s', 's'), ('2011', '2011'), ('12', '12')]
+    [('Will', 'will'), ('&', 'and'), ('Grace', 'grace'), ('s', 's'), ('2011', '2011'), ('12', '12')]
     """
     pairs = []
     for match in _WORD.finditer(html.unescape(text)):
-        token = normalize_entity(match.group())
+        token = "and" if match.group() == "&" else normalize_entity(match.group())
         if token:
             pairs.append((match.group(), token))
     return pairs
