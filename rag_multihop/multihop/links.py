@@ -34,6 +34,7 @@ import numpy as np
 from scipy import sparse
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.graph.build import EntityGraph
 from rag_multihop.multihop.titles import TitleIndex
 from rag_multihop.validation import check_positive_int
 
@@ -61,16 +62,15 @@ def stems(tokens: Sequence[str]) -> frozenset[str]:
     )
 
 
-def specificity(in_links: np.ndarray) -> np.ndarray:
-    """``log(N / (1 + in-links)) / log(N)``, clipped to ``[0, 1]`` (N = number of passages).
+def specificity(counts: np.ndarray, total: int) -> np.ndarray:
+    """``log(N / (1 + count)) / log(N)`` clipped to ``[0, 1]``, N = ``total`` passages: 1.0
+    for something only one passage points at, 0.0 for something every passage does (an IDF).
 
-    >>> in_links = np.zeros(10_000)
-    >>> in_links[:5] = [0, 9, 99, 999, 9999]
-    >>> specificity(in_links)[:5].round(2).tolist()
+    >>> specificity(np.array([0, 9, 99, 999, 9999]), 10_000).round(2).tolist()
     [1.0, 0.75, 0.5, 0.25, 0.0]
     """
-    n = max(len(in_links), 2)
-    values = np.log(n / (1.0 + np.asarray(in_links, dtype=np.float64))) / math.log(n)
+    n = max(int(total), 2)
+    values = np.log(n / (1.0 + np.asarray(counts, dtype=np.float64))) / math.log(n)
     return np.clip(values, 0.0, 1.0)
 
 
@@ -121,7 +121,7 @@ class LinkGraph:
         in_links = np.asarray((matrix > 0).sum(axis=0)).ravel()
         return cls(
             matrix,
-            specificity(in_links),
+            specificity(in_links, n),
             {key: frozenset(value) for key, value in contexts.items()},
         )
 
@@ -143,3 +143,60 @@ class LinkGraph:
     def context(self, source: int, target: int) -> frozenset[str]:
         """The stems around ``target``'s name in ``source`` (empty when it does not link)."""
         return self.contexts.get((source, target), frozenset())
+
+
+DEFAULT_MAX_ENTITY_PASSAGES = 50
+
+
+@dataclass(frozen=True, eq=False)
+class SharedEntities:
+    """Passages related by an entity both name (from an entity graph's mention edges).
+
+    The evidence that ``a`` leads to ``c`` through a shared entity ``e`` is the entity's
+    specificity (:func:`specificity` of the passages naming it); an entity named by more than
+    ``max_passages`` passages is skipped (a hub relates everything to everything).
+
+    Example:
+        >>> from rag_multihop import Corpus, Passage
+        >>> from rag_multihop.graph.build import build_entity_graph
+        >>> corpus = Corpus([Passage("a", "Rex won in Lyon.", "A"),
+        ...                  Passage("b", "Lyon is big.", "B"), Passage("c", "Nothing.", "C")])
+        >>> shared = SharedEntities.from_graph(build_entity_graph(corpus))
+        >>> {c: round(v, 2) for c, v in shared.related(0).items()}
+        {1: 0.37}
+    """
+
+    mentions: sparse.csr_matrix
+    passages_of: sparse.csr_matrix
+    entity_specificity: np.ndarray
+    hub: np.ndarray
+
+    @classmethod
+    def from_graph(
+        cls, graph: EntityGraph, *, max_passages: int = DEFAULT_MAX_ENTITY_PASSAGES
+    ) -> SharedEntities:
+        """Index ``graph``'s passage-entity mentions."""
+        max_passages = check_positive_int(max_passages, "max_passages")
+        mentions = (graph.mentions > 0).astype(np.float64).tocsr()
+        counts = np.asarray(mentions.sum(axis=0)).ravel()
+        others = np.maximum(counts - 1, 0)
+        return cls(
+            mentions,
+            mentions.T.tocsr(),
+            specificity(others, mentions.shape[0]),
+            counts > max_passages,
+        )
+
+    def related(self, row: int) -> dict[int, float]:
+        """Passages sharing a non-hub entity with passage ``row``, with the best specificity."""
+        found: dict[int, float] = {}
+        start, end = self.mentions.indptr[row], self.mentions.indptr[row + 1]
+        for entity in self.mentions.indices[start:end]:
+            if self.hub[entity]:
+                continue
+            value = float(self.entity_specificity[entity])
+            first, last = self.passages_of.indptr[entity], self.passages_of.indptr[entity + 1]
+            for other in self.passages_of.indices[first:last].tolist():
+                if other != row and value > found.get(other, 0.0):
+                    found[other] = value
+        return found

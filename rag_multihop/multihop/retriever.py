@@ -65,7 +65,7 @@ from rag_multihop.fusion.core import fuse_lists
 from rag_multihop.graph.build import EntityGraph, build_entity_graph
 from rag_multihop.graph.retriever import GraphRetriever
 from rag_multihop.index.dense import DenseIndex
-from rag_multihop.multihop.links import LinkGraph, stems
+from rag_multihop.multihop.links import LinkGraph, SharedEntities, stems
 from rag_multihop.multihop.scoring import (
     best_pair,
     context_overlap,
@@ -185,7 +185,8 @@ class MultiHopRetriever:
         vectors: one embedding per passage, in corpus order (normalised here).
         index: a FAISS index over the same passages (built from ``vectors`` when ``None``).
         encoder: embeds queries that carry no embedding.
-        graph: the entity graph for the graph tail (built when needed and ``None``).
+        graph: the entity graph (shared entities and the graph tail; built when needed and
+            ``None``).
         titles, links: the title index and link graph (built when ``None``).
         settings: :class:`MultiHopSettings`; keyword overrides replace single fields.
     """
@@ -231,14 +232,17 @@ class MultiHopRetriever:
             if links is not None
             else LinkGraph.build(corpus, self.titles, window=self.settings.context_window)
         )
-        self.graph_retriever: GraphRetriever | None = None
-        if self.settings.graph_tail:
-            self.graph_retriever = GraphRetriever(
-                graph if graph is not None else build_entity_graph(corpus),
-                corpus,
-                seed_top_n=2,
-                ppr=self.settings.ppr,
+        settings = self.settings
+        if graph is None and (settings.graph_tail or settings.entity_weight > 0):
+            graph = build_entity_graph(corpus)
+        self.shared: SharedEntities | None = None
+        if graph is not None and settings.entity_weight > 0:
+            self.shared = SharedEntities.from_graph(
+                graph, max_passages=settings.entity_max_passages
             )
+        self.graph_retriever: GraphRetriever | None = None
+        if graph is not None and settings.graph_tail:
+            self.graph_retriever = GraphRetriever(graph, corpus, seed_top_n=2, ppr=settings.ppr)
 
     @classmethod
     def from_corpus(
@@ -282,13 +286,16 @@ class MultiHopRetriever:
         return found, named, stems(rest)
 
     def _link_evidence(
-        self, pool: _Pool, source: int, question: frozenset[str]
+        self, pool: _Pool, source: int, question: frozenset[str], *, entities: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Pool positions corpus row ``source`` links to (added to the pool) and the link
-        evidence of each."""
-        if not self.settings.links:
+        """Pool positions corpus row ``source`` leads to (added to the pool) and the evidence
+        of each: its title links and, with ``entities``, the passages sharing an entity with
+        it (``entity_weight`` × the entity's specificity), whichever is higher."""
+        s = self.settings
+        related = self.shared.related(source) if entities and self.shared is not None else {}
+        if not s.links and not related:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        targets = self.links.targets(source)
+        targets = self.links.targets(source) if s.links else {}
         pool.add(list(targets))
         rows = list(targets)
         positions = np.array([pool.position[t] for t in rows], dtype=np.int64)
@@ -298,14 +305,24 @@ class MultiHopRetriever:
         context = self.links.context
         overlaps = np.array([context_overlap(question, context(source, t)) for t in rows])
         weights = np.fromiter(targets.values(), dtype=np.float64, count=len(rows))
-        return positions, link_scores(weights, specificity, overlaps, self.settings.context_weight)
+        scores = link_scores(weights, specificity, overlaps, s.context_weight)
+        if not related:
+            return positions, scores
+        pool.add(list(related))
+        evidence = dict(zip(positions.tolist(), scores.tolist(), strict=True))
+        for row, value in related.items():
+            position = pool.position[row]
+            evidence[position] = max(evidence.get(position, 0.0), s.entity_weight * value)
+        return np.fromiter(evidence, dtype=np.int64), np.fromiter(evidence.values(), np.float64)
 
     def _pair(self, pool: _Pool, question: frozenset[str]) -> tuple[list[int], list[int], float]:
         """The pair's pool positions (rank order), the first hops tried and the pair score."""
         s = self.settings
         firsts = [int(i) for i in np.argsort(-pool.base, kind="stable")[: s.first_hops]]
         first_rows = [pool.rows[i] for i in firsts]
-        evidence_rows = [self._link_evidence(pool, row, question) for row in first_rows]
+        evidence_rows = [
+            self._link_evidence(pool, row, question, entities=True) for row in first_rows
+        ]
         links = np.zeros((len(firsts), len(pool)))
         for i, (positions, scores) in enumerate(evidence_rows):
             links[i, positions] = scores

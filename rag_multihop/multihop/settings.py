@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag_multihop.graph.retriever import PPR_METHODS
-from rag_multihop.multihop.links import DEFAULT_WINDOW
+from rag_multihop.multihop.links import DEFAULT_MAX_ENTITY_PASSAGES, DEFAULT_WINDOW
 from rag_multihop.validation import check_fraction, check_positive_int
 
 
@@ -31,6 +31,11 @@ class MultiHopSettings:
             (:func:`~rag_multihop.multihop.scoring.residual_cosine`); off: plain cosine.
         specificity: weigh a link by its target's specificity (links to hubs count less).
         exclusive_mentions: two referents of one question mention never both count as named.
+        entity_weight: weight of a passage sharing an entity with the first hop, times the
+            entity's specificity, as pair evidence (0 switches it off). 0.5: the path
+            passage → entity → passage is one walk step longer than a title link, and each
+            step of the graph walk keeps half the mass (PPR damping 0.5).
+        entity_max_passages: entities named by more passages are not followed (hubs).
         context_weight: weight of the link-context overlap with the question's other words.
         context_window: words either side of a name kept as the link's context.
         fill_depth: passages ranked by the fill (at least ``k``; fixed so that the top 5 of
@@ -51,6 +56,8 @@ class MultiHopSettings:
     residual: bool = True
     specificity: bool = True
     exclusive_mentions: bool = True
+    entity_weight: float = 0.5
+    entity_max_passages: int = DEFAULT_MAX_ENTITY_PASSAGES
     context_weight: float = 0.2
     context_window: int = DEFAULT_WINDOW
     fill_depth: int = 20
@@ -64,6 +71,7 @@ class MultiHopSettings:
             "candidates",
             "first_hops",
             "context_window",
+            "entity_max_passages",
             "fill_depth",
             "graph_cap",
             "graph_depth",
@@ -75,6 +83,7 @@ class MultiHopSettings:
         if not isinstance(self.graph_tail, bool):
             raise ValueError(f"graph_tail must be True or False, got {self.graph_tail!r}")
         check_fraction(self.context_weight, "context_weight")
+        check_fraction(self.entity_weight, "entity_weight")
         if self.ppr not in PPR_METHODS:
             raise ValueError(f"ppr must be one of {', '.join(PPR_METHODS)}, got {self.ppr!r}")
         if self.graph_cap > self.graph_depth:
