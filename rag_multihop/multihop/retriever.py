@@ -293,9 +293,9 @@ class MultiHopRetriever:
         it (``entity_weight`` × the entity's specificity), whichever is higher."""
         s = self.settings
         related = self.shared.related(source) if entities and self.shared is not None else {}
-        if not s.links and not related:
+        if not s.title_links and not related:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        targets = self.links.targets(source) if s.links else {}
+        targets = self.links.targets(source) if s.title_links else {}
         pool.add(list(targets))
         rows = list(targets)
         positions = np.array([pool.position[t] for t in rows], dtype=np.int64)

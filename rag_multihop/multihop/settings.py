@@ -26,7 +26,8 @@ class MultiHopSettings:
         candidates: dense candidates searched (FAISS top-K) before links and names add more.
         first_hops: the best candidates (by similarity + name) tried as the pair's first hop.
         pair: choose ranks 1-2 as the best (first hop, partner) pair; off: one greedy list.
-        links: use title links (pair and fill); off: names and similarity only.
+        title_links: use title links (pair and fill); off: names, shared entities and
+            similarity only.
         residual: score a partner by its cosine with the question minus the first hop
             (:func:`~rag_multihop.multihop.scoring.residual_cosine`); off: plain cosine.
         specificity: weigh a link by its target's specificity (links to hubs count less).
@@ -52,7 +53,7 @@ class MultiHopSettings:
     candidates: int = 50
     first_hops: int = 5
     pair: bool = True
-    links: bool = True
+    title_links: bool = True
     residual: bool = True
     specificity: bool = True
     exclusive_mentions: bool = True
@@ -77,7 +78,13 @@ class MultiHopSettings:
             "graph_depth",
         ):
             check_positive_int(getattr(self, name), name)
-        for name in ("pair", "links", "residual", "specificity", "exclusive_mentions"):
+        for name in (
+            "pair",
+            "title_links",
+            "residual",
+            "specificity",
+            "exclusive_mentions",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.graph_tail, bool):

@@ -150,7 +150,8 @@ class MultiHopBenchRetriever:
 )
 def build_multihop(context: BenchContext) -> MultiHopBenchRetriever:
     settings = multihop_settings(context.options)
-    graph, graph_seconds = shared_graph(context) if settings.graph_tail else (None, 0.0)
+    needs_graph = settings.graph_tail or settings.entity_weight > 0
+    graph, graph_seconds = shared_graph(context) if needs_graph else (None, 0.0)
     start = time.perf_counter()
     retriever = MultiHopRetriever(
         context.dataset.corpus,
