@@ -385,9 +385,9 @@ class MultiHopRetriever:
                 for i, (r, f) in enumerate(zip(rest, fill_scores, strict=True))
             ]
         seeds = [Candidate(self.corpus[pool.rows[i]], 1.0) for i in head]
-        walked = self.graph_retriever.rank(query, seeds, k=self.settings.graph_depth)
+        walked = self.graph_retriever.rank(query, seeds, k=self.settings.graph_cap + len(head))
         head_ids = {ids[pool.rows[i]] for i in head}
-        walk = [c for c in walked if c.id not in head_ids]
+        walk = [c for c in walked if c.id not in head_ids][: self.settings.graph_cap]
         result = fuse_lists(
             [
                 ([ids[r] for r in rest], fill_scores),
@@ -395,7 +395,6 @@ class MultiHopRetriever:
             ],
             calibration="pit",
             fusion="boltzmann",
-            pool_cap=[None, self.settings.graph_cap],
         )
         return [
             Candidate(

@@ -43,8 +43,7 @@ class MultiHopSettings:
             a ``k=20`` call equal a ``k=5`` call).
         graph_tail: fuse ranks 3+ with entity-graph PPR seeded by the pair and the question's
             entities (PIT calibration, Boltzmann fusion).
-        graph_cap: graph candidates that enter that fusion.
-        graph_depth: graph candidates computed per query.
+        graph_cap: graph candidates (besides the pair) that enter that fusion.
         ppr: how the walk is computed (:data:`~rag_multihop.graph.retriever.PPR_METHODS`);
             the local push by default: the same R@2 / R@5 as power iteration on the tune
             halves, two to three times faster.
@@ -64,7 +63,6 @@ class MultiHopSettings:
     fill_depth: int = 20
     graph_tail: bool = True
     graph_cap: int = 10
-    graph_depth: int = 30
     ppr: str = "push"
 
     def __post_init__(self) -> None:
@@ -75,7 +73,6 @@ class MultiHopSettings:
             "entity_max_passages",
             "fill_depth",
             "graph_cap",
-            "graph_depth",
         ):
             check_positive_int(getattr(self, name), name)
         for name in (
@@ -93,7 +90,3 @@ class MultiHopSettings:
         check_fraction(self.entity_weight, "entity_weight")
         if self.ppr not in PPR_METHODS:
             raise ValueError(f"ppr must be one of {', '.join(PPR_METHODS)}, got {self.ppr!r}")
-        if self.graph_cap > self.graph_depth:
-            raise ValueError(
-                f"graph_cap ({self.graph_cap}) must not exceed graph_depth ({self.graph_depth})"
-            )

@@ -169,7 +169,7 @@ def test_an_index_of_other_passages_is_refused(corpus, hashing_encoder) -> None:
         ("pair", "yes", "pair must be True or False, got 'yes'"),
         ("graph_tail", 1, "graph_tail must be True or False, got 1"),
         ("ppr", "fast", "ppr must be one of auto, power, push, got 'fast'"),
-        ("graph_cap", 40, r"graph_cap \(40\) must not exceed graph_depth \(30\)"),
+        ("graph_cap", 0, "graph_cap must be a positive integer, got 0"),
     ],
 )
 def test_settings_name_the_bad_value(field: str, value: object, message: str) -> None:
