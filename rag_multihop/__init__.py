@@ -13,7 +13,7 @@ Example:
 
 from rag_multihop._version import __version__
 from rag_multihop.corpus import Corpus
-from rag_multihop.protocols import Reranker, Retriever
+from rag_multihop.protocols import Reranker, Retriever, Searcher
 from rag_multihop.types import Candidate, Passage, Query, rank_candidates
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Query",
     "Reranker",
     "Retriever",
+    "Searcher",
     "__version__",
     "rank_candidates",
 ]

@@ -1,7 +1,8 @@
-"""The two stage protocols every method implements.
+"""The stage protocols every method implements.
 
 A retriever maps a query to ranked candidates; a reranker maps a query and candidates to
-new ranked candidates. Both return new objects and leave their inputs untouched.
+new ranked candidates; a searcher answers several queries at once (a dense index embeds and
+searches them in one batch). All return new objects and leave their inputs untouched.
 """
 
 from __future__ import annotations
@@ -26,3 +27,13 @@ class Reranker(Protocol):
     ) -> list[Candidate]:
         """``candidates`` re-scored and re-ranked; at most ``top_n`` of them when given."""
         ...
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """Ranked candidates for each of several queries (one list per query, rank 1 first),
+    synchronously or asynchronously."""
+
+    def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]: ...
+
+    async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -47,6 +48,89 @@ def check_fraction(value: float, name: str) -> float:
     if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {value!r}")
     return float(value)
+
+
+def _range_text(
+    low: float | None, high: float | None, *, low_open: bool = False, high_open: bool = False
+) -> str:
+    """``"in [0, 1)"``, ``">= 0"``, ``"> 0"`` or ``""`` for the bounds of a check."""
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def check_number(
+    value: object,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """``value`` as a float when it is a finite real number within the bounds, else
+    ``ValueError`` naming ``name``, the value and the allowed range (booleans are refused).
+
+    >>> check_number(0.5, "damping", low=0, high=1, high_open=True)
+    0.5
+    >>> check_number(1.0, "damping", low=0, high=1, high_open=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: damping must be in [0, 1), got 1.0
+    """
+    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
+        number = float(value)
+        if (
+            np.isfinite(number)
+            and (low is None or (number > low if low_open else number >= low))
+            and (high is None or (number < high if high_open else number <= high))
+        ):
+            return number
+    bounds = _range_text(low, high, low_open=low_open, high_open=high_open)
+    what = bounds if low is not None and high is not None else f"a finite number {bounds}"
+    raise ValueError(f"{name} must be {what.strip()}, got {value!r}")
+
+
+def check_int(value: object, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int when it is an integer within ``[low, high]``, else ``ValueError``
+    naming ``name``, the value and the allowed range (booleans and floats are refused).
+
+    >>> check_int(3, "entities", low=0)
+    3
+    >>> check_int(-1, "entities", low=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: entities must be an integer >= 0, got -1
+    """
+    if (
+        isinstance(value, int | np.integer)
+        and not isinstance(value, bool)
+        and (low is None or value >= low)
+        and (high is None or value <= high)
+    ):
+        return int(value)
+    bounds = _range_text(low, high)
+    raise ValueError(f"{name} must be an integer{' ' + bounds if bounds else ''}, got {value!r}")
+
+
+def check_choice(value: object, name: str, choices: Iterable[str]) -> str:
+    """``value`` when it is one of ``choices``, else ``ValueError`` listing them.
+
+    >>> check_choice("push", "ppr", ("auto", "power", "push"))
+    'push'
+    >>> check_choice("fast", "ppr", ("auto", "power", "push"))
+    Traceback (most recent call last):
+    ...
+    ValueError: ppr must be one of ['auto', 'power', 'push'], got 'fast'
+    """
+    allowed = list(choices)
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
+    return value
 
 
 LOG_TEXT_LIMIT = 200

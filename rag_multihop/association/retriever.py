@@ -7,17 +7,20 @@ Example (a fitted reranker and any base retriever, e.g. a ``DenseRetriever``):
 
 from __future__ import annotations
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.association.reranker import AssociationReranker
+from rag_multihop.association.settings import DEFAULT_CANDIDATES, AssociationSettings
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
 
-DEFAULT_CANDIDATES = 100
-"""K, the depth of the base retrieval that association reranks (the paper's value)."""
+__all__ = ["DEFAULT_CANDIDATES", "AssociationRetriever"]
 
 
 class AssociationRetriever:
     """Retrieves ``candidates`` (K) passages with ``base`` and reranks them with ``reranker``.
+
+    ``candidates`` defaults to the reranker's ``settings.candidates``.
 
     ``retrieve(query, k)`` returns the best ``min(k, K)`` after reranking; candidates keep
     the base retriever's signals (``"dense"``, ...) and gain ``"association"`` and ``"cosine"``.
@@ -28,11 +31,12 @@ class AssociationRetriever:
         base: Retriever,
         reranker: AssociationReranker,
         *,
-        candidates: int = DEFAULT_CANDIDATES,
+        candidates: int | None = None,
     ) -> None:
         self.base = base
         self.reranker = reranker
-        self.candidates = check_positive_int(candidates, "candidates")
+        settings = resolve_settings(AssociationSettings, reranker.settings, candidates=candidates)
+        self.candidates = settings.candidates
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         check_positive_int(k, "k")

@@ -32,7 +32,12 @@ import numpy as np
 
 from rag_multihop._optional import require
 from rag_multihop.association.model import LAYER_NORM_EPS, N_LINEAR, AssociationWeights
-from rag_multihop.validation import as_embedding_matrix, check_positive_int
+from rag_multihop.validation import (
+    as_embedding_matrix,
+    check_int,
+    check_number,
+    check_positive_int,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +48,11 @@ class TrainingConfig:
 
     ``batch_size`` is an upper bound: with fewer directed pairs than that, one batch holds
     them all (a warning says so). ``threads`` sets torch's intra-op threads for the duration
-    of training (restored afterwards; ``None`` keeps torch's setting). On a machine whose
-    cores other processes also use, ``threads=1`` can be several times faster, because torch's
-    threads no longer wait on each other (measurements in ``docs/association.md``).
+    of training (restored afterwards; ``None`` keeps torch's setting). The default is one
+    thread: a step's matrices (512 × 384) are too small to split well, and on a machine whose
+    cores other processes also use, torch's threads wait on each other at every operation
+    (measured on the 2-core project machine: 265 ms per step with 1 thread, 1,160 ms with
+    2; ``docs/association.md``).
     """
 
     epochs: int = 100
@@ -56,21 +63,16 @@ class TrainingConfig:
     grad_clip: float = 1.0
     residual_init: float = 0.5
     seed: int = 0
-    threads: int | None = None
+    threads: int | None = 1
 
     def __post_init__(self) -> None:
         check_positive_int(self.epochs, "epochs")
         check_positive_int(self.batch_size, "batch_size")
         for name in ("learning_rate", "temperature", "grad_clip"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if not isinstance(self.weight_decay, (int, float)) or not 0 <= self.weight_decay < 1:
-            raise ValueError(f"weight_decay must be in [0, 1), got {self.weight_decay!r}")
-        if not isinstance(self.residual_init, (int, float)) or not np.isfinite(self.residual_init):
-            raise ValueError(f"residual_init must be a finite number, got {self.residual_init!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+            check_number(getattr(self, name), name, low=0.0, low_open=True)
+        check_number(self.weight_decay, "weight_decay", low=0.0, high=1.0, high_open=True)
+        check_number(self.residual_init, "residual_init")
+        check_int(self.seed, "seed", low=0)
         if self.threads is not None:
             check_positive_int(self.threads, "threads")
 

@@ -1,11 +1,11 @@
 """BridgeRAG: bridge-conditioned expansion and judging, with an LLM or without one.
 
-Modules, one job each: :mod:`.search` (batched ANN search behind a protocol),
-:mod:`.vectors` (passage vectors for the LLM-free judges), :mod:`.queries` (hop-2 plans:
-entities and queries, LLM or templates), :mod:`.pool` (the capped expansion pool),
+Modules, one job each: :mod:`.search` (batched search behind a protocol), :mod:`.queries`
+(hop-2 plans: entities and queries, LLM or templates), :mod:`.pool` (the capped pool),
 :mod:`.features` (title-mention signals), :mod:`.judges` (LLM, embedding and association
-judges), :mod:`.pipeline` (:class:`BridgeRetriever`), :mod:`.rerank` (:class:`BridgeReranker`,
-judging a list you already have). The ``bridge*`` bench methods live in
+judges), :mod:`.settings` (:class:`BridgeSettings`, every knob), :mod:`.pipeline`
+(:class:`BridgeRetriever`), :mod:`.rerank` (:class:`BridgeReranker`, judging a list you
+already have). The ``bridge*`` bench methods live in
 :mod:`rag_multihop.eval.methods.bridge`.
 Importing this package needs neither litellm nor pydantic; the LLM stages import them on
 first use. See ``docs/bridge.md``.
@@ -25,15 +25,7 @@ from rag_multihop.bridge.judges import (
     JudgeWeights,
     LLMJudge,
 )
-from rag_multihop.bridge.pipeline import (
-    BRIDGE_POSITIONS,
-    BRIDGE_SCORE,
-    DEFAULT_ALPHA,
-    BridgeResult,
-    BridgeRetriever,
-    BridgeSettings,
-    BridgeTrace,
-)
+from rag_multihop.bridge.pipeline import BRIDGE_SCORE, BridgeResult, BridgeRetriever, BridgeTrace
 from rag_multihop.bridge.pool import build_pool
 from rag_multihop.bridge.queries import (
     DEFAULT_TEMPLATES,
@@ -45,8 +37,9 @@ from rag_multihop.bridge.queries import (
     TemplateQueryWriter,
 )
 from rag_multihop.bridge.rerank import BridgeReranker
-from rag_multihop.bridge.search import DenseSearcher, RetrieverSearcher, Searcher, as_searcher
-from rag_multihop.bridge.vectors import PassageVectors
+from rag_multihop.bridge.search import RetrieverSearcher, Searcher, as_searcher
+from rag_multihop.bridge.settings import BRIDGE_POSITIONS, DEFAULT_ALPHA, BridgeSettings
+from rag_multihop.vectors import PassageVectors
 
 __all__ = [
     "BRIDGE_POSITIONS",
@@ -62,7 +55,6 @@ __all__ = [
     "BridgeRetriever",
     "BridgeSettings",
     "BridgeTrace",
-    "DenseSearcher",
     "EmbeddingJudge",
     "HopPlan",
     "Judge",

@@ -4,8 +4,8 @@ What an LLM judge reads from the texts, "this candidate is the page of someone t
 names", has a cheap stand-in in encyclopedic corpora: the candidate's **title is mentioned**
 in the bridge passage (a hyperlink in all but name), or in the question (comparison
 questions name both sides). Titles are compared as normalised entity keys
-(:func:`~rag_multihop.graph.extract.normalize_entity`), whole words only, with a trailing
-disambiguation in parentheses dropped ("Mercury (planet)" -> "mercury").
+(:func:`~rag_multihop.text.title_key`) with the one
+:class:`~rag_multihop.text.MentionIndex`, whole words only.
 
 Example:
     >>> title_key("The Beatles (band)")
@@ -18,22 +18,16 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from rag_multihop.graph.extract import normalize_entity
+from rag_multihop.text import MentionIndex, normalize_entity, title_key
+
+__all__ = ["MIN_KEY_CHARS", "mentions", "title_key", "to_unit"]
 
 MIN_KEY_CHARS = 3
 """Title keys shorter than this never count as mentioned (too ambiguous)."""
-
-_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
-
-
-def title_key(title: str) -> str:
-    """The normalised form of a title, without a trailing ``(...)`` disambiguation."""
-    return normalize_entity(_DISAMBIGUATION.sub("", title))
 
 
 def mentions(titles: Sequence[str], text: str, *, part_of: str = "") -> np.ndarray:
@@ -46,15 +40,21 @@ def mentions(titles: Sequence[str], text: str, *, part_of: str = "") -> np.ndarr
     ...          part_of="Polish Wedding").tolist()
     [0.0, 1.0]
     """
-    haystack = f" {normalize_entity(text)} "
+    keys = [title_key(t) for t in titles]
+    index = MentionIndex(
+        (key.split(), i) for i, key in enumerate(keys) if len(key) >= MIN_KEY_CHARS
+    )
+    found = set(index.find(normalize_entity(text).split()))
     whole = f" {title_key(part_of)} " if part_of else ""
-    found = []
-    for key in (title_key(t) for t in titles):
-        inside = bool(whole) and f" {key} " in whole and whole.strip() != key
-        found.append(
-            1.0 if len(key) >= MIN_KEY_CHARS and f" {key} " in haystack and not inside else 0.0
-        )
-    return np.array(found, dtype=np.float64)
+    return np.array(
+        [
+            1.0
+            if i in found and not (whole and f" {key} " in whole and whole.strip() != key)
+            else 0.0
+            for i, key in enumerate(keys)
+        ],
+        dtype=np.float64,
+    )
 
 
 def to_unit(values: np.ndarray) -> np.ndarray:

@@ -45,9 +45,9 @@ import numpy as np
 
 from rag_multihop.bridge.features import mentions, to_unit
 from rag_multihop.bridge.queries import check_on_error
-from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int, loggable
+from rag_multihop.validation import check_number, check_positive_int, loggable
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.association.reranker import AssociationReranker
@@ -166,13 +166,7 @@ class JudgeWeights:
         for name, value in zip(
             ("question", "bridge", "bridge_mention", "question_mention"), values, strict=True
         ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not np.isfinite(value)
-                or value < 0
-            ):
-                raise ValueError(f"JudgeWeights.{name} must be a finite number >= 0, got {value!r}")
+            check_number(value, f"JudgeWeights.{name}", low=0.0)
         if sum(values) == 0:
             raise ValueError("JudgeWeights must not all be 0; give at least one positive weight")
 
@@ -304,8 +298,7 @@ class AssociationJudge:
         wrapped = [Candidate(p, 0.0) for p in candidates]
         extra = None
         if self.vectors is not None:
-            stored = set(self.reranker.passage_ids)
-            unknown = [p for p in candidates if p.id not in stored]
+            unknown = [p for p in candidates if not self.reranker.stores(p.id)]
             if unknown:
                 matrix = self.vectors.passages(unknown)
                 extra = {p.id: row for p, row in zip(unknown, matrix, strict=True)}

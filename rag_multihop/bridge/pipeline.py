@@ -54,13 +54,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.bridge.judges import (
     EmbeddingJudge,
     Judge,
@@ -69,26 +69,21 @@ from rag_multihop.bridge.judges import (
     check_judgement,
     judge_name,
 )
-from rag_multihop.bridge.pool import (
-    DEFAULT_ENTITY_K,
-    DEFAULT_POOL_CAP,
-    DEFAULT_QUERY_K,
-    build_pool,
-)
+from rag_multihop.bridge.pool import build_pool
 from rag_multihop.bridge.queries import (
     HopPlan,
     LLMQueryWriter,
     QueryWriter,
-    TemplateQueryWriter,
     make_client,
 )
 from rag_multihop.bridge.search import Searcher, as_searcher
-from rag_multihop.bridge.vectors import PassageVectors
+from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.fusion.core import fuse_lists
+from rag_multihop.fusion.core import FusionSettings, fuse_candidates
 from rag_multihop.protocols import Retriever
-from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_fraction, check_positive_int, loggable
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_positive_int, loggable
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
@@ -96,46 +91,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ALPHA = 0.1
-"""Weight of the retrieval score in the fusion (BridgeRAG: 0.1; 0.15 on HotpotQA)."""
-
 BRIDGE_SCORE = 2.0
 """Score of the bridge when it is placed first (above every fused score in (0, 1])."""
-
-BRIDGE_POSITIONS: Mapping[str, str] = MappingProxyType(
-    {
-        "first": "the bridge is rank 1, the fused pool follows (default)",
-        "judged": "the bridge joins the pool and is judged and fused like any candidate",
-    }
-)
-
-
-@dataclass(frozen=True)
-class BridgeSettings:
-    """Knobs of :class:`BridgeRetriever` (BridgeRAG's published run configuration).
-
-    >>> BridgeSettings(alpha=1.5)
-    Traceback (most recent call last):
-    ...
-    ValueError: alpha must be in [0, 1], got 1.5
-    """
-
-    alpha: float = DEFAULT_ALPHA
-    entity_k: int = DEFAULT_ENTITY_K
-    query_k: int = DEFAULT_QUERY_K
-    pool_cap: int = DEFAULT_POOL_CAP
-    bridge_position: str = "first"
-
-    def __post_init__(self) -> None:
-        check_fraction(self.alpha, "alpha")
-        check_positive_int(self.entity_k, "entity_k")
-        check_positive_int(self.query_k, "query_k")
-        check_positive_int(self.pool_cap, "pool_cap")
-        if self.bridge_position not in BRIDGE_POSITIONS:
-            raise ValueError(
-                f"bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, "
-                f"got {self.bridge_position!r}"
-            )
 
 
 @dataclass(frozen=True)
@@ -192,29 +149,12 @@ def fuse_pool(pool: Sequence[Candidate], judgement: Judgement, alpha: float) -> 
     """
     if not pool:
         return []
-    ids = [c.id for c in pool]
-    retrieval = [float(c.signals.get("retrieval", c.score)) for c in pool]
-    result = fuse_lists(
-        [(ids, judgement.scores), (ids, retrieval)],
-        calibration="pit",
-        fusion="linear",
-        weights=[1.0 - alpha, alpha],
-    )
-    by_id = {c.id: (c, float(s)) for c, s in zip(pool, judgement.scores, strict=True)}
-    fused = []
-    for rank, (doc_id, score, cal) in enumerate(
-        zip(result.ids, result.scores, result.calibrated, strict=True), start=1
-    ):
-        candidate, judge = by_id[doc_id]
-        signals = {
-            **candidate.signals,
-            "judge": judge,
-            "judge_cal": float(cal[0]),
-            "retrieval_cal": float(cal[1]),
-            "fused": float(score),
-        }
-        fused.append(Candidate(candidate.passage, float(score), rank, signals))
-    return fused
+    settings = FusionSettings(calibration="pit", fusion="linear", weights=(1.0 - alpha, alpha))
+    lists = {
+        "judge": [c.with_score(float(j)) for c, j in zip(pool, judgement.scores, strict=True)],
+        "retrieval": [c.with_score(float(c.signals.get("retrieval", c.score))) for c in pool],
+    }
+    return [c.with_score(c.score, fused=c.score) for c in fuse_candidates(lists, settings)]
 
 
 def assemble(
@@ -244,9 +184,10 @@ class BridgeRetriever:
     Args:
         base: a :class:`~rag_multihop.bridge.search.Searcher` or any core ``Retriever``
             (a ``DenseRetriever`` is searched in batches).
-        writer: makes the hop-2 plan (default: the LLM-free :class:`TemplateQueryWriter`).
+        writer: makes the hop-2 plan (default: the LLM-free
+            :class:`~rag_multihop.bridge.queries.TemplateQueryWriter` of ``settings``).
         judge: scores pool candidates (see :mod:`rag_multihop.bridge.judges`).
-        settings: :class:`BridgeSettings`.
+        settings: :class:`~rag_multihop.bridge.settings.BridgeSettings`.
 
     Use :meth:`llm_free` or :meth:`with_llm` to build one from a dense retriever.
     """
@@ -262,13 +203,13 @@ class BridgeRetriever:
         if not isinstance(judge, Judge):
             raise TypeError(f"judge must implement score and ascore, got {type(judge).__name__}")
         self.searcher = as_searcher(base)
-        self.writer: QueryWriter = writer if writer is not None else TemplateQueryWriter()
+        self.settings = resolve_settings(BridgeSettings, settings)
+        self.writer: QueryWriter = writer if writer is not None else self.settings.template_writer()
         if not isinstance(self.writer, QueryWriter):
             raise TypeError(
                 f"writer must implement plan and aplan, got {type(self.writer).__name__}"
             )
         self.judge = judge
-        self.settings = settings if settings is not None else BridgeSettings()
 
     @classmethod
     def llm_free(
@@ -292,7 +233,9 @@ class BridgeRetriever:
                     "the LLM-free judge needs passage vectors: pass encoder= or vectors="
                 )
             vectors = PassageVectors(encoder)
-        return cls(base, judge=EmbeddingJudge(vectors), writer=writer, settings=settings)
+        settings = resolve_settings(BridgeSettings, settings)
+        judge = EmbeddingJudge(vectors, weights=settings.judge_weights)
+        return cls(base, judge=judge, writer=writer, settings=settings)
 
     @classmethod
     def with_llm(
@@ -317,8 +260,46 @@ class BridgeRetriever:
 
     # ------------------------------------------------------------------ steps
 
-    def _expansion(self, plan: HopPlan) -> list[Query]:
-        return [Query(text) for text in (*plan.queries, *plan.entities)]
+    def prepare(self, passages: Iterable[Passage], vectors: np.ndarray | None = None) -> int:
+        """Precompute the vectors of every query-independent text a plan may search (the
+        writer's ``passage_texts``: LLM-free entity names and bridge sentences) for
+        ``passages``, so that a query encodes only the texts made from the question.
+
+        The searcher's encoder must be a :class:`~rag_multihop.encoders.cache.MemoEncoder`
+        large enough to hold them (e.g. ``dense.with_encoder(MemoEncoder(encoder))``);
+        ``vectors`` may give them (one row per text of :meth:`preparation_texts`, e.g. from a
+        disk-cached encoder), else it encodes them. Returns how many texts were new; 0 when
+        the writer has no such texts (the LLM writer)."""
+        from rag_multihop.encoders.cache import MemoEncoder
+
+        texts = self.preparation_texts(passages)
+        if not texts:
+            return 0
+        memo = getattr(self.searcher, "encoder", None)
+        if not isinstance(memo, MemoEncoder):
+            raise ValueError(
+                "prepare() keeps vectors in the searcher's MemoEncoder; build the searcher "
+                f"with one (got encoder {type(memo).__name__})"
+            )
+        new = memo.remember(texts, vectors)
+        logger.info("bridge: %d expansion texts precomputed", new)
+        return new
+
+    def preparation_texts(self, passages: Iterable[Passage]) -> list[str]:
+        """The texts :meth:`prepare` precomputes for ``passages`` (none for writers without
+        ``passage_texts``, such as the LLM writer)."""
+        texts_of = getattr(self.writer, "passage_texts", None)
+        if texts_of is None:
+            return []
+        return list(dict.fromkeys(t for p in passages for t in texts_of(p)))
+
+    def _expansion(self, query: Query, plan: HopPlan) -> list[Query]:
+        """One search per query and entity; a query text equal to the question keeps the
+        question's embedding."""
+        return [
+            Query(text, embedding=query.embedding if text == query.text else None)
+            for text in (*plan.queries, *plan.entities)
+        ]
 
     def _pool(
         self, bridge: Candidate, plan: HopPlan, hits: Sequence[Sequence[Candidate]]
@@ -396,7 +377,7 @@ class BridgeRetriever:
             return self._empty(query, start)
         bridge = hop1[0]
         plan = self.writer.plan(query, bridge.passage)
-        expansion = self._expansion(plan)
+        expansion = self._expansion(query, plan)
         depth = max(self.settings.query_k, self.settings.entity_k)
         hits = self.searcher.search(expansion, depth) if expansion else []
         pool = self._pool(bridge, plan, hits)
@@ -416,7 +397,7 @@ class BridgeRetriever:
             return self._empty(query, start)
         bridge = hop1[0]
         plan = await self.writer.aplan(query, bridge.passage)
-        expansion = self._expansion(plan)
+        expansion = self._expansion(query, plan)
         depth = max(self.settings.query_k, self.settings.entity_k)
         hits = await self.searcher.asearch(expansion, depth) if expansion else []
         pool = self._pool(bridge, plan, hits)

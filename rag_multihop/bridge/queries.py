@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.text import normalize_entity
 from rag_multihop.types import Passage, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import check_choice, check_int, check_positive_int
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
@@ -104,14 +105,19 @@ def key_sentence(question: str, bridge: Passage) -> str:
     >>> key_sentence("Where was the director born?", bridge)
     'It was directed by Ann.'
     """
-    sentences = [s for s in _SENTENCE.split(bridge.text.strip()) if s] or [bridge.text]
     words = {w for w in _WORD.findall(question.lower()) if w not in _STOPWORDS}
 
     def overlap(sentence: str) -> int:
         found = {w for w in _WORD.findall(sentence.lower()) if w not in _STOPWORDS}
         return sum(1 for w in words if any(f.startswith(w[:5]) for f in found))
 
-    return max(sentences, key=overlap)
+    return max(sentences(bridge), key=overlap)
+
+
+def sentences(passage: Passage) -> list[str]:
+    """The sentences of ``passage``'s text (split after ``.``, ``!`` or ``?``), or the
+    whole text when it has none."""
+    return [s for s in _SENTENCE.split(passage.text.strip()) if s] or [passage.text]
 
 
 QueryTemplate = Callable[[str, Passage, Sequence[str]], str]
@@ -131,10 +137,31 @@ question; the residual question followed by the selected entities."""
 
 DEFAULT_TEMPLATES = ("question", "residual", "key-sentence")
 
+NAMES_MEMO_SIZE = 10_000
+"""Bridge passages whose extracted entity names :class:`TemplateQueryWriter` remembers."""
+
 LLM_FREE_ENTITIES = 4
 """Entities the LLM-free writer searches: heuristic entities are noisier than an LLM's two,
 so more are searched (the pool cap still holds). Measured in ``docs/bridge.md``: 4 beats 2
 by 1.7-1.8 R@5 on both benchmark sets; 6 changes R@5 by -0.1 (HotpotQA) and +0.9 (2Wiki)."""
+
+
+def check_templates(templates: Sequence[str]) -> tuple[str, ...]:
+    """``templates`` as a tuple when it names at least one template and only registered
+    ones (:data:`QUERY_TEMPLATES`), else ``ValueError`` listing them.
+
+    >>> check_templates(["question", "nope"])
+    Traceback (most recent call last):
+    ...
+    ValueError: templates must name at least one of ['key-sentence', 'question', 'residual', \
+'residual+entities'], got ['question', 'nope']
+    """
+    names = (templates,) if isinstance(templates, str) else tuple(templates)
+    if not names or any(t not in QUERY_TEMPLATES for t in names):
+        raise ValueError(
+            f"templates must name at least one of {sorted(QUERY_TEMPLATES)}, got {list(names)!r}"
+        )
+    return names
 
 
 def select_entities(
@@ -180,20 +207,43 @@ class TemplateQueryWriter:
         templates: Sequence[str] = DEFAULT_TEMPLATES,
         extractor: EntityExtractor | None = None,
     ) -> None:
-        if isinstance(n_entities, bool) or not isinstance(n_entities, int) or n_entities < 0:
-            raise ValueError(f"n_entities must be an integer >= 0, got {n_entities!r}")
-        unknown = [t for t in templates if t not in QUERY_TEMPLATES]
-        if unknown or not templates:
-            raise ValueError(
-                f"templates must name at least one of {sorted(QUERY_TEMPLATES)}, got "
-                f"{list(templates)!r}"
-            )
-        self.n_entities = n_entities
-        self.templates = tuple(templates)
+        self.n_entities = check_int(n_entities, "n_entities", low=0)
+        self.templates = check_templates(templates)
         self.extractor = extractor if extractor is not None else HeuristicExtractor()
+        self._names: dict[str, list[str]] = {}
+
+    def _entity_names(self, bridge: Passage) -> list[str]:
+        """The extractor's names of ``bridge``, remembered by text (a passage is often the
+        bridge of several questions; extraction is linear in its length)."""
+        names = self._names.get(bridge.text)
+        if names is None:
+            names = self.extractor.extract([bridge.text])[0]
+            if len(self._names) >= NAMES_MEMO_SIZE:
+                del self._names[next(iter(self._names))]
+            self._names[bridge.text] = names
+        return names
+
+    def passage_texts(self, bridge: Passage) -> list[str]:
+        """The texts a plan for ``bridge`` may search whatever the question: every entity
+        name :func:`select_entities` could keep and, with the ``key-sentence`` template,
+        every sentence. Precompute their vectors with
+        :meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.prepare`.
+
+        >>> writer = TemplateQueryWriter()
+        >>> writer.passage_texts(Passage("p", "Rope is a 1948 film. It stars James Stewart.",
+        ...                              title="Rope"))
+        ['james stewart', 'Rope is a 1948 film.', 'It stars James Stewart.']
+        """
+        texts: list[str] = []
+        if self.n_entities:
+            names = self._entity_names(bridge)
+            texts += list(select_entities("", bridge, names, len(names)))
+        if "key-sentence" in self.templates:
+            texts += [s.strip() for s in sentences(bridge)]
+        return list(dict.fromkeys(t for t in texts if t))
 
     def plan(self, query: Query, bridge: Passage) -> HopPlan:
-        names = self.extractor.extract([bridge.text])[0] if self.n_entities else []
+        names = self._entity_names(bridge) if self.n_entities else []
         entities = select_entities(query.text, bridge, names, self.n_entities)
         if self.n_entities and not entities:
             logger.debug("bridge %r gave no entities to search", bridge.id)
@@ -209,9 +259,7 @@ class TemplateQueryWriter:
 
 
 def check_on_error(on_error: str) -> str:
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {list(ON_ERROR)}, got {on_error!r}")
-    return on_error
+    return check_choice(on_error, "on_error", ON_ERROR)
 
 
 def make_client(
@@ -262,14 +310,8 @@ class LLMQueryWriter:
         max_chars: int = 1500,
         on_error: Literal["neutral", "raise"] = "neutral",
     ) -> None:
-        if (
-            isinstance(n_queries, bool)
-            or not isinstance(n_queries, int)
-            or not 1 <= n_queries <= 10
-        ):
-            raise ValueError(f"n_queries must be an integer in [1, 10], got {n_queries!r}")
         self.client = client
-        self.n_queries = n_queries
+        self.n_queries = check_int(n_queries, "n_queries", low=1, high=10)
         self.max_chars = check_positive_int(max_chars, "max_chars")
         self.on_error = check_on_error(on_error)
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag_multihop._settings import SettingsField, resolve_settings
 from rag_multihop.bridge.judges import (
     EmbeddingJudge,
     Judge,
@@ -37,17 +38,13 @@ from rag_multihop.bridge.judges import (
     LLMJudge,
     check_judgement,
 )
-from rag_multihop.bridge.pipeline import (
-    BRIDGE_POSITIONS,
-    DEFAULT_ALPHA,
-    assemble,
-    fuse_pool,
-)
-from rag_multihop.bridge.queries import QueryWriter, TemplateQueryWriter, make_client
-from rag_multihop.bridge.vectors import PassageVectors
+from rag_multihop.bridge.pipeline import assemble, fuse_pool
+from rag_multihop.bridge.queries import QueryWriter, make_client
+from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_positive_int
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.llm.client import LLMClient, LLMSettings
@@ -60,38 +57,50 @@ class BridgeReranker:
 
     Args:
         judge: a :class:`~rag_multihop.bridge.judges.Judge`.
-        writer: names the bridge entities (default :class:`TemplateQueryWriter`).
-        alpha: weight of the incoming scores in the PIT fusion.
-        bridge_position: ``"first"`` (the top candidate stays rank 1) or ``"judged"``.
+        writer: names the bridge entities (default: the LLM-free
+            :class:`~rag_multihop.bridge.queries.TemplateQueryWriter` of ``settings``).
+        settings: :class:`~rag_multihop.bridge.settings.BridgeSettings`; the reranker reads
+            ``alpha`` (weight of the incoming scores in the PIT fusion), ``bridge_position``
+            (``"first"``: the top candidate stays rank 1, or ``"judged"``) and, for the
+            default writer and judge, the LLM-free knobs.
+        alpha, bridge_position: override the same-named field of ``settings``.
     """
+
+    alpha = SettingsField()
+    bridge_position = SettingsField()
 
     def __init__(
         self,
         judge: Judge,
         *,
         writer: QueryWriter | None = None,
-        alpha: float = DEFAULT_ALPHA,
-        bridge_position: str = "first",
+        settings: BridgeSettings | None = None,
+        alpha: float | None = None,
+        bridge_position: str | None = None,
     ) -> None:
         if not isinstance(judge, Judge):
             raise TypeError(f"judge must implement score and ascore, got {type(judge).__name__}")
         self.judge = judge
-        self.writer: QueryWriter = writer if writer is not None else TemplateQueryWriter()
-        self.alpha = check_fraction(alpha, "alpha")
-        if bridge_position not in BRIDGE_POSITIONS:
-            raise ValueError(
-                f"bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, "
-                f"got {bridge_position!r}"
-            )
-        self.bridge_position = bridge_position
+        self.settings = resolve_settings(
+            BridgeSettings, settings, alpha=alpha, bridge_position=bridge_position
+        )
+        self.writer: QueryWriter = writer if writer is not None else self.settings.template_writer()
 
     @classmethod
     def llm_free(
-        cls, encoder: Encoder, *, alpha: float = DEFAULT_ALPHA, bridge_position: str = "first"
+        cls,
+        encoder: Encoder,
+        *,
+        settings: BridgeSettings | None = None,
+        alpha: float | None = None,
+        bridge_position: str | None = None,
     ) -> BridgeReranker:
         """The embedding + title-mention judge with ``encoder``'s vectors; no LLM."""
-        judge = EmbeddingJudge(PassageVectors(encoder))
-        return cls(judge, alpha=alpha, bridge_position=bridge_position)
+        settings = resolve_settings(
+            BridgeSettings, settings, alpha=alpha, bridge_position=bridge_position
+        )
+        judge = EmbeddingJudge(PassageVectors(encoder), weights=settings.judge_weights)
+        return cls(judge, settings=settings)
 
     @classmethod
     def with_llm(
@@ -100,14 +109,17 @@ class BridgeReranker:
         *,
         api_base: str | None = None,
         api_key_env: str | None = None,
-        alpha: float = DEFAULT_ALPHA,
-        bridge_position: str = "first",
+        settings: BridgeSettings | None = None,
+        alpha: float | None = None,
+        bridge_position: str | None = None,
     ) -> BridgeReranker:
         """The tripartite LLM judge (heuristic entities, so one LLM call per candidate);
         ``llm`` as in :meth:`BridgeRetriever.with_llm
         <rag_multihop.bridge.pipeline.BridgeRetriever.with_llm>`."""
         client = make_client(llm, api_base=api_base, api_key_env=api_key_env)
-        return cls(LLMJudge(client), alpha=alpha, bridge_position=bridge_position)
+        return cls(
+            LLMJudge(client), settings=settings, alpha=alpha, bridge_position=bridge_position
+        )
 
     def _split(self, candidates: Sequence[Candidate]) -> tuple[Candidate, list[Candidate]]:
         ordered = sorted(candidates, key=lambda c: (-c.score, c.rank or 0))
@@ -116,7 +128,7 @@ class BridgeReranker:
             raise ValueError("candidates must have unique passage ids")
         bridge, rest = ordered[0], ordered[1:]
         pool = [c.with_score(c.score, retrieval=c.score) for c in rest]
-        if self.bridge_position == "judged":
+        if self.settings.bridge_position == "judged":
             pool.insert(0, bridge.with_score(bridge.score, retrieval=bridge.score, bridge=1.0))
         return bridge, pool
 
@@ -128,8 +140,8 @@ class BridgeReranker:
         top_n: int | None,
     ) -> list[Candidate]:
         judgement = check_judgement(judged, len(pool), self.judge)
-        fused = fuse_pool(pool, judgement, self.alpha)
-        first = bridge if self.bridge_position == "first" else None
+        fused = fuse_pool(pool, judgement, self.settings.alpha)
+        first = bridge if self.settings.bridge_position == "first" else None
         return assemble(first, fused, [], top_n or len(fused) + 1)
 
     def rerank(

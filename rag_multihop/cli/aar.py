@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,9 @@ from typing import Any
 from rag_multihop.association.model import DEFAULT_LAMBDA, DEFAULT_MODE, SCORING_MODES
 from rag_multihop.association.pairs import PairSet, corpus_pairs, load_pairs
 from rag_multihop.association.training import TrainingConfig
+from rag_multihop.cli.common import DATA_DIR_HELP, add_encoder_argument, data_dir
 from rag_multihop.corpus import Corpus
+from rag_multihop.io import read_records
 from rag_multihop.types import Passage
 
 PAIR_SOURCE_CHOICES = ("gold", "corpus", "gold+corpus", "none")
@@ -40,7 +41,7 @@ def add_aar_parser(subparsers: Any) -> None:
     source.add_argument(
         "--corpus", type=Path, help="its corpus file; alone: passages without questions"
     )
-    train.add_argument("--data-dir", type=Path, help="folder of the named datasets")
+    train.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     train.add_argument("--limit", type=int, default=None, help="use the first N questions")
     train.add_argument(
         "--pair-source",
@@ -56,6 +57,7 @@ def add_aar_parser(subparsers: Any) -> None:
         help="a file of passage-id lists used together (repeatable)",
     )
     train.add_argument("--out", type=Path, required=True, help="model directory to write")
+    add_encoder_argument(train)
     defaults = TrainingConfig()
     train.add_argument(
         "--epochs", type=int, default=defaults.epochs, help=f"epochs (default {defaults.epochs})"
@@ -70,7 +72,10 @@ def add_aar_parser(subparsers: Any) -> None:
         "--seed", type=int, default=defaults.seed, help=f"random seed (default {defaults.seed})"
     )
     train.add_argument(
-        "--threads", type=int, default=None, help="torch threads while training (default: torch's)"
+        "--threads",
+        type=int,
+        default=defaults.threads,
+        help=f"torch threads while training (default: {defaults.threads})",
     )
     train.add_argument(
         "--lambda", dest="lambda_", type=float, default=DEFAULT_LAMBDA, help="saved blend weight"
@@ -90,8 +95,7 @@ def _passages(args: argparse.Namespace) -> tuple[Corpus, list[Any]]:
     if args.dataset and args.questions:
         raise ValueError("give either --dataset or --questions, not both")
     if args.dataset:
-        data_dir = args.data_dir or Path.cwd().parent / "shared" / "datasets"
-        dataset = load_named(args.dataset, data_dir, limit=args.limit)
+        dataset = load_named(args.dataset, data_dir(args.data_dir), limit=args.limit)
     elif args.questions:
         dataset = load_dataset(args.questions, args.corpus, limit=args.limit)
     elif args.corpus:
@@ -104,15 +108,7 @@ def _passages(args: argparse.Namespace) -> tuple[Corpus, list[Any]]:
 def read_corpus(path: str | os.PathLike[str]) -> Corpus:
     """Passages from a JSON list or JSON Lines of ``{"id", "title", "text"}`` objects."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file not found: {path}")
-    text = path.read_text(encoding="utf-8-sig")
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError:
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    if not isinstance(records, list):
-        raise ValueError(f"{path} must hold a list of passages")
+    records = read_records(path, what="corpus file")
     passages = []
     for i, record in enumerate(records):
         if not isinstance(record, dict) or "text" not in record:
@@ -143,13 +139,13 @@ def _pairs(args: argparse.Namespace, corpus: Corpus, questions: list[Any]) -> Pa
 
 def cmd_aar_train(args: argparse.Namespace) -> int:
     from rag_multihop.association.reranker import AssociationReranker
-    from rag_multihop.encoders import CachedEncoder, default_encoder
+    from rag_multihop.cli.common import encoder_from_args
 
     corpus, questions = _passages(args)
     pairs = _pairs(args, corpus, questions)
     stats = pairs.stats()
     print(f"{stats.pairs} pairs over {stats.passages} passages, by source: {stats.sources}")
-    encoder = CachedEncoder(default_encoder(), args.cache_dir)
+    encoder = encoder_from_args(args)
     vectors = encoder.encode(corpus.texts(), show_progress=not args.no_progress)
     config = TrainingConfig(
         epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, threads=args.threads

@@ -6,16 +6,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rag_multihop.cli.common import add_common_arguments, encoder_from_args, method_names
+from rag_multihop.cli.common import (
+    DATA_DIR_HELP,
+    add_common_arguments,
+    data_dir,
+    encoder_from_args,
+    method_names,
+)
 
 BENCH_METHODS = ("dense", "bm25", "hs-joiner-dbsf", "aar", "pit-boltzmann", "bridge")
 """``bench``'s default: the baselines, the strongest framework peer of the published tables
 (Haystack's DBSF joiner) and one method per family; ``--methods all`` runs everything."""
-
-
-def _default_data_dir() -> Path | None:
-    candidate = Path.cwd().parent / "shared" / "datasets"
-    return candidate if candidate.is_dir() else None
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
@@ -51,10 +52,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.questions:
         dataset = load_dataset(args.questions, args.corpus, limit=args.limit)
     elif args.dataset:
-        data_dir = args.data_dir or _default_data_dir()
-        if data_dir is None:
-            raise SystemExit("no --data-dir given and ../shared/datasets does not exist")
-        dataset = load_named(args.dataset, data_dir, limit=args.limit)
+        dataset = load_named(args.dataset, data_dir(args.data_dir), limit=args.limit)
     else:
         raise SystemExit("give --dataset NAME or --questions FILE [--corpus FILE]")
     dataset = split_dataset(dataset, args.split)
@@ -81,7 +79,7 @@ def add_bench_parsers(sub: Any) -> None:
         "--data-dir",
         type=Path,
         default=None,
-        help="folder holding the named datasets (default: ../shared/datasets)",
+        help=DATA_DIR_HELP,
     )
     bench.add_argument("--questions", type=Path, help="a question file in any supported format")
     bench.add_argument("--corpus", type=Path, help="its corpus file, when separate")

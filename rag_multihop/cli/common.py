@@ -1,8 +1,9 @@
-"""Helpers the ``bench`` and ``demo`` commands share: method selection and the encoder."""
+"""Helpers the commands share: method selection, the encoder and the data folder."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,12 +26,26 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         help="embedding cache folder (default: $RAG_MULTIHOP_CACHE or ~/.cache/rag_multihop)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_encoder_argument(p)
+
+
+def add_encoder_argument(p: argparse.ArgumentParser) -> None:
+    """``--encoder NAME`` (one of :data:`~rag_multihop.encoders.registry.ENCODERS`)."""
+    from rag_multihop.encoders.registry import DEFAULT_ENCODER, ENCODERS
+
+    p.add_argument(
+        "--encoder",
+        choices=sorted(ENCODERS),
+        default=DEFAULT_ENCODER,
+        help="passage and query encoder: "
+        + "; ".join(f"{name}: {text}" for name, text in sorted(ENCODERS.items())),
+    )
 
 
 def encoder_from_args(args: argparse.Namespace) -> CachedEncoder:
-    from rag_multihop.encoders import CachedEncoder, default_encoder
+    from rag_multihop.encoders import CachedEncoder, make_encoder
 
-    return CachedEncoder(default_encoder(), args.cache_dir)
+    return CachedEncoder(make_encoder(getattr(args, "encoder", "minilm")), args.cache_dir)
 
 
 def method_names(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
@@ -43,3 +58,25 @@ def method_names(args: argparse.Namespace, default: Sequence[str] | None = None)
     if default is None or args.methods == "all":
         return list(available)
     return [name for name in default if name in available]
+
+
+DATA_ENV = "RAG_MULTIHOP_DATA"
+"""Environment variable naming the folder of the named datasets."""
+
+DATA_DIR_HELP = (
+    f"folder holding the named datasets (default: ${DATA_ENV}, else ../shared/datasets "
+    "next to the working directory)"
+)
+
+
+def data_dir(given: Path | None) -> Path:
+    """The named datasets' folder: ``--data-dir``, else ``$RAG_MULTIHOP_DATA``, else
+    ``../shared/datasets`` when it exists; ``ValueError`` when none is found."""
+    if given is not None:
+        return given
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    shared = Path.cwd().parent / "shared" / "datasets"
+    if shared.is_dir():
+        return shared
+    raise ValueError(f"no data folder: pass --data-dir or set ${DATA_ENV}")

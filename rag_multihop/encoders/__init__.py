@@ -1,19 +1,32 @@
-"""Text encoders: the protocol, the offline MiniLM default and an on-disk embedding cache."""
+"""Text encoders: the protocol, the offline MiniLM default (torch, or ONNX Runtime fp32 / int8),
+an on-disk embedding cache and an in-memory one."""
 
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.cache import CachedEncoder, EmbeddingCache, default_cache_dir
+from rag_multihop.encoders.cache import (
+    CachedEncoder,
+    EmbeddingCache,
+    MemoEncoder,
+    default_cache_dir,
+)
+from rag_multihop.encoders.registry import DEFAULT_ENCODER, ENCODERS, make_encoder
 from rag_multihop.encoders.sentence_transformer import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
     default_encoder,
+    load_encoder,
 )
 
 __all__ = [
+    "DEFAULT_ENCODER",
     "DEFAULT_MODEL_NAME",
+    "ENCODERS",
     "CachedEncoder",
     "EmbeddingCache",
     "Encoder",
+    "MemoEncoder",
     "SentenceTransformerEncoder",
     "default_cache_dir",
     "default_encoder",
+    "load_encoder",
+    "make_encoder",
 ]

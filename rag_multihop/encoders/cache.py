@@ -22,7 +22,9 @@ import logging
 import os
 import re
 import tempfile
+import threading
 import zipfile
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -152,3 +154,81 @@ class CachedEncoder:
         if vector is None:  # only if put_many failed to store it, which would be a bug
             raise RuntimeError(f"embedding cache lost key {key}")
         return vector.astype(np.float32)
+
+
+class MemoEncoder:
+    """An :class:`Encoder` that remembers, in memory, the vectors of the last ``max_items``
+    texts it encoded (keyed by text hash, least recently used dropped first): a reranker that
+    meets the same passages on every query embeds each of them once. Thread-safe.
+
+    >>> class Ones:
+    ...     name, dim, calls = "ones", 2, 0
+    ...     def encode(self, texts, *, show_progress=False):
+    ...         self.calls += 1
+    ...         return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+    >>> memo = MemoEncoder(Ones(), max_items=10)
+    >>> memo.encode(["a", "b"]).shape, memo.encode(["b", "a"]).shape, memo.encoder.calls
+    ((2, 2), (2, 2), 1)
+    """
+
+    def __init__(self, encoder: Encoder, max_items: int = 100_000) -> None:
+        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items <= 0:
+            raise ValueError(f"max_items must be a positive integer, got {max_items!r}")
+        self.encoder = encoder
+        self.max_items = max_items
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.encoder.name
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            found = {k: self._vectors[k] for k in keys if k in self._vectors}
+            for key in found:
+                self._vectors.move_to_end(key)
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        if missing:
+            new = self.encoder.encode(list(missing.values()), show_progress=show_progress)
+            new = as_embedding_matrix(new, name="encoder output")
+            found.update(zip(missing, new, strict=True))
+            with self._lock:
+                self._vectors.update(zip(missing, new, strict=True))
+                while len(self._vectors) > self.max_items:
+                    self._vectors.popitem(last=False)
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
+
+    def remember(self, texts: Sequence[str], vectors: np.ndarray | None = None) -> int:
+        """Hold the vectors of ``texts`` (``vectors``, one row per text, or the wrapped
+        encoder's for texts not yet held, one call) so later calls find them; returns how
+        many texts were new. Precomputes query-independent texts, e.g.
+        :meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.prepare`."""
+        texts = list(texts)
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            new = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._vectors}
+        if not new:
+            return 0
+        if vectors is None:
+            rows = as_embedding_matrix(
+                self.encoder.encode(list(new.values())), name="encoder output", dim=self.dim
+            )
+        else:
+            matrix = as_embedding_matrix(vectors, name="text vectors", dim=self.dim)
+            if len(matrix) != len(texts):
+                raise ValueError(f"got {len(texts)} texts but {len(matrix)} vectors")
+            position = {k: i for i, k in enumerate(keys)}
+            rows = matrix[[position[k] for k in new]]
+        with self._lock:
+            self._vectors.update(zip(new, rows, strict=True))
+            while len(self._vectors) > self.max_items:
+                self._vectors.popitem(last=False)
+        return len(new)

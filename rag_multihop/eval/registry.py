@@ -5,6 +5,11 @@ methods register in :mod:`rag_multihop.eval.methods` (one module per family); th
 plugins register theirs through the ``rag_multihop.methods`` entry-point group, whose
 entries name a module that calls :func:`register_method` when imported.
 
+A family's ``--option KEY=VALUE`` keys come from its settings dataclasses:
+:func:`declare_settings` derives the keys from the fields (declared once) and returns an
+:class:`~rag_multihop.eval.options.OptionGroup` whose ``read`` runs
+:func:`settings_from_options`, the one converter from CLI strings to validated settings.
+
 Example:
     >>> @register_method("dense-copy", "dense retrieval, registered twice for this example")
     ... def _build(context):
@@ -17,18 +22,18 @@ Example:
 from __future__ import annotations
 
 import difflib
-import importlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.eval.datasets import Dataset
+from rag_multihop.eval.options import OptionGroup, settings_from_options
 from rag_multihop.index.bm25 import BM25Retriever
 from rag_multihop.index.dense import DenseIndex, DenseRetriever
 from rag_multihop.protocols import Retriever
@@ -36,6 +41,28 @@ from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_PEER_CHILD_K",
+    "ENTRY_POINT_GROUP",
+    "PEER_CHILD_K_OPTION",
+    "BM25Settings",
+    "BenchContext",
+    "MethodSpec",
+    "OptionGroup",
+    "PeerSettings",
+    "available_methods",
+    "check_options",
+    "declare_options",
+    "declare_settings",
+    "get_method",
+    "peer_child_k",
+    "register_method",
+    "settings_from_options",
+    "unregister_method",
+]
+
+S = TypeVar("S")
 
 ENTRY_POINT_GROUP = "rag_multihop.methods"
 
@@ -65,7 +92,7 @@ class BenchContext:
     @cached_property
     def bm25(self) -> BM25Retriever:
         """BM25 over the corpus; ``--option bm25_stemmer=none`` turns stemming off."""
-        stemmer = self.options.get("bm25_stemmer", "english")
+        stemmer = BM25_OPTIONS.read(self.options).stemmer
         return BM25Retriever(self.dataset.corpus, stemmer=None if stemmer == "none" else stemmer)
 
     def queries(self) -> list[Query]:
@@ -78,36 +105,35 @@ class BenchContext:
 
 MethodFactory = Callable[[BenchContext], Retriever]
 
+
+@dataclass(frozen=True)
+class PeerSettings:
+    """Benchmark knobs of the framework peers (``li-fusion-*``, ``hs-joiner-*``).
+
+    Attributes:
+        child_k: candidates each child of a peer fusion returns before fusing.
+    """
+
+    child_k: int = 100
+
+    def __post_init__(self) -> None:
+        check_positive_int(self.child_k, "child_k")
+
+
+@dataclass(frozen=True)
+class BM25Settings:
+    """Benchmark knobs of the ``bm25`` baseline.
+
+    Attributes:
+        stemmer: a PyStemmer language, or ``"none"`` for no stemming.
+    """
+
+    stemmer: str = "english"
+
+
 PEER_CHILD_K_OPTION = "peer_child_k"
 """Benchmark option: candidates each child of a peer fusion returns before fusing."""
-DEFAULT_PEER_CHILD_K = 100
-
-
-def parse_option(options: Mapping[str, Any], key: str, default: Any, parse: type) -> Any:
-    """Option ``key`` (CLI values arrive as strings) converted by ``parse``, else ``default``.
-
-    >>> parse_option({"aar_k": "50"}, "aar_k", 100, int), parse_option({}, "aar_k", 100, int)
-    (50, 100)
-    """
-    value = options.get(key, default)
-    try:
-        return parse(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"option {key} must be a {parse.__name__}, got {value!r}") from None
-
-
-def peer_child_k(options: Mapping[str, Any]) -> int:
-    """The peers' child depth from benchmark options (default :data:`DEFAULT_PEER_CHILD_K`)."""
-    value = options.get(PEER_CHILD_K_OPTION, DEFAULT_PEER_CHILD_K)
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    try:
-        return check_positive_int(value, PEER_CHILD_K_OPTION)
-    except ValueError:
-        raise ValueError(
-            f"option {PEER_CHILD_K_OPTION} must be a positive integer (candidates per child "
-            f"retriever before fusion; default {DEFAULT_PEER_CHILD_K}), got {value!r}"
-        ) from None
+DEFAULT_PEER_CHILD_K = PeerSettings().child_k
 
 
 @dataclass(frozen=True)
@@ -144,7 +170,9 @@ def available_methods() -> dict[str, MethodSpec]:
     global _entry_points_loaded
     if not _entry_points_loaded:
         _entry_points_loaded = True
-        importlib.import_module("rag_multihop.eval.methods")
+        # deferred (the family modules import this one), but a static import tools can see
+        import rag_multihop.eval.methods  # noqa: F401
+
         for entry in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 entry.load()
@@ -154,20 +182,41 @@ def available_methods() -> dict[str, MethodSpec]:
 
 
 _OPTIONS: dict[str, str] = {}
+_GROUPS: list[OptionGroup[Any]] = []
 
 
 def declare_options(owner: str, *keys: str) -> None:
-    """Declare the ``--option`` keys that ``owner`` (a method family) reads, so that
-    :func:`check_options` can refuse keys nobody reads. Call it next to the family's
-    :func:`register_method` calls (plugins too)."""
+    """Declare ``--option`` keys that ``owner`` (a method family or plugin) reads without a
+    settings class, so that :func:`check_options` accepts them; a family with settings uses
+    :func:`declare_settings`."""
     for key in keys:
         _OPTIONS.setdefault(key, owner)
+
+
+def declare_settings(
+    owner: str,
+    settings: type[S],
+    *,
+    prefix: str,
+    exclude: Collection[str] = (),
+    base: S | None = None,
+) -> OptionGroup[S]:
+    """Declare the ``--option`` keys of ``settings`` for ``owner`` (derived from its fields,
+    see :func:`~rag_multihop.eval.options.option_fields`; ``base`` holds bench defaults that
+    differ from the class's); returns the :class:`~rag_multihop.eval.options.OptionGroup`
+    the family reads its options with. Call it next to the family's :func:`register_method`.
+    """
+    group = OptionGroup(owner, settings, prefix, frozenset(exclude), base)
+    declare_options(owner, *group.option_keys())
+    _GROUPS.append(group)
+    return group
 
 
 def check_options(options: Mapping[str, Any]) -> None:
     """Refuse option keys that no registered method family reads (a typo such as
     ``aar_lamda`` would otherwise run silently with the default), naming the closest valid
-    key and listing them all.
+    key and listing them all; then read every declared settings group, so that a bad value
+    fails before the run embeds anything.
 
     >>> check_options({"aar_lamda": "0.3"})
     Traceback (most recent call last):
@@ -182,9 +231,18 @@ def check_options(options: Mapping[str, Any]) -> None:
         raise ValueError(
             f"unknown --option {unknown[0]!r}{hint}; valid options: {', '.join(sorted(_OPTIONS))}"
         )
+    for group in _GROUPS:
+        group.read(options)
 
 
-declare_options("registry", "bm25_stemmer", PEER_CHILD_K_OPTION)
+PEER_OPTIONS = declare_settings("registry", PeerSettings, prefix="peer_")
+BM25_OPTIONS = declare_settings("registry", BM25Settings, prefix="bm25_")
+
+
+def peer_child_k(options: Mapping[str, Any]) -> int:
+    """The peers' child depth from benchmark options (``peer_child_k``, default
+    :data:`DEFAULT_PEER_CHILD_K`)."""
+    return PEER_OPTIONS.read(options).child_k
 
 
 def get_method(name: str) -> MethodSpec:

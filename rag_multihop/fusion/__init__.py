@@ -4,7 +4,8 @@
 - :mod:`.functions`: N calibrated lists into one score (``linear``, ``boltzmann``, ``rrf``,
   ``dbsf``);
 - :mod:`.core`: :func:`fuse_lists`, the whole pipeline (validation, pool caps, calibration,
-  fusion, consensus boost);
+  fusion, consensus boost), :class:`FusionSettings` (every knob, validated once) and
+  :func:`fuse_candidates` (named candidate lists in, ranked candidates out);
 - :mod:`.retriever`: :class:`FusionRetriever`, which fuses any number of core retrievers.
 
 Example:
@@ -14,20 +15,28 @@ Example:
 """
 
 from rag_multihop.fusion.calibration import CALIBRATIONS, calibrate, register_calibration
-from rag_multihop.fusion.core import FusionResult, align_lists, check_settings, fuse_lists
+from rag_multihop.fusion.core import (
+    FusionResult,
+    FusionSettings,
+    align_lists,
+    check_settings,
+    fuse_candidates,
+    fuse_lists,
+)
 from rag_multihop.fusion.functions import FUSIONS, ScoreTable, register_fusion
-from rag_multihop.fusion.retriever import FusionRetriever, candidates_from_fusion
+from rag_multihop.fusion.retriever import FusionRetriever
 
 __all__ = [
     "CALIBRATIONS",
     "FUSIONS",
     "FusionResult",
     "FusionRetriever",
+    "FusionSettings",
     "ScoreTable",
     "align_lists",
     "calibrate",
-    "candidates_from_fusion",
     "check_settings",
+    "fuse_candidates",
     "fuse_lists",
     "register_calibration",
     "register_fusion",

@@ -31,13 +31,16 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from rag_multihop.fusion.calibration import calibrate, check_calibration, is_bounded
 from rag_multihop.fusion.functions import FusionMethod, ScoreTable, get_fusion
+from rag_multihop.types import Candidate
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -203,6 +206,92 @@ def check_settings(
     return method, method.check_params(dict(params or {}))
 
 
+DEFAULT_CHILD_K = 20
+"""Candidates each child retriever returns before fusion (:class:`FusionSettings`)."""
+
+Weights = Sequence[float] | Mapping[str, float] | None
+"""One weight per system, as a sequence in system order or a mapping by name; uniform
+when ``None``."""
+
+PoolCaps = PoolCap | Mapping[str, int | None]
+"""A :data:`PoolCap`, or a mapping from system name to its cap (missing names: no cap)."""
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    """Every knob of the calibrated fusion, with its default, validated once.
+
+    Attributes:
+        calibration: a name of :data:`~rag_multihop.fusion.calibration.CALIBRATIONS`.
+        fusion: a name of :data:`~rag_multihop.fusion.functions.FUSIONS`.
+        weights: one non-negative weight per system (sequence or mapping by name),
+            normalised to sum 1; uniform when ``None``.
+        pool_cap: each system keeps only its ``cap`` best documents before calibrating: one
+            int for all, a sequence or a mapping by name (``None`` = no cap).
+        child_k: candidates each child retriever returns (:class:`FusionRetriever
+            <rag_multihop.fusion.retriever.FusionRetriever>`).
+        consensus_beta: ``>= 0``; multiplies by ``1 + beta * (systems listing it - 1)``.
+        params: fusion parameters (``epsilon`` and ``c``, the Boltzmann temperature factor,
+            for ``boltzmann``; ``k`` for ``rrf``); the fusion's defaults fill the rest.
+
+    >>> FusionSettings(fusion="rrf", params={"c": 2.0})
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown parameter(s) ['c'] for fusion 'rrf'; accepted: k
+    """
+
+    calibration: str = "pit"
+    fusion: str = "boltzmann"
+    weights: Weights = None
+    pool_cap: PoolCaps = None
+    child_k: int = DEFAULT_CHILD_K
+    consensus_beta: float = 0.0
+    params: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_settings(self.calibration, self.fusion, self.consensus_beta, self.params)
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        if isinstance(self.weights, Mapping):
+            object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+            check_weights(list(self.weights.values()), len(self.weights))
+        elif self.weights is not None:
+            object.__setattr__(self, "weights", tuple(self.weights))
+            check_weights(self.weights, len(self.weights))
+        if isinstance(self.pool_cap, Mapping):
+            object.__setattr__(self, "pool_cap", MappingProxyType(dict(self.pool_cap)))
+            check_pool_cap(list(self.pool_cap.values()), len(self.pool_cap))
+        elif self.pool_cap is not None and not isinstance(self.pool_cap, int):
+            object.__setattr__(self, "pool_cap", tuple(self.pool_cap))
+            check_pool_cap(self.pool_cap, len(self.pool_cap))
+        else:
+            check_pool_cap(self.pool_cap, 1)
+        check_positive_int(self.child_k, "child_k")
+
+    def per_system(self, names: Sequence[str]) -> tuple[list[float] | None, list[int | None]]:
+        """``weights`` and ``pool_cap`` as one value per system of ``names`` (in order),
+        or ``ValueError`` when a mapping names an unknown system, weights miss one, or a
+        sequence has the wrong length."""
+        weights = _by_name(self.weights, names, "weights")
+        caps = _by_name(self.pool_cap, names, "pool_cap")
+        if weights is not None:
+            check_weights(weights, len(names))
+        return weights, check_pool_cap(caps, len(names))
+
+
+def _by_name(value: Any, names: Sequence[str], what: str) -> Any:
+    if not isinstance(value, Mapping):
+        return None if value is None else value if isinstance(value, int) else list(value)
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        raise ValueError(f"{what} names {unknown} are not systems; known: {list(names)}")
+    if what == "weights":
+        missing = sorted(set(names) - set(value))
+        if missing:
+            raise ValueError(f"weights has no value for systems {missing}")
+        return [value[name] for name in names]
+    return [value.get(name) for name in names]
+
+
 def fuse_lists(
     lists: Sequence[ScoredList],
     *,
@@ -254,3 +343,64 @@ def fuse_lists(
         calibrated=table.calibrated[order],
         present=table.present[order],
     )
+
+
+def fuse_candidates(
+    lists: Mapping[str, Sequence[Candidate]],
+    settings: FusionSettings | None = None,
+    *,
+    top_n: int | None = None,
+) -> list[Candidate]:
+    """Fuse named candidate lists (``{system: candidates}``) into one ranking, best first.
+
+    The one place that turns candidates into score lists and back: a passage listed twice
+    by one system keeps its best-scoring candidate (scores are finite by construction of
+    :class:`~rag_multihop.types.Candidate`); the lists are fused by :func:`fuse_lists` under
+    ``settings`` (weights and pool caps may be keyed by system name); each fused candidate
+    keeps the passage and the signals of the systems that listed it (after the pool cap)
+    and gains ``<system>`` (raw score) and ``<system>_cal`` (calibrated) per such system.
+    At most ``top_n`` come back. Inputs are not changed.
+
+    >>> from rag_multihop.types import Passage
+    >>> def ranked(*scored):
+    ...     return [Candidate(Passage(i, i), s, signals={"seen": 1.0}) for i, s in scored]
+    >>> fused = fuse_candidates(
+    ...     {"dense": ranked(("a", 0.9), ("b", 0.5), ("a", 0.7)), "graph": ranked(("b", 0.3))},
+    ...     FusionSettings(fusion="linear"),
+    ... )
+    >>> [(c.id, c.rank, c.score) for c in fused], list(fused[0].signals)
+    ([('b', 1, 0.75), ('a', 2, 0.5)], ['seen', 'dense', 'dense_cal', 'graph', 'graph_cal'])
+    """
+    settings = settings if settings is not None else FusionSettings()
+    names = list(lists)
+    weights, caps = settings.per_system(names)
+    best_by_system: list[dict[str, Candidate]] = []
+    for name in names:
+        best: dict[str, Candidate] = {}
+        for candidate in lists[name]:
+            if not isinstance(candidate, Candidate):
+                raise TypeError(
+                    f"system {name!r} listed a {type(candidate).__name__}, not a Candidate"
+                )
+            kept = best.get(candidate.id)
+            if kept is None or candidate.score > kept.score:
+                best[candidate.id] = candidate
+        best_by_system.append(best)
+    result = fuse_lists(
+        [(list(best), [c.score for c in best.values()]) for best in best_by_system],
+        calibration=settings.calibration,
+        fusion=settings.fusion,
+        weights=weights,
+        pool_cap=caps,
+        consensus_beta=settings.consensus_beta,
+        params=settings.params,
+    )
+    fused = []
+    for row, doc_id in enumerate(result.ids[:top_n]):
+        listed = [best[doc_id] for s, best in enumerate(best_by_system) if result.present[row, s]]
+        signals: dict[str, float] = {}
+        for candidate in listed:
+            signals.update(candidate.signals)
+        signals.update(result.signals(row, names))
+        fused.append(Candidate(listed[0].passage, float(result.scores[row]), row + 1, signals))
+    return fused

@@ -1,9 +1,11 @@
 """Entity graph over a corpus and Personalized PageRank retrieval (HippoRAG-style, label-free).
 
 - :mod:`.extract`: the :class:`EntityExtractor` protocol and the :class:`HeuristicExtractor`;
+  :mod:`.llm_extract`: ``LLMEntityExtractor`` (the ``llm`` extra; not imported here);
 - :mod:`.build`: :class:`EntityGraph` (passages, entities, mention / title-link / synonym
   edges), :func:`build_entity_graph`, save and load;
 - :mod:`.ppr`: Personalized PageRank by sparse power iteration (pure functions);
+- :mod:`.settings`: :class:`GraphSettings`, every knob of the method with its default;
 - :mod:`.retriever`: :class:`GraphRetriever`, seeded by query entities and/or a dense top-n.
 
 PPR time and memory on synthetic graphs: ``python -m rag_multihop.eval.graph_scale``.
@@ -20,15 +22,19 @@ Example:
 """
 
 from rag_multihop.graph.build import EdgeWeights, EntityGraph, build_entity_graph
-from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.graph.ppr import PPRResult, personalized_pagerank, transition_matrix
 from rag_multihop.graph.retriever import GraphRetriever
+from rag_multihop.graph.settings import PPR_METHODS, GraphSettings
+from rag_multihop.text import normalize_entity
 
 __all__ = [
+    "PPR_METHODS",
     "EdgeWeights",
     "EntityExtractor",
     "EntityGraph",
     "GraphRetriever",
+    "GraphSettings",
     "HeuristicExtractor",
     "PPRResult",
     "build_entity_graph",

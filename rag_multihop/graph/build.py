@@ -54,14 +54,14 @@ from rag_multihop._atomic import (
 )
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor, normalize_entity
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.text import normalize_entity, title_key
+from rag_multihop.validation import check_fraction, check_number, check_positive_int
 
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 DEFAULT_SYNONYM_THRESHOLD = 0.85
-_PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")
 _TOKEN = re.compile(r"[^\W_][\w'’\-.&]*", re.UNICODE)
 
 
@@ -80,15 +80,6 @@ def corpus_fingerprint(corpus: Corpus) -> str:
     return digest.hexdigest()
 
 
-def title_key(title: str) -> str:
-    """The normalised title used for title links: trailing parenthesis dropped.
-
-    >>> title_key("Paris (band)")
-    'paris'
-    """
-    return normalize_entity(_PARENTHESIS.sub("", title))
-
-
 @dataclass(frozen=True)
 class EdgeWeights:
     """How much each edge kind counts in the walk (0 switches a kind off).
@@ -104,11 +95,7 @@ class EdgeWeights:
 
     def __post_init__(self) -> None:
         for name in ("mention", "title_link", "title_backlink", "synonym"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise ValueError(f"EdgeWeights.{name} must be a number >= 0, got {value!r}")
-            if not np.isfinite(value):
-                raise ValueError(f"EdgeWeights.{name} must be finite, got {value!r}")
+            check_number(getattr(self, name), f"EdgeWeights.{name}", low=0.0)
         if not any(getattr(self, n) for n in ("mention", "title_link", "title_backlink")):
             raise ValueError("EdgeWeights: mention, title_link and title_backlink are all 0")
 

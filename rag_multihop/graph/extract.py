@@ -28,11 +28,20 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from rag_multihop.text import normalize_entity
 from rag_multihop.validation import check_positive_int
+
+__all__ = [
+    "CONNECTORS",
+    "MONTHS",
+    "STOP_CAPITALISED",
+    "EntityExtractor",
+    "HeuristicExtractor",
+    "normalize_entity",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -100,31 +109,6 @@ def _ends_sentence(gap: str) -> bool:
 
 def _cover(mask: bytearray, span: tuple[int, int]) -> None:
     mask[span[0] : span[1]] = b"\x01" * (span[1] - span[0])
-
-
-_POSSESSIVE = re.compile(r"'s\b")
-_PUNCTUATION = re.compile(r"[^\w\s&-]", re.UNICODE)
-_SPACES = re.compile(r"[\s\-]+")
-_ARTICLE = re.compile(r"^(the|a|an)\s+")
-
-
-def normalize_entity(name: str) -> str:
-    """Canonical form of an entity name: NFKC, lower case, no accents on ASCII letters,
-    punctuation dropped, hyphens and runs of spaces as one space, no leading article.
-
-    >>> normalize_entity("  The Beatles' ")
-    'beatles'
-    >>> normalize_entity("Anhalt-Zerbst's")
-    'anhalt zerbst'
-    >>> normalize_entity("Jean-Luc Godard")
-    'jean luc godard'
-    """
-    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name))
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
-    text = _POSSESSIVE.sub("", text.replace("’", "'"))
-    text = _PUNCTUATION.sub("", text)
-    text = _SPACES.sub(" ", text).strip()
-    return _ARTICLE.sub("", text)
 
 
 @runtime_checkable

@@ -36,21 +36,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_multihop._settings import SettingsField, resolve_settings
 from rag_multihop.corpus import Corpus
 from rag_multihop.graph.build import EdgeWeights, EntityGraph
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.graph.ppr import Transition, personalized_pagerank, transition_matrix
-from rag_multihop.graph.push import DEFAULT_EPSILON, PushGraph, push_pagerank
+from rag_multihop.graph.push import PushGraph, push_pagerank
+from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query, rank_candidates
-from rag_multihop.validation import check_fraction, check_positive_int, loggable
+from rag_multihop.validation import check_positive_int, loggable
 
 logger = logging.getLogger(__name__)
 
-PPR_METHODS = ("auto", "power", "push")
-"""How the walk is computed: exact power iteration, local forward push, or ``auto``
-(push from :data:`PUSH_MIN_NODES` nodes up, where power iteration grows with the graph)."""
 PUSH_MIN_NODES = 200_000
+"""``ppr="auto"`` runs the local push from this many graph nodes up."""
 
 
 class GraphRetriever:
@@ -62,17 +62,24 @@ class GraphRetriever:
         seed_retriever: any :class:`Retriever` whose top passages seed the walk (dense).
         extractor: finds the query's entities; :class:`HeuristicExtractor` by default. Use
             the extractor the graph was built with.
-        seed_top_n: how many of the seed retriever's passages seed the walk.
-        entity_share: share of the seed mass on query entities when both kinds exist.
-        use_entities: seed from query entities at all.
-        weights: edge-kind weights of the walk (:class:`EdgeWeights`).
-        damping: probability of another step, ``[0, 1)``.
-        tol, max_iter: power-iteration stop rule.
-        ppr: ``"power"`` (exact), ``"push"`` (local forward push, time independent of the
-            graph size, L1 error ``<= push residual``; see :mod:`rag_multihop.graph.push`) or
-            ``"auto"`` (push from :data:`PUSH_MIN_NODES` graph nodes up).
-        push_epsilon: forward-push threshold per unit of out-degree.
+        settings: :class:`~rag_multihop.graph.settings.GraphSettings` (seed mix, damping,
+            ``ppr`` = ``"power"`` (exact), ``"push"`` (local forward push, time independent
+            of the graph size, L1 error ``<= push residual``; see
+            :mod:`rag_multihop.graph.push`) or ``"auto"`` (push from :data:`PUSH_MIN_NODES`
+            graph nodes up), ...).
+        seed_top_n, entity_share, use_entities, weights, damping, tol, max_iter, ppr,
+            push_epsilon: override the same-named field of ``settings``.
     """
+
+    seed_top_n = SettingsField()
+    entity_share = SettingsField()
+    use_entities = SettingsField()
+    weights = SettingsField()
+    damping = SettingsField()
+    tol = SettingsField()
+    max_iter = SettingsField()
+    ppr = SettingsField()
+    push_epsilon = SettingsField()
 
     def __init__(
         self,
@@ -81,19 +88,31 @@ class GraphRetriever:
         *,
         seed_retriever: Retriever | None = None,
         extractor: EntityExtractor | None = None,
-        seed_top_n: int = 2,
-        entity_share: float = 0.5,
-        use_entities: bool = True,
+        settings: GraphSettings | None = None,
+        seed_top_n: int | None = None,
+        entity_share: float | None = None,
+        use_entities: bool | None = None,
         weights: EdgeWeights | None = None,
-        damping: float = 0.5,
-        tol: float = 1e-8,
-        max_iter: int = 100,
-        ppr: str = "auto",
-        push_epsilon: float = DEFAULT_EPSILON,
+        damping: float | None = None,
+        tol: float | None = None,
+        max_iter: int | None = None,
+        ppr: str | None = None,
+        push_epsilon: float | None = None,
     ) -> None:
         graph.check_corpus(corpus)
-        if not 0.0 <= damping < 1.0:
-            raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+        self.settings = resolve_settings(
+            GraphSettings,
+            settings,
+            seed_top_n=seed_top_n,
+            entity_share=entity_share,
+            use_entities=use_entities,
+            weights=weights,
+            damping=damping,
+            tol=tol,
+            max_iter=max_iter,
+            ppr=ppr,
+            push_epsilon=push_epsilon,
+        )
         self.graph = graph
         self.corpus = corpus
         self.seed_retriever = seed_retriever
@@ -106,19 +125,6 @@ class GraphRetriever:
                 built_with,
                 self.extractor.name,
             )
-        self.seed_top_n = check_positive_int(seed_top_n, "seed_top_n")
-        self.entity_share = check_fraction(entity_share, "entity_share")
-        self.use_entities = use_entities
-        self.weights = weights or EdgeWeights()
-        self.damping = float(damping)
-        self.tol = tol
-        self.max_iter = check_positive_int(max_iter, "max_iter")
-        if ppr not in PPR_METHODS:
-            raise ValueError(f"ppr must be one of {', '.join(PPR_METHODS)}, got {ppr!r}")
-        if not (np.isfinite(push_epsilon) and push_epsilon > 0):
-            raise ValueError(f"push_epsilon must be a finite number > 0, got {push_epsilon!r}")
-        self.ppr = ppr
-        self.push_epsilon = float(push_epsilon)
         self._transition: Transition | None = None
         self._push_graph: PushGraph | None = None
 
@@ -126,13 +132,14 @@ class GraphRetriever:
     def transition(self) -> Transition:
         """The walk's transition matrix (built on first use)."""
         if self._transition is None:
-            self._transition = transition_matrix(self.graph.adjacency(self.weights))
+            self._transition = transition_matrix(self.graph.adjacency(self.settings.weights))
         return self._transition
 
     @property
     def uses_push(self) -> bool:
         """Whether queries run the local push (by ``ppr`` and the graph's size)."""
-        return self.ppr == "push" or (self.ppr == "auto" and self.graph.n_nodes >= PUSH_MIN_NODES)
+        ppr = self.settings.ppr
+        return ppr == "push" or (ppr == "auto" and self.graph.n_nodes >= PUSH_MIN_NODES)
 
     @property
     def push_graph(self) -> PushGraph:
@@ -157,14 +164,14 @@ class GraphRetriever:
         ``1 / frequency``; with both kinds, ``entity_share`` of the mass goes to entities.
         """
         graph = self.graph
-        entities = self.query_entities(query_text) if self.use_entities else []
+        entities = self.query_entities(query_text) if self.settings.use_entities else []
         entity_nodes = [graph.n_passages + graph.entity_index[name] for name in entities]
         entity_weights = [
             1.0 / max(int(graph.entity_frequency[node - graph.n_passages]), 1)
             for node in entity_nodes
         ]
         passage_nodes, passage_weights = [], []
-        for candidate in list(seed_candidates)[: self.seed_top_n]:
+        for candidate in list(seed_candidates)[: self.settings.seed_top_n]:
             if candidate.id not in graph.passage_index:
                 raise ValueError(
                     f"seed passage {candidate.id!r} is not a passage of the graph; seeds must "
@@ -174,8 +181,8 @@ class GraphRetriever:
             passage_weights.append(max(float(candidate.score), 0.0))
         entity_mass, passage_mass = sum(entity_weights), sum(passage_weights)
         if entity_mass > 0 and passage_mass > 0:
-            entity_scale = self.entity_share / entity_mass
-            passage_scale = (1.0 - self.entity_share) / passage_mass
+            entity_scale = self.settings.entity_share / entity_mass
+            passage_scale = (1.0 - self.settings.entity_share) / passage_mass
         elif entity_mass > 0 or passage_mass > 0:
             entity_scale = passage_scale = 1.0 / (entity_mass + passage_mass)
         else:
@@ -213,14 +220,22 @@ class GraphRetriever:
         n_passages = self.graph.n_passages
         if self.uses_push:
             pushed = push_pagerank(
-                self.push_graph, nodes, weights, damping=self.damping, epsilon=self.push_epsilon
+                self.push_graph,
+                nodes,
+                weights,
+                damping=self.settings.damping,
+                epsilon=self.settings.push_epsilon,
             )
             scores, support = pushed.scores, pushed.support[pushed.support < n_passages]
         else:
             seeds = np.zeros(self.graph.n_nodes)
             np.add.at(seeds, nodes, weights)
             scores = personalized_pagerank(
-                self.transition, seeds, damping=self.damping, tol=self.tol, max_iter=self.max_iter
+                self.transition,
+                seeds,
+                damping=self.settings.damping,
+                tol=self.settings.tol,
+                max_iter=self.settings.max_iter,
             ).scores
             support = np.arange(n_passages)
         return rank_candidates(
@@ -231,7 +246,7 @@ class GraphRetriever:
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         check_positive_int(k, "k")
         seeds = (
-            self.seed_retriever.retrieve(query, k=self.seed_top_n)
+            self.seed_retriever.retrieve(query, k=self.settings.seed_top_n)
             if self.seed_retriever is not None
             else []
         )

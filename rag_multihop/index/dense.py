@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+from rag_multihop.vectors import PassageVectors
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +173,9 @@ class DenseRetriever:
     """Retrieves passages by cosine similarity of encoder vectors; signal ``"dense"``.
 
     Query embeddings given on the :class:`~rag_multihop.types.Query` are used as they are;
-    otherwise the encoder embeds the query text.
+    otherwise the encoder embeds the query text. :meth:`search` answers several queries with
+    one encoder call and one FAISS search (the batched
+    :class:`~rag_multihop.protocols.Searcher` protocol).
     """
 
     def __init__(self, corpus: Corpus, index: DenseIndex, encoder: Encoder | None = None) -> None:
@@ -186,6 +190,7 @@ class DenseRetriever:
         self.corpus = corpus
         self.index = index
         self.encoder = encoder
+        self._vectors = PassageVectors(encoder, dim=index.dim)
 
     @classmethod
     def from_corpus(
@@ -195,16 +200,32 @@ class DenseRetriever:
         vectors = encoder.encode(corpus.texts(), show_progress=show_progress)
         return cls(corpus, DenseIndex.build(corpus.ids, vectors, factory=factory), encoder)
 
+    def with_encoder(self, encoder: Encoder | None) -> DenseRetriever:
+        """The same corpus and index with another query encoder (e.g. one without a cache)."""
+        return DenseRetriever(self.corpus, self.index, encoder)
+
     def query_vector(self, query: Query) -> np.ndarray:
-        if query.embedding is not None:
-            return as_embedding_matrix(query.embedding, name="query embedding", dim=self.index.dim)
-        if self.encoder is None:
-            raise ValueError("query has no embedding and the retriever has no encoder to embed it")
-        return self.encoder.encode([query.text])
+        """The ``(1, dim)`` vector searched for ``query`` (the index normalises it)."""
+        return self._vectors.queries([query], normalize=False)
+
+    def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        """The ``k`` best candidates of each query, ranked; one encoder call for the texts
+        without an embedding and one FAISS search."""
+        check_positive_int(k, "k")
+        if not queries:
+            return []
+        scores, ids = self.index.search(self._vectors.queries(queries, normalize=False), k)
+        return [
+            rank_candidates(
+                Candidate(self.corpus[pid], float(s), signals={"dense": float(s)})
+                for pid, s in zip(row_ids, row_scores, strict=True)
+            )
+            for row_ids, row_scores in zip(ids, scores, strict=True)
+        ]
+
+    async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        """:meth:`search` in a worker thread (encoding and FAISS release the event loop)."""
+        return await asyncio.to_thread(self.search, queries, k)
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        scores, ids = self.index.search(self.query_vector(query), k)
-        return rank_candidates(
-            Candidate(self.corpus[pid], float(s), signals={"dense": float(s)})
-            for pid, s in zip(ids[0], scores[0], strict=True)
-        )
+        return self.search([query], k)[0]

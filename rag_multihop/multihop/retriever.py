@@ -50,7 +50,6 @@ Example (a toy encoder stands in for MiniLM):
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -59,11 +58,13 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import fuse_lists
 from rag_multihop.graph.build import EntityGraph, build_entity_graph
 from rag_multihop.graph.retriever import GraphRetriever
+from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.index.dense import DenseIndex
 from rag_multihop.multihop.links import LinkGraph, SharedEntities, stems
 from rag_multihop.multihop.scoring import (
@@ -188,7 +189,8 @@ class MultiHopRetriever:
         graph: the entity graph (shared entities and the graph tail; built when needed and
             ``None``).
         titles, links: the title index and link graph (built when ``None``).
-        settings: :class:`MultiHopSettings`; keyword overrides replace single fields.
+        settings: :class:`MultiHopSettings`; keyword overrides replace single fields
+            (``None`` = keep the setting).
     """
 
     def __init__(
@@ -204,7 +206,7 @@ class MultiHopRetriever:
         settings: MultiHopSettings | None = None,
         **overrides: Any,
     ) -> None:
-        self.settings = dataclasses.replace(settings or MultiHopSettings(), **overrides)
+        self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
         matrix = as_embedding_matrix(vectors, name="passage vectors")
         if matrix.shape[0] != len(corpus):
             raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
@@ -242,7 +244,9 @@ class MultiHopRetriever:
             )
         self.graph_retriever: GraphRetriever | None = None
         if graph is not None and settings.graph_tail:
-            self.graph_retriever = GraphRetriever(graph, corpus, seed_top_n=2, ppr=settings.ppr)
+            self.graph_retriever = GraphRetriever(
+                graph, corpus, settings=GraphSettings(seed_top_n=2, ppr=settings.ppr)
+            )
 
     @classmethod
     def from_corpus(

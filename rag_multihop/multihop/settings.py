@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag_multihop.graph.retriever import PPR_METHODS
+from rag_multihop.graph.settings import PPR_METHODS
 from rag_multihop.multihop.links import DEFAULT_MAX_ENTITY_PASSAGES, DEFAULT_WINDOW
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_choice, check_fraction, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class MultiHopSettings:
         graph_tail: fuse ranks 3+ with entity-graph PPR seeded by the pair and the question's
             entities (PIT calibration, Boltzmann fusion).
         graph_cap: graph candidates (besides the pair) that enter that fusion.
-        ppr: how the walk is computed (:data:`~rag_multihop.graph.retriever.PPR_METHODS`);
+        ppr: how the walk is computed (:data:`~rag_multihop.graph.settings.PPR_METHODS`);
             the local push by default: the same R@2 / R@5 as power iteration on the tune
             halves, two to three times faster.
     """
@@ -88,5 +88,4 @@ class MultiHopSettings:
             raise ValueError(f"graph_tail must be True or False, got {self.graph_tail!r}")
         check_fraction(self.context_weight, "context_weight")
         check_fraction(self.entity_weight, "entity_weight")
-        if self.ppr not in PPR_METHODS:
-            raise ValueError(f"ppr must be one of {', '.join(PPR_METHODS)}, got {self.ppr!r}")
+        check_choice(self.ppr, "ppr", PPR_METHODS)

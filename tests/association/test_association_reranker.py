@@ -165,7 +165,10 @@ def test_non_finite_query_embedding(fitted, vectors, bad):
 
 def test_unknown_passages_without_embedding_are_named(fitted, vectors):
     found = [Candidate(Passage(f"new{i}", "x"), 0.1) for i in range(7)]
-    with pytest.raises(ValueError, match=r"7 candidate passage\(s\) are not stored .* \['new0', "):
+    with pytest.raises(
+        ValueError,
+        match=r"7 passage\(s\) are not stored in the association model .*\['new0', .*add_passages",
+    ):
         fitted.rerank(Query("q", embedding=vectors[0]), found)
 
 
@@ -180,9 +183,10 @@ def test_unknown_passages_are_transformed_on_the_fly(vectors, encoder):
     on_the_fly = known.rerank(q, found, vectors=mapping)
     by_encoder = known.with_settings(encoder=encoder).rerank(q, found)
     assert_same_ranking(by_encoder, on_the_fly)
-    known.add_passages(IDS[6:], vectors[6:])
-    assert known.passage_ids == tuple(IDS)
-    assert_same_ranking(known.rerank(q, found), on_the_fly)
+    extended = known.add_passages(IDS[6:], vectors[6:])
+    assert extended.passage_ids == tuple(IDS)
+    assert known.passage_ids == tuple(IDS[:6])  # the original reranker is unchanged
+    assert_same_ranking(extended.rerank(q, found), on_the_fly)
 
 
 def assert_same_ranking(first: list[Candidate], second: list[Candidate]) -> None:
@@ -193,7 +197,9 @@ def assert_same_ranking(first: list[Candidate], second: list[Candidate]) -> None
 def test_given_vectors_are_checked(fitted, vectors):
     found = [Candidate(Passage("new", "x"), 0.1)]
     query = Query("q", embedding=vectors[0])
-    with pytest.raises(ValueError, match=r"embeddings given for \['new'\] do not have the model's"):
+    with pytest.raises(
+        ValueError, match=r"vectors given for \['new'\] have dimension 5, expected 32"
+    ):
         fitted.rerank(query, found, vectors={"new": np.ones(5)})
     with pytest.raises(ValueError, match="given vectors contain NaN or inf"):
         fitted.rerank(query, found, vectors={"new": np.full(DIM, np.nan)})
@@ -209,9 +215,11 @@ def test_stored_vectors_win_over_given_ones(fitted, vectors):
 def test_add_passages_replaces_known_ids_and_checks_dims(vectors):
     config = TrainingConfig(epochs=2, batch_size=8)
     reranker = AssociationReranker(training=config).fit(IDS, vectors, PAIRS, encoder_name="h")
-    reranker.add_passages(["p0"], vectors[5:6])
-    np.testing.assert_allclose(reranker.passage_vectors(["p0"]), vectors[5:6], atol=1e-6)
-    assert len(reranker.passage_ids) == len(IDS)
+    before = reranker.passage_vectors(["p0"])
+    replaced = reranker.add_passages(["p0"], vectors[5:6])
+    np.testing.assert_allclose(replaced.passage_vectors(["p0"]), vectors[5:6], atol=1e-6)
+    np.testing.assert_array_equal(reranker.passage_vectors(["p0"]), before)
+    assert len(replaced.passage_ids) == len(IDS)
     with pytest.raises(
         ValueError, match="passage vectors have dimension 3 but the model expects 32"
     ):

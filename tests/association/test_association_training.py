@@ -109,7 +109,7 @@ def test_nan_vectors_are_rejected():
         ({"grad_clip": float("inf")}, "grad_clip must be a finite number > 0, got inf"),
         ({"weight_decay": 1.0}, r"weight_decay must be in \[0, 1\), got 1.0"),
         ({"residual_init": float("nan")}, "residual_init must be a finite number, got nan"),
-        ({"seed": -1}, "seed must be a non-negative integer, got -1"),
+        ({"seed": -1}, "seed must be an integer >= 0, got -1"),
         ({"threads": 0}, "threads must be a positive integer, got 0"),
     ],
 )

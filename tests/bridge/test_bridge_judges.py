@@ -18,8 +18,8 @@ from rag_multihop.bridge.judges import (
     JudgeWeights,
     check_judgement,
 )
-from rag_multihop.bridge.vectors import PassageVectors
 from rag_multihop.types import Passage, Query
+from rag_multihop.vectors import PassageVectors
 
 IDS = ["b", "c1", "c2", "c3"]
 VECTORS = np.array(
@@ -72,7 +72,10 @@ def test_unknown_passages_are_encoded_and_missing_encoder_is_an_error(hashing_en
     scores = judge.score(Query("Who is Theresa Connelly?"), BRIDGE, [], CANDIDATES)
     assert scores.shape == (3,) and ((scores >= 0) & (scores <= 1)).all()
     bare = EmbeddingJudge(PassageVectors(ids=["b"], vectors=VECTORS[:1]))
-    with pytest.raises(ValueError, match="3 passage\\(s\\) have no stored vector"):
+    with pytest.raises(
+        ValueError,
+        match="3 passage\\(s\\) are not stored in this store and have no vector given",
+    ):
         bare.score(QUESTION, BRIDGE, [], CANDIDATES)
 
 

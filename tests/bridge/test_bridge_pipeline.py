@@ -17,7 +17,7 @@ from rag_multihop.bridge import (
     PassageVectors,
 )
 from rag_multihop.bridge.rerank import BridgeReranker
-from rag_multihop.bridge.search import DenseSearcher, RetrieverSearcher, as_searcher
+from rag_multihop.bridge.search import RetrieverSearcher, as_searcher
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate
@@ -183,7 +183,7 @@ def test_bad_arguments_are_rejected(dense: DenseRetriever) -> None:
 
 def test_searchers_batch_and_adapt(dense: DenseRetriever, hashing_encoder) -> None:
     batched = as_searcher(dense)
-    assert isinstance(batched, DenseSearcher)
+    assert batched is dense  # a DenseRetriever is a batched Searcher itself
     assert isinstance(as_searcher(RetrieverSearcher(dense)), RetrieverSearcher)
     queries = [Query("Theresa Connelly"), Query("Alfred Hitchcock")]
     calls_before = hashing_encoder.calls
@@ -194,9 +194,10 @@ def test_searchers_batch_and_adapt(dense: DenseRetriever, hashing_encoder) -> No
         [c.id for c in h] for h in found
     ]
     assert asyncio.run(batched.asearch(queries, 2))[1][0].id == "hitchcock"
-    no_encoder = DenseSearcher(dense.corpus, dense.index)
-    with pytest.raises(ValueError, match="have no embedding and the searcher has no encoder"):
+    no_encoder = dense.with_encoder(None)
+    with pytest.raises(ValueError, match="have no embedding and no encoder was given"):
         no_encoder.search(queries, 2)
+    assert no_encoder.search([], 2) == []
 
 
 def test_reranker_judges_against_the_top_candidate(hashing_encoder) -> None:

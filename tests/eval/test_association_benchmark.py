@@ -11,7 +11,7 @@ from rag_multihop.association import AssociationReranker, PairSet
 from rag_multihop.cli import main
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.methods.association import BenchSettings, heldout_folds
+from rag_multihop.eval.methods.association import AAR_OPTIONS, AARBenchSettings, heldout_folds
 from rag_multihop.eval.registry import available_methods
 from tests.conftest import HashingEncoder
 
@@ -42,21 +42,30 @@ def test_methods_are_registered():
 
 
 def test_settings_defaults_and_parsing():
-    assert BenchSettings.from_options({}) == BenchSettings()
+    assert AAR_OPTIONS.read({}) == AARBenchSettings()
     options = {
         "protocol": "heldout",
         "pairs": "gold+corpus",
         "aar_lambda": "0.25",
-        "aar_k": "50",
+        "aar_candidates": "50",
         "aar_epochs": "3",
         "aar_seed": "2",
         "aar_relations": "title-mention, co-mention",
         "aar_threads": "1",
+        "aar_batch_size": "64",
     }
-    parsed = BenchSettings.from_options(options)
-    assert (parsed.protocol, parsed.pairs, parsed.lambda_) == ("heldout", "gold+corpus", 0.25)
-    assert (parsed.candidates, parsed.threads) == (50, 1)
-    assert (parsed.epochs, parsed.seed, parsed.relations) == (3, 2, ("title-mention", "co-mention"))
+    parsed = AAR_OPTIONS.read(options)
+    assert (parsed.protocol, parsed.pairs, parsed.scoring.lambda_) == (
+        "heldout",
+        "gold+corpus",
+        0.25,
+    )
+    assert (parsed.scoring.candidates, parsed.training.threads) == (50, 1)
+    assert (parsed.training.epochs, parsed.training.seed, parsed.training.batch_size) == (3, 2, 64)
+    assert parsed.relations == ("title-mention", "co-mention")
+    assert parsed.scoring.mode == "mixed"  # the methods fix the mode; it is no option
+    with pytest.raises(ValueError, match="unknown --option 'aar_mode'"):
+        AAR_OPTIONS.read({"aar_mode": "reverse"})
 
 
 @pytest.mark.parametrize(
@@ -64,18 +73,19 @@ def test_settings_defaults_and_parsing():
     [
         ({"protocol": "inductive"}, r"protocol must be one of \['heldout', 'transductive'\]"),
         ({"pairs": "silver"}, r"pairs must be one of \['corpus', 'gold', 'gold\+corpus', "),
-        ({"aar_lambda": "2"}, r"aar_lambda must be in \[0, 1\], got 2.0"),
-        ({"aar_lambda": "half"}, "option aar_lambda must be a float, got 'half'"),
-        ({"aar_k": "0"}, "aar_k must be a positive integer, got 0"),
-        ({"aar_epochs": "-3"}, "aar_epochs must be a positive integer, got -3"),
-        ({"aar_seed": "-1"}, "aar_seed must be a non-negative integer, got -1"),
-        ({"aar_relations": "links"}, r"aar_relations must be a comma-separated list of \["),
-        ({"aar_threads": "0"}, "aar_threads must be a positive integer, got 0"),
+        ({"aar_lambda": "2"}, r"aar_lambda='2': lambda_ must be in \[0, 1\], got 2.0"),
+        ({"aar_lambda": "half"}, "option aar_lambda must be a number, got 'half'"),
+        ({"aar_candidates": "0"}, "candidates must be a positive integer, got 0"),
+        ({"aar_epochs": "-3"}, "aar_epochs='-3': epochs must be a positive integer, got -3"),
+        ({"aar_seed": "-1"}, "seed must be an integer >= 0, got -1"),
+        ({"aar_relations": "links"}, r"relations must be a non-empty list of \["),
+        ({"aar_threads": "0"}, "threads must be a positive integer, got 0"),
+        ({"aar_k": "50"}, r"unknown --option 'aar_k'.*valid aar_\* options: aar_batch_size"),
     ],
 )
 def test_bad_options_name_the_allowed_values(options, message):
     with pytest.raises(ValueError, match=message):
-        BenchSettings.from_options(options)
+        AAR_OPTIONS.read(options)
 
 
 def test_heldout_folds_are_a_fixed_disjoint_split(demo):
@@ -200,3 +210,33 @@ def test_cli_train_errors(tmp_path, hashing_default_encoder, capsys, args, messa
     argv = ["aar", "train", *[paths.get(a, a) for a in args], "--out", str(tmp_path / "m")]
     assert main(argv) == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_methods_trained_on_the_evaluated_gold_are_labelled(demo):
+    from rag_multihop.eval.report import GOLD_MARK, markdown_table, to_json
+
+    options = {**FAST, "aar_candidates": "10"}
+    transductive = run_benchmark(
+        demo,
+        ["dense", "aar", "bridge", "bridge-aar"],
+        encoder=HashingEncoder(),
+        ks=(5,),
+        options=options,
+    )
+    methods = to_json(transductive)["methods"]
+    assert [
+        methods[m]["uses_evaluated_gold"] for m in ("dense", "aar", "bridge", "bridge-aar")
+    ] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    table = markdown_table(transductive)
+    assert f"| aar {GOLD_MARK} |" in table and f"| bridge-aar {GOLD_MARK} |" in table
+    assert "| bridge |" in table and "used gold labels of the evaluated questions" in table
+    label_free = run_benchmark(
+        demo, ["aar"], encoder=HashingEncoder(), ks=(5,), options={**options, "pairs": "corpus"}
+    )
+    assert to_json(label_free)["methods"]["aar"]["uses_evaluated_gold"] is False
+    assert GOLD_MARK not in markdown_table(label_free)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from rag_multihop.bridge.queries import LLM_FREE_ENTITIES
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.methods.bridge import LLM_FREE_ENTITIES, BenchOptions
-from rag_multihop.eval.registry import available_methods
+from rag_multihop.eval.methods.bridge import BRIDGE_OPTIONS, LLM_OPTIONS
+from rag_multihop.eval.registry import available_methods, check_options
 
 
 def test_bridge_methods_are_registered() -> None:
@@ -74,19 +75,23 @@ def test_bridge_does_not_depend_on_the_other_methods_of_the_run(hashing_encoder)
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"bridge_alpha": "2"}, "bridge_alpha must be in \\[0, 1\\], got 2.0"),
-        ({"bridge_alpha": "x"}, "option bridge_alpha must be a float, got 'x'"),
-        ({"bridge_position": "last"}, "option bridge_position must be one of"),
-        ({"bridge_entities": "-1"}, "option bridge_entities must be an integer >= 0"),
-        ({"llm_concurrency": "0"}, "llm_concurrency must be a positive integer"),
-        ({"bridge_templates": "question,nope"}, "option bridge_templates must be a comma"),
-        ({"bridge_judge_weights": "1,0,1"}, "option bridge_judge_weights must be four"),
-        ({"bridge_judge_weights": "0,0,0,0"}, "option bridge_judge_weights must be four"),
+        ({"bridge_alpha": "2"}, "bridge_alpha='2': alpha must be in \\[0, 1\\], got 2.0"),
+        ({"bridge_alpha": "x"}, "option bridge_alpha must be a number, got 'x'"),
+        ({"bridge_position": "last"}, "bridge_position must be one of \\['first', 'judged'\\]"),
+        ({"bridge_entities": "-1"}, "entities must be an integer >= 0, got -1"),
+        (
+            {"llm": "openai/x", "llm_concurrency": "0"},
+            "max_concurrency must be an integer in \\[1, 1024\\]",
+        ),
+        ({"bridge_templates": "question,nope"}, "templates must name at least one of"),
+        ({"bridge_judge_weights": "1,0,1"}, "option bridge_judge_weights must be 4 comma"),
+        ({"bridge_judge_weights": "0,0,0,0"}, "JudgeWeights must not all be 0"),
+        ({"bridge_alhpa": "0.2"}, "unknown --option 'bridge_alhpa' \\(did you mean 'bridge_alpha'"),
     ],
 )
 def test_bad_options_are_rejected(options: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        BenchOptions.from_options(options)
+        check_options(options)
 
 
 def test_ablation_options_reach_the_pipeline(hashing_encoder) -> None:
@@ -115,11 +120,12 @@ def test_ablation_options_reach_the_pipeline(hashing_encoder) -> None:
 
 
 def test_options_defaults_and_llm_client() -> None:
-    defaults = BenchOptions.from_options({})
-    assert defaults.llm is None and defaults.entities == LLM_FREE_ENTITIES
+    assert BRIDGE_OPTIONS.read({}).entities == LLM_FREE_ENTITIES
+    defaults = LLM_OPTIONS.read({})
+    assert defaults.model is None
     with pytest.raises(ValueError, match="no LLM configured; pass --option llm=MODEL"):
         defaults.client()
-    options = BenchOptions.from_options({"llm": "openai/gpt-4o-mini", "llm_api_key_env": "K"})
+    options = LLM_OPTIONS.read({"llm": "openai/gpt-4o-mini", "llm_api_key_env": "K"})
     client = options.client()
     assert client.settings.model == "openai/gpt-4o-mini" and client.settings.api_key_env == "K"
     assert client.cache is None

@@ -45,15 +45,17 @@ def test_every_method_runs_and_reports_its_settings(hashing_encoder):
 
 def test_options_are_parsed_and_checked(hashing_encoder):
     data = load_demo_dataset()
+    options = {"graph_pool_cap": "3", "fusion_child_k": "20", "fusion_params": "c=2"}
     result = run_benchmark(
-        data,
-        ["pit-boltzmann"],
-        encoder=hashing_encoder,
-        ks=(5,),
-        options={"graph_cap": "3", "fusion_child_k": "20"},
+        data, ["pit-boltzmann", "rrf"], encoder=hashing_encoder, ks=(5,), options=options
     )
-    assert result.methods["pit-boltzmann"].extras["pool_cap"] == [None, 3]
-    with pytest.raises(ValueError, match="option graph_cap must be a number"):
+    extras = result.methods["pit-boltzmann"].extras
+    assert extras["pool_cap"] == [None, 3] and extras["child_k"] == 20
+    assert extras["params"] == {"c": 2.0}
+    assert result.methods["rrf"].extras["params"] == {}  # rrf takes no c
+    with pytest.raises(ValueError, match="option graph_pool_cap must be an integer or none"):
         run_benchmark(
-            data, ["pit-boltzmann"], encoder=hashing_encoder, options={"graph_cap": "ten"}
+            data, ["pit-boltzmann"], encoder=hashing_encoder, options={"graph_pool_cap": "ten"}
         )
+    with pytest.raises(ValueError, match=r"unknown --option 'graph_cap' \(did you mean"):
+        run_benchmark(data, ["pit-boltzmann"], encoder=hashing_encoder, options={"graph_cap": "3"})

@@ -6,7 +6,7 @@ import pytest
 
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.methods.multihop import multihop_settings
+from rag_multihop.eval.methods.multihop import MULTIHOP_OPTIONS
 from rag_multihop.eval.registry import available_methods, check_options
 
 
@@ -37,11 +37,11 @@ def test_options_switch_parts_off(hashing_encoder) -> None:
 
 
 def test_bad_options_name_the_option_and_the_value() -> None:
-    with pytest.raises(ValueError, match="option multihop_pair must be true or false"):
-        multihop_settings({"multihop_pair": "maybe"})
-    with pytest.raises(ValueError, match="option multihop_first_hops must be int"):
-        multihop_settings({"multihop_first_hops": "five"})
+    with pytest.raises(ValueError, match=r"multihop_pair must be true or false .*'maybe'"):
+        MULTIHOP_OPTIONS.read({"multihop_pair": "maybe"})
+    with pytest.raises(ValueError, match="multihop_first_hops must be an integer, got 'five'"):
+        MULTIHOP_OPTIONS.read({"multihop_first_hops": "five"})
     with pytest.raises(ValueError, match="first_hops must be a positive integer, got 0"):
-        multihop_settings({"multihop_first_hops": "0"})
+        MULTIHOP_OPTIONS.read({"multihop_first_hops": "0"})
     with pytest.raises(ValueError, match="did you mean 'multihop_first_hops'"):
         check_options({"multihop_first_hop": "3"})

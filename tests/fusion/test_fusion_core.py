@@ -204,3 +204,48 @@ def test_every_registered_fusion_runs_on_three_lists():
         result = fuse_lists(lists, fusion=name)
         assert sorted(result.ids) == ["a", "b", "c", "d", "e", "f"]
         assert np.all(np.diff(result.scores) <= 0)
+
+
+def _candidates(*scored, **signals):
+    from rag_multihop.types import Candidate, Passage
+
+    return [Candidate(Passage(i, i), s, signals=signals) for i, s in scored]
+
+
+def test_fuse_candidates_keeps_a_repeated_passage_at_its_best_score():
+    from rag_multihop.fusion import FusionSettings, fuse_candidates
+
+    repeated = {"dense": _candidates(("a", 0.2), ("b", 0.5), ("a", 0.9)), "bm25": []}
+    once = {"dense": _candidates(("a", 0.9), ("b", 0.5)), "bm25": []}
+    settings = FusionSettings(fusion="linear")
+    assert fuse_candidates(repeated, settings) == fuse_candidates(once, settings)
+    assert fuse_candidates(repeated, settings)[0].signals["dense"] == 0.9
+
+
+def test_fuse_candidates_keeps_signals_of_the_systems_that_listed_a_passage_after_the_cap():
+    from rag_multihop.fusion import FusionSettings, fuse_candidates
+
+    lists = {
+        "dense": _candidates(("a", 0.9), ("b", 0.1), seen_by_dense=1.0),
+        "graph": _candidates(("c", 0.8), ("b", 0.2), seen_by_graph=1.0),
+    }
+    fused = fuse_candidates(lists, FusionSettings(fusion="linear", pool_cap={"graph": 1}), top_n=3)
+    by_id = {c.id: c for c in fused}
+    assert [c.rank for c in fused] == [1, 2, 3]
+    assert set(by_id["b"].signals) == {"seen_by_dense", "dense", "dense_cal"}  # capped out of graph
+    assert set(by_id["c"].signals) == {"seen_by_graph", "graph", "graph_cal"}
+    assert fuse_candidates(lists, FusionSettings(fusion="linear"), top_n=1)[0].id in {"a", "c"}
+    assert lists["dense"][0].signals == {"seen_by_dense": 1.0}  # inputs untouched
+
+
+def test_fuse_candidates_refuses_what_is_not_a_candidate_and_unknown_system_names():
+    from rag_multihop.fusion import FusionSettings, fuse_candidates
+
+    with pytest.raises(TypeError, match="system 'dense' listed a tuple, not a Candidate"):
+        fuse_candidates({"dense": [("a", 0.5)], "graph": []})  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=r"pool_cap names \['bm25'\] are not systems"):
+        fuse_candidates(
+            {"dense": _candidates(("a", 0.5)), "graph": []}, FusionSettings(pool_cap={"bm25": 3})
+        )
+    with pytest.raises(ValueError, match="fusion needs at least 2 score lists, got 1"):
+        fuse_candidates({"dense": _candidates(("a", 0.5))})

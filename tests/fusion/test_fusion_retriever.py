@@ -55,7 +55,7 @@ def test_weights_and_pool_caps_by_name():
     top = fusion.retrieve(Query("q"), k=10)
     assert top[0].id == "c" and top[0].score == pytest.approx(1.0)
     assert "graph" not in top[-1].signals  # d was capped out of the graph pool
-    assert fusion.pool_cap == [None, 1]
+    assert fusion.settings.per_system(fusion.names)[1] == [None, 1]
 
 
 def test_children_candidates_are_not_mutated():
@@ -71,9 +71,9 @@ def test_children_candidates_are_not_mutated():
         ({"fusion": "mean"}, r"unknown fusion 'mean'; choose from: boltzmann, dbsf, linear, rrf"),
         ({"calibration": "zscore"}, r"needs calibrated scores in \[0, 1\]"),
         ({"weights": [1.0]}, "weights has 1 value"),
-        ({"weights": {"dense": 1.0}}, r"weights has no value for retrievers \['graph'\]"),
-        ({"weights": {"dense": 1, "graph": 1, "bm25": 1}}, r"\['bm25'\] are not retrievers"),
-        ({"pool_cap": {"sparse": 3}}, r"\['sparse'\] are not retrievers"),
+        ({"weights": {"dense": 1.0}}, r"weights has no value for systems \['graph'\]"),
+        ({"weights": {"dense": 1, "graph": 1, "bm25": 1}}, r"\['bm25'\] are not systems"),
+        ({"pool_cap": {"sparse": 3}}, r"\['sparse'\] are not systems"),
         ({"child_k": 0}, "child_k must be a positive integer, got 0"),
         ({"params": {"k": 3}}, r"unknown parameter\(s\) \['k'\] for fusion 'boltzmann'"),
     ],

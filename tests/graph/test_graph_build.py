@@ -151,7 +151,7 @@ def test_build_validates_its_knobs():
         build_entity_graph(CORPUS, synonym_threshold=1.5)
     with pytest.raises(ValueError, match="max_title_words must be a positive integer"):
         build_entity_graph(CORPUS, max_title_words=0)
-    with pytest.raises(ValueError, match=r"EdgeWeights.mention must be a number >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"EdgeWeights.mention must be a finite number >= 0"):
         EdgeWeights(mention=-1)
 
 

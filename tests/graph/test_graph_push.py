@@ -123,7 +123,9 @@ def test_auto_switches_to_push_on_large_graphs(monkeypatch):
 
 def test_unknown_ppr_method_lists_the_choices():
     graph = build_entity_graph(CORPUS)
-    with pytest.raises(ValueError, match="ppr must be one of auto, power, push, got 'pagerank'"):
+    with pytest.raises(
+        ValueError, match=r"ppr must be one of \['auto', 'power', 'push'\], got 'pag"
+    ):
         GraphRetriever(graph, CORPUS, ppr="pagerank")
     with pytest.raises(ValueError, match="push_epsilon must be a finite number > 0"):
         GraphRetriever(graph, CORPUS, push_epsilon=-1)

@@ -168,7 +168,7 @@ def test_an_index_of_other_passages_is_refused(corpus, hashing_encoder) -> None:
         ("entity_weight", -0.1, r"entity_weight must be in \[0, 1\], got -0.1"),
         ("pair", "yes", "pair must be True or False, got 'yes'"),
         ("graph_tail", 1, "graph_tail must be True or False, got 1"),
-        ("ppr", "fast", "ppr must be one of auto, power, push, got 'fast'"),
+        ("ppr", "fast", r"ppr must be one of \['auto', 'power', 'push'\], got 'fast'"),
         ("graph_cap", 0, "graph_cap must be a positive integer, got 0"),
     ],
 )

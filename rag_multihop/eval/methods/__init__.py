@@ -3,8 +3,16 @@
 Each module registers ``build(context) -> Retriever`` factories with
 :func:`rag_multihop.eval.registry.register_method`. Method packages (``association/``,
 ``fusion/``, ``graph/``, ``bridge/``) hold only the method and never import this package.
+The framework peers (:mod:`.peers`) load LlamaIndex or Haystack only when a peer is built.
 """
 
-from rag_multihop.eval.methods import association, baselines, bridge, graph_fusion, multihop
+from rag_multihop.eval.methods import (
+    association,
+    baselines,
+    bridge,
+    graph_fusion,
+    multihop,
+    peers,
+)
 
-__all__ = ["association", "baselines", "bridge", "graph_fusion", "multihop"]
+__all__ = ["association", "baselines", "bridge", "graph_fusion", "multihop", "peers"]

@@ -1,21 +1,27 @@
 """The ``aar`` and ``aar-reverse`` benchmark methods.
 
-Both rerank the shared dense top-K (FAISS, K=100) with an association model trained inside
-the benchmark; they differ only in the scoring mode (``mixed`` / ``reverse``) and share one
-trained model per setting through ``context.artifacts``. Options (``--option KEY=VALUE``):
+Both rerank the shared dense top-K (FAISS) with an association model trained inside the
+benchmark; they differ only in the scoring mode (``mixed`` / ``reverse``) and share one
+trained model per setting through ``context.artifacts``. Options (``--option KEY=VALUE``,
+:class:`AARBenchSettings`):
 
 - ``protocol``: :data:`PROTOCOLS` (``transductive`` by default);
 - ``pairs``: :data:`PAIR_SOURCES` (``gold`` by default);
-- ``aar_lambda`` (λ, default 0.5), ``aar_k`` (K, default 100), ``aar_epochs`` (default 100),
-  ``aar_seed`` (default 0), ``aar_relations`` (label-free relations, comma-separated,
-  default ``title-mention``), ``aar_threads`` (torch threads while training; default torch's).
+- ``aar_relations``: label-free relations, comma-separated (default ``title-mention``);
+- the scoring settings (:class:`~rag_multihop.association.settings.AssociationSettings`):
+  ``aar_lambda`` (λ, 0.5), ``aar_candidates`` (K, 100);
+- the training hyperparameters (:class:`~rag_multihop.association.training.TrainingConfig`):
+  ``aar_epochs`` (100), ``aar_seed`` (0; also seeds the ``shuffled`` control),
+  ``aar_threads`` (torch threads while training; default 1), ``aar_batch_size``,
+  ``aar_learning_rate``, ``aar_weight_decay``, ``aar_temperature``, ``aar_grad_clip``,
+  ``aar_residual_init``.
 
 ``bench_extras()`` reports per trained model the pair statistics, training statistics and the
 leakage (shares of the evaluated questions' gold pairs and gold passages present in the
 training pairs), plus per query the FAISS search time and the rerank time (precomputed f(p)).
 
 Example:
-    >>> BenchSettings.from_options({"protocol": "heldout", "aar_lambda": "0.4"}).lambda_
+    >>> AAR_OPTIONS.read({"protocol": "heldout", "aar_lambda": "0.4"}).scoring.lambda_
     0.4
 """
 
@@ -24,48 +30,31 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from rag_multihop.association.model import DEFAULT_LAMBDA
 from rag_multihop.association.pairs import (
-    CORPUS_RELATIONS,
     DEFAULT_CORPUS_RELATIONS,
     PairSet,
+    check_relations,
     corpus_pairs,
     leakage,
 )
 from rag_multihop.association.reranker import AssociationReranker, rescore_candidates
-from rag_multihop.association.retriever import DEFAULT_CANDIDATES
+from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.harness import FoldRouter
-from rag_multihop.eval.registry import (
-    BenchContext,
-    declare_options,
-    parse_option,
-    register_method,
-)
+from rag_multihop.eval.options import FLATTEN, OPTION
+from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_choice
 
 logger = logging.getLogger(__name__)
-
-declare_options(
-    "association",
-    "protocol",
-    "pairs",
-    "aar_lambda",
-    "aar_k",
-    "aar_epochs",
-    "aar_seed",
-    "aar_relations",
-    "aar_threads",
-)
 
 PROTOCOLS: Mapping[str, str] = MappingProxyType(
     {
@@ -88,60 +77,43 @@ HELDOUT_SEED = 0
 
 
 @dataclass(frozen=True)
-class BenchSettings:
-    """The benchmark options of the AAR methods, validated."""
+class AARBenchSettings:
+    """The AAR methods' benchmark settings: how the run trains (protocol, pair source,
+    label-free relations), the model's scoring settings and its training hyperparameters.
+    The scoring mode is left out: ``aar`` and ``aar-reverse`` fix it."""
 
-    protocol: str = "transductive"
-    pairs: str = "gold"
-    lambda_: float = DEFAULT_LAMBDA
-    candidates: int = DEFAULT_CANDIDATES
-    epochs: int = TrainingConfig.epochs
-    seed: int = 0
+    protocol: str = field(default="transductive", metadata={OPTION: "protocol"})
+    pairs: str = field(default="gold", metadata={OPTION: "pairs"})
     relations: tuple[str, ...] = DEFAULT_CORPUS_RELATIONS
-    threads: int | None = None
+    scoring: AssociationSettings = field(
+        default_factory=AssociationSettings, metadata={FLATTEN: True}
+    )
+    training: TrainingConfig = field(default_factory=TrainingConfig, metadata={FLATTEN: True})
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> BenchSettings:
-        """Settings from ``--option`` values (strings from the CLI, or typed values)."""
-        protocol = str(options.get("protocol", cls.protocol))
-        if protocol not in PROTOCOLS:
-            raise ValueError(
-                f"option protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}"
-            )
-        pairs = str(options.get("pairs", cls.pairs))
-        if pairs not in PAIR_SOURCES:
-            raise ValueError(f"option pairs must be one of {sorted(PAIR_SOURCES)}, got {pairs!r}")
-        relations = options.get("aar_relations", ",".join(cls.relations))
-        names = tuple(r.strip() for r in str(relations).split(",") if r.strip())
-        if not names or any(r not in CORPUS_RELATIONS for r in names):
-            raise ValueError(
-                f"option aar_relations must be a comma-separated list of "
-                f"{sorted(CORPUS_RELATIONS)}, got {relations!r}"
-            )
-        seed = parse_option(options, "aar_seed", cls.seed, int)
-        if seed < 0:
-            raise ValueError(f"option aar_seed must be a non-negative integer, got {seed!r}")
-        threads = options.get("aar_threads")
-        if threads is not None:
-            threads = check_positive_int(
-                parse_option(options, "aar_threads", None, int), "aar_threads"
-            )
-        return cls(
-            protocol=protocol,
-            pairs=pairs,
-            lambda_=check_fraction(
-                parse_option(options, "aar_lambda", cls.lambda_, float), "aar_lambda"
-            ),
-            candidates=check_positive_int(
-                parse_option(options, "aar_k", cls.candidates, int), "aar_k"
-            ),
-            epochs=check_positive_int(
-                parse_option(options, "aar_epochs", cls.epochs, int), "aar_epochs"
-            ),
-            seed=seed,
-            relations=names,
-            threads=threads,
-        )
+    def __post_init__(self) -> None:
+        check_choice(self.protocol, "protocol", PROTOCOLS)
+        check_choice(self.pairs, "pairs", PAIR_SOURCES)
+        object.__setattr__(self, "relations", check_relations(self.relations))
+
+    @property
+    def uses_evaluated_gold(self) -> bool:
+        """Whether training sees gold labels of the questions it is evaluated on."""
+        return self.protocol == "transductive" and self.pairs != "corpus"
+
+    def report(self) -> dict[str, Any]:
+        """The settings as ``bench_extras`` shows them."""
+        return {
+            "protocol": self.protocol,
+            "pairs": self.pairs,
+            "relations": list(self.relations),
+            "lambda": self.scoring.lambda_,
+            "candidates": self.scoring.candidates,
+            "training": self.training.to_dict(),
+        }
+
+
+AAR_OPTIONS = declare_settings("association", AARBenchSettings, prefix="aar_", exclude={"mode"})
+"""The AAR family's ``--option`` keys (shared with ``bridge-aar``)."""
 
 
 def heldout_folds(
@@ -157,14 +129,14 @@ def heldout_folds(
 
 
 def training_pairs(
-    context: BenchContext, settings: BenchSettings, questions: Sequence[QAExample]
+    context: BenchContext, settings: AARBenchSettings, questions: Sequence[QAExample]
 ) -> PairSet:
     """The pairs of ``settings.pairs`` for training on ``questions``."""
     gold = PairSet.from_gold(questions)
     if settings.pairs == "gold":
         return gold
     if settings.pairs == "shuffled":
-        return gold.shuffled(settings.seed)
+        return gold.shuffled(settings.training.seed)
     key = f"aar-corpus-pairs:{','.join(settings.relations)}"
     if key not in context.artifacts:
         context.artifacts[key] = corpus_pairs(context.dataset.corpus, settings.relations)
@@ -183,27 +155,24 @@ class _Model:
 
 def _train(
     context: BenchContext,
-    settings: BenchSettings,
+    settings: AARBenchSettings,
     fold: str,
     train: Sequence[QAExample],
     evaluate: Sequence[QAExample],
 ) -> _Model:
     """The model trained on ``train``'s pairs (``fold`` names it), evaluated on ``evaluate``.
 
-    Models are cached in ``context.artifacts``, so ``aar`` and ``aar-reverse`` share them;
-    label-free pairs use no questions, so every fold shares one model.
+    Models are cached in ``context.artifacts``, so ``aar``, ``aar-reverse`` and ``bridge-aar``
+    share them; label-free pairs use no questions, so every fold shares one model.
     """
     label_free = settings.pairs == "corpus"
     key = (
-        f"aar-model:{settings.pairs}:{','.join(settings.relations)}:{settings.epochs}:"
-        f"{settings.seed}:{'label-free' if label_free else fold}"
+        f"aar-model:{settings.pairs}:{','.join(settings.relations)}:{settings.training!r}:"
+        f"{'label-free' if label_free else fold}"
     )
     if key not in context.artifacts:
         pairs = training_pairs(context, settings, train)
-        config = TrainingConfig(
-            epochs=settings.epochs, seed=settings.seed, threads=settings.threads
-        )
-        reranker = AssociationReranker(training=config).fit(
+        reranker = AssociationReranker(training=settings.training).fit(
             context.dataset.corpus.ids,
             context.passage_vectors,
             pairs,
@@ -234,7 +203,7 @@ class AssociationBenchRetriever:
         models: Sequence[_Model],
         *,
         mode: str,
-        settings: BenchSettings,
+        settings: AARBenchSettings,
     ) -> None:
         self.dense = dense
         self.models = list(models)
@@ -243,7 +212,7 @@ class AssociationBenchRetriever:
         self._rerankers = FoldRouter(
             (
                 model.eval_question_ids,
-                model.reranker.with_settings(lambda_=settings.lambda_, mode=mode),
+                model.reranker.with_settings(settings.scoring, mode=mode),
             )
             for model in self.models
         )
@@ -255,7 +224,7 @@ class AssociationBenchRetriever:
         reranker = self._rerankers.route(query)
         vector = self.dense.query_vector(query)
         t0 = time.perf_counter()
-        dense_scores, ids = self.dense.index.search(vector, self.settings.candidates)
+        dense_scores, ids = self.dense.index.search(vector, self.settings.scoring.candidates)
         t1 = time.perf_counter()
         corpus = self.dense.corpus
         found = rank_candidates(
@@ -272,13 +241,17 @@ class AssociationBenchRetriever:
         self.rerank_ms.append((t4 - t2) * 1000.0)
         return ranked
 
+    @property
+    def uses_evaluated_gold(self) -> bool:
+        """Whether the models saw gold labels of the questions they evaluate."""
+        return self.settings.uses_evaluated_gold
+
     def bench_extras(self) -> dict[str, Any]:
         """Settings, per-model training report and leakage, and per-query timings."""
         faiss_median = float(np.median(self.faiss_ms)) if self.faiss_ms else float("nan")
         rerank_median = float(np.median(self.rerank_ms)) if self.rerank_ms else float("nan")
         return {
-            **{k: v for k, v in asdict(self.settings).items() if k != "lambda_"},
-            "lambda": self.settings.lambda_,
+            **self.settings.report(),
             "mode": self.mode,
             "models": [model.report for model in self.models],
             "training_seconds": round(
@@ -302,7 +275,7 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
 
 def build(context: BenchContext, mode: str) -> AssociationBenchRetriever:
     """The AAR bench retriever for ``context`` under its options, scoring with ``mode``."""
-    settings = BenchSettings.from_options(context.options)
+    settings = AAR_OPTIONS.read(context.options)
     questions = context.dataset.questions
     if settings.protocol == "transductive":
         models = [_train(context, settings, "all", questions, questions)]

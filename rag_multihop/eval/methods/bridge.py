@@ -11,15 +11,20 @@
   the model has seen the gold pairs of the evaluated questions: use ``protocol=heldout`` or
   ``pairs=corpus`` for a fair number; the leakage is reported.
 
-Options (``--option KEY=VALUE``): ``llm`` (a litellm model string), ``llm_api_base``,
-``llm_api_key_env`` (the NAME of the key's variable), ``llm_concurrency`` (default 8),
-``llm_cache`` (a SQLite path, or ``default`` for ``~/.cache/rag_multihop/llm``; off by
-default so costs are real), ``bridge_alpha`` (α, default 0.1), ``bridge_position``
-(``first`` or ``judged``) and, for the LLM-free mode, ``bridge_entities`` (entities
-searched, default :data:`~rag_multihop.bridge.queries.LLM_FREE_ENTITIES`),
-``bridge_templates`` (comma-separated names of
-:data:`~rag_multihop.bridge.queries.QUERY_TEMPLATES`) and ``bridge_judge_weights``
-(``q,b,bm,qm``: the four :class:`~rag_multihop.bridge.judges.JudgeWeights`).
+Options (``--option KEY=VALUE``): the fields of
+:class:`~rag_multihop.bridge.settings.BridgeSettings` under ``bridge_`` (``bridge_alpha`` α
+0.1, ``bridge_position`` ``first``/``judged``, ``bridge_entity_k``, ``bridge_query_k``,
+``bridge_pool_cap`` and, for the LLM-free mode, ``bridge_entities`` (entities searched,
+:data:`~rag_multihop.bridge.queries.LLM_FREE_ENTITIES`), ``bridge_templates``
+(comma-separated names of :data:`~rag_multihop.bridge.queries.QUERY_TEMPLATES`) and
+``bridge_judge_weights`` (``q,b,bm,qm``: the four
+:class:`~rag_multihop.bridge.judges.JudgeWeights`)); and the LLM (:class:`LLMOptions`):
+``llm`` (a litellm model string), ``llm_api_base``, ``llm_api_key_env`` (the NAME of the
+key's variable), ``llm_concurrency`` (default 8), ``llm_cache`` (a SQLite path, or
+``default`` for ``~/.cache/rag_multihop/llm``; off by default so costs are real). Bench
+only: ``prepare_bridge`` (0 or 1, default 0: 1 precomputes the vectors of the corpus's
+query-independent expansion texts with the run's disk-cached encoder, see
+:meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.prepare`; same rankings, faster queries).
 
 ``bench_extras()`` reports the settings, the pool (mean size, coverage = share of gold
 passages in bridge + pool, the same share for a dense top list of the same size, how often
@@ -30,7 +35,7 @@ of its own hop-1 dense ranking, pool coverage; datasets without types report one
 calls, tokens, cost, fallbacks and latency per query.
 
 Example:
-    >>> BenchOptions.from_options({"bridge_alpha": "0.15"}).alpha
+    >>> BRIDGE_OPTIONS.read({"bridge_alpha": "0.15"}).alpha
     0.15
 """
 
@@ -38,7 +43,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,156 +57,81 @@ from rag_multihop.bridge.judges import (
     LLMJudge,
     judge_name,
 )
-from rag_multihop.bridge.pipeline import (
-    BRIDGE_POSITIONS,
-    DEFAULT_ALPHA,
-    BridgeRetriever,
-    BridgeSettings,
-    BridgeTrace,
-)
-from rag_multihop.bridge.queries import (
-    DEFAULT_TEMPLATES,
-    LLM_FREE_ENTITIES,
-    QUERY_TEMPLATES,
-    LLMQueryWriter,
-    QueryWriter,
-    TemplateQueryWriter,
-)
-from rag_multihop.bridge.search import DenseSearcher
-from rag_multihop.bridge.vectors import PassageVectors
+from rag_multihop.bridge.pipeline import BridgeRetriever, BridgeTrace
+from rag_multihop.bridge.queries import LLMQueryWriter, QueryWriter, TemplateQueryWriter
+from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.cache import CachedEncoder
+from rag_multihop.encoders.cache import CachedEncoder, MemoEncoder
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.harness import FoldRouter
+from rag_multihop.eval.methods.association import AAR_OPTIONS
+from rag_multihop.eval.methods.association import build as build_aar
 from rag_multihop.eval.metrics import recall_at_k
+from rag_multihop.eval.options import OPTION
 from rag_multihop.eval.registry import (
     BenchContext,
     declare_options,
-    parse_option,
+    declare_settings,
     register_method,
 )
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
-    from rag_multihop.llm.client import LLMClient
+    from rag_multihop.llm.client import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
 
-declare_options(
-    "bridge",
-    "bridge_position",
-    "bridge_entities",
-    "bridge_templates",
-    "bridge_alpha",
-    "bridge_judge_weights",
-    "llm",
-    "llm_api_base",
-    "llm_api_key_env",
-    "llm_concurrency",
-    "llm_cache",
-)
+declare_options("bridge", "prepare_bridge")
+
+MEMO_TEXTS = 500_000
+"""Texts whose vectors the bench's bridge searcher keeps (a prepared corpus holds ~60,000)."""
 
 UNTYPED = "untyped"
 """The question-type group of datasets that give no types (2Wiki's HippoRAG copy)."""
 
 
 @dataclass(frozen=True)
-class BenchOptions:
-    """The bridge methods' benchmark options, validated (see the module docstring)."""
+class LLMOptions:
+    """The benchmark's LLM: a litellm model string and how to reach it (``None``: the
+    LLM-free mode). The values are checked by :class:`~rag_multihop.llm.client.LLMSettings`,
+    built here as soon as a model is named."""
 
-    llm: str | None = None
-    llm_api_base: str | None = None
-    llm_api_key_env: str | None = None
-    llm_concurrency: int = 8
-    llm_cache: str | None = None
-    alpha: float = DEFAULT_ALPHA
-    entities: int = LLM_FREE_ENTITIES
-    position: str = "first"
-    templates: tuple[str, ...] = DEFAULT_TEMPLATES
-    weights: JudgeWeights = field(default_factory=JudgeWeights)
+    model: str | None = field(default=None, metadata={OPTION: "llm"})
+    api_base: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 8
+    cache: str | None = None
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> BenchOptions:
-        position = str(options.get("bridge_position", cls.position))
-        if position not in BRIDGE_POSITIONS:
-            raise ValueError(
-                f"option bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, "
-                f"got {position!r}"
-            )
-        entities = parse_option(options, "bridge_entities", cls.entities, int)
-        if entities < 0:
-            raise ValueError(f"option bridge_entities must be an integer >= 0, got {entities}")
-        templates = tuple(
-            t.strip()
-            for t in str(options.get("bridge_templates", ",".join(cls.templates))).split(",")
-            if t.strip()
+    def __post_init__(self) -> None:
+        if self.model is not None:
+            self.settings()
+
+    def settings(self) -> LLMSettings:
+        """The :class:`~rag_multihop.llm.client.LLMSettings` of these options."""
+        from rag_multihop.llm import LLMSettings
+
+        if self.model is None:
+            raise ValueError("no LLM configured; pass --option llm=MODEL (e.g. openai/gpt-4o-mini)")
+        return LLMSettings(
+            self.model,
+            api_base=self.api_base,
+            api_key_env=self.api_key_env,
+            max_concurrency=self.concurrency,
         )
-        if not templates or any(t not in QUERY_TEMPLATES for t in templates):
-            raise ValueError(
-                f"option bridge_templates must be a comma-separated list of "
-                f"{sorted(QUERY_TEMPLATES)}, got {options.get('bridge_templates')!r}"
-            )
-        llm = options.get("llm") or None
-        return cls(
-            llm=None if llm is None else str(llm),
-            llm_api_base=options.get("llm_api_base") or None,
-            llm_api_key_env=options.get("llm_api_key_env") or None,
-            llm_concurrency=check_positive_int(
-                parse_option(options, "llm_concurrency", cls.llm_concurrency, int),
-                "llm_concurrency",
-            ),
-            llm_cache=options.get("llm_cache") or None,
-            alpha=check_fraction(
-                parse_option(options, "bridge_alpha", cls.alpha, float), "bridge_alpha"
-            ),
-            entities=entities,
-            position=position,
-            templates=templates,
-            weights=_weights(options.get("bridge_judge_weights")),
-        )
-
-    def writer(self) -> TemplateQueryWriter:
-        """The LLM-free writer of these options."""
-        return TemplateQueryWriter(n_entities=self.entities, templates=self.templates)
-
-    def settings(self) -> BridgeSettings:
-        return BridgeSettings(alpha=self.alpha, bridge_position=self.position)
 
     def client(self) -> LLMClient:
-        """The LLM client of ``llm`` (the key is read from the environment at call time)."""
-        from rag_multihop.llm import LLMCache, LLMClient, LLMSettings, default_cache_path
+        """The LLM client (the key is read from the environment at call time)."""
+        from rag_multihop.llm import LLMCache, LLMClient, default_cache_path
 
-        if self.llm is None:
-            raise ValueError("no LLM configured; pass --option llm=MODEL (e.g. openai/gpt-4o-mini)")
-        settings = LLMSettings(
-            self.llm,
-            api_base=self.llm_api_base,
-            api_key_env=self.llm_api_key_env,
-            max_concurrency=self.llm_concurrency,
-        )
         cache = None
-        if self.llm_cache is not None:
-            path = default_cache_path() if self.llm_cache == "default" else self.llm_cache
-            cache = LLMCache(path)
-        return LLMClient(settings, cache=cache)
+        if self.cache is not None:
+            cache = LLMCache(default_cache_path() if self.cache == "default" else self.cache)
+        return LLMClient(self.settings(), cache=cache)
 
 
-def _weights(text: Any) -> JudgeWeights:
-    """``JudgeWeights`` from ``"q,b,bm,qm"`` (question, bridge, bridge mention, question
-    mention); the defaults when ``text`` is ``None``."""
-    if text is None:
-        return JudgeWeights()
-    try:
-        values = [float(part) for part in str(text).split(",")]
-        if len(values) != 4:
-            raise ValueError
-        return JudgeWeights(*values)
-    except ValueError as exc:
-        raise ValueError(
-            "option bridge_judge_weights must be four comma-separated weights >= 0 (question, "
-            f"bridge, bridge_mention, question_mention), e.g. 1,0,1,1; got {text!r}"
-        ) from exc
+BRIDGE_OPTIONS = declare_settings("bridge", BridgeSettings, prefix="bridge_")
+LLM_OPTIONS = declare_settings("bridge", LLMOptions, prefix="llm_")
 
 
 class FoldedJudge:
@@ -248,10 +178,8 @@ def _vectors(context: BenchContext) -> PassageVectors:
 
 def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, list[dict[str, Any]]]:
     """Association judges from the AAR benchmark's models (trained once per run)."""
-    from rag_multihop.eval.methods.association import build as build_aar
-
     aar = build_aar(context, "mixed")
-    if aar.settings.protocol == "transductive" and aar.settings.pairs != "corpus":
+    if aar.settings.uses_evaluated_gold:
         logger.warning(
             "the bridge association judge uses an AAR model trained on the %s pairs of the "
             "evaluated questions (protocol=transductive): its numbers include that leakage; "
@@ -296,12 +224,14 @@ class BridgeBenchRetriever:
         questions: Sequence[QAExample],
         *,
         mode: str,
-        options: BenchOptions,
+        llm: LLMOptions,
         aar: list[dict[str, Any]] | None = None,
+        uses_evaluated_gold: bool = False,
     ) -> None:
         self.pipeline = pipeline
+        self.uses_evaluated_gold = uses_evaluated_gold
         self.mode = mode
-        self.options = options
+        self.llm = llm
         self.aar = aar
         self._questions = {q.id: q for q in questions}
         self.traces: list[BridgeTrace] = []
@@ -394,7 +324,7 @@ class BridgeBenchRetriever:
         total = sum(accounts[1:], start=accounts[0]) if accounts else None
         costs = [a.cost for a in accounts]
         return {
-            "model": self.options.llm,
+            "model": self.llm.model,
             "total": None if total is None else total.to_dict(),
             "per_query": {
                 "calls": _summary([a.calls for a in accounts]),
@@ -410,25 +340,50 @@ class BridgeBenchRetriever:
         }
 
 
+def _flag(value: object, name: str) -> bool:
+    """A 0/1 bench option."""
+    if str(value) not in ("0", "1"):
+        raise ValueError(f"option {name} must be 0 or 1, got {value!r}")
+    return str(value) == "1"
+
+
+def _prepare(context: BenchContext, pipeline: BridgeRetriever) -> None:
+    """Precompute the corpus's expansion texts with the run's (disk-cached) encoder."""
+    texts = pipeline.preparation_texts(context.dataset.corpus)
+    if texts:
+        pipeline.prepare(context.dataset.corpus, context.encoder.encode(texts))
+
+
 def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
     """The bench retriever with ``judge`` in ``auto``, ``embedding`` or ``association``."""
-    options = BenchOptions.from_options(context.options)
-    searcher = DenseSearcher.from_retriever(context.dense, encoder=_raw_encoder(context))
+    settings = BRIDGE_OPTIONS.read(context.options)
+    llm = LLM_OPTIONS.read(context.options)
+    # query-time texts are remembered in memory (repeated entities, sentences, prepare())
+    searcher = context.dense.with_encoder(MemoEncoder(_raw_encoder(context), MEMO_TEXTS))
     aar_report = None
+    gold = False
     writer: QueryWriter
     chosen: Judge
-    if judge == "auto" and options.llm is not None:
-        client = options.client()
+    if judge == "auto" and llm.model is not None:
+        client = llm.client()
         mode, writer, chosen = "llm", LLMQueryWriter(client), LLMJudge(client)
     else:
-        mode, writer = "llm-free", options.writer()
+        mode, writer = "llm-free", settings.template_writer()
         if judge == "association":
-            chosen, aar_report = _aar_judge(context, options.weights)
+            chosen, aar_report = _aar_judge(context, settings.judge_weights)
+            gold = AAR_OPTIONS.read(context.options).uses_evaluated_gold
         else:
-            chosen = EmbeddingJudge(_vectors(context), weights=options.weights)
-    pipeline = BridgeRetriever(searcher, judge=chosen, writer=writer, settings=options.settings())
+            chosen = EmbeddingJudge(_vectors(context), weights=settings.judge_weights)
+    pipeline = BridgeRetriever(searcher, judge=chosen, writer=writer, settings=settings)
+    if _flag(context.options.get("prepare_bridge", "0"), "prepare_bridge"):
+        _prepare(context, pipeline)
     return BridgeBenchRetriever(
-        pipeline, context.dataset.questions, mode=mode, options=options, aar=aar_report
+        pipeline,
+        context.dataset.questions,
+        mode=mode,
+        llm=llm,
+        aar=aar_report,
+        uses_evaluated_gold=gold,
     )
 
 

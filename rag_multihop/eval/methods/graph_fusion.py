@@ -3,11 +3,11 @@
 Registered when :mod:`rag_multihop.eval.registry` loads its core modules:
 
 - ``graph``: :class:`~rag_multihop.graph.GraphRetriever` alone, seeded by the query's
-  entities and the dense top-``seed_top_n`` (the defaults);
+  entities and the dense top-``graph_seed_top_n`` (the defaults);
 - ``graph-entities``: seeded by query entities only; ``graph-dense5``: by the dense top 5
   only (the "title-mention PPR seeded by the dense top 5" of issue 4's hint);
 - dense + graph fused by :class:`~rag_multihop.fusion.FusionRetriever`, every variant on the
-  same child lists (``fusion_child_k`` per child, graph pool capped at ``graph_cap``), one
+  same child lists (``fusion_child_k`` per child, graph pool capped at ``graph_pool_cap``), one
   knob changed at a time: ``pit-boltzmann`` (ours, the recommended setting),
   ``pit-linear``, ``minmax-linear`` and ``minmax-boltzmann`` (calibration ablations),
   ``rrf`` and ``dbsf`` (rank / distribution fusion of the same lists);
@@ -15,57 +15,69 @@ Registered when :mod:`rag_multihop.eval.registry` loads its core modules:
 - ``pit-boltzmann-3way``: dense + graph + BM25 (BM25 pool capped at 20).
 
 The entity graph is built once per run (``context.artifacts``); its build time and size are
-in each graph method's ``extras``. Options (``--option KEY=VALUE``): ``graph_cap`` (10),
-``fusion_child_k`` (50), ``seed_top_n`` (2), ``entity_share`` (0.5), ``graph_synonyms``
-(0 or 1; 1 embeds entity names with the run's encoder for synonym edges).
+in each graph method's ``extras``. Options (``--option KEY=VALUE``):
+
+- ``graph_*`` (:class:`GraphBenchSettings`): the fields of
+  :class:`~rag_multihop.graph.settings.GraphSettings` (``graph_seed_top_n`` 2,
+  ``graph_entity_share`` 0.5, ``graph_damping`` 0.5, ``graph_ppr`` auto,
+  ``graph_push_epsilon`` 1e-5, ``graph_pool_cap`` 10, ``graph_weights``, ``graph_tol``,
+  ``graph_max_iter``) and ``graph_synonyms`` (false; true embeds entity names with the
+  run's encoder for synonym edges);
+- ``fusion_*``: the fields of :class:`~rag_multihop.fusion.core.FusionSettings` that the
+  methods do not fix: ``fusion_child_k`` (50 here), ``fusion_consensus_beta`` (0) and
+  ``fusion_params`` (e.g. ``c=2``: Boltzmann's temperature factor; each method takes the
+  parameters its fusion accepts).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from rag_multihop.eval.registry import BenchContext, declare_options, register_method
+from rag_multihop.eval.options import FLATTEN
+from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
+from rag_multihop.fusion.core import FusionSettings
+from rag_multihop.fusion.functions import get_fusion
 from rag_multihop.fusion.retriever import FusionRetriever
 from rag_multihop.graph.build import EntityGraph, build_entity_graph
 from rag_multihop.graph.retriever import GraphRetriever
+from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
 
 logger = logging.getLogger(__name__)
 
-DEFAULTS: dict[str, float] = {
-    "graph_cap": 10,
-    "fusion_child_k": 50,
-    "seed_top_n": 2,
-    "entity_share": 0.5,
-    "graph_synonyms": 0,
-    "graph_push_epsilon": 1e-5,
-}
-"""Benchmark options of this module and their defaults."""
 
-declare_options(
-    "graph_fusion",
-    *DEFAULTS,
-    "graph_ppr",
+@dataclass(frozen=True)
+class GraphBenchSettings:
+    """The graph methods' benchmark settings: the retriever's settings and whether the
+    run's graph gets synonym edges (``use_entities`` is fixed by each method)."""
+
+    graph: GraphSettings = field(default_factory=GraphSettings, metadata={FLATTEN: True})
+    synonyms: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.synonyms, bool):
+            raise ValueError(f"synonyms must be True or False, got {self.synonyms!r}")
+
+
+GRAPH_OPTIONS = declare_settings(
+    "graph_fusion", GraphBenchSettings, prefix="graph_", exclude={"use_entities"}
 )
+FUSION_OPTIONS = declare_settings(
+    "graph_fusion",
+    FusionSettings,
+    prefix="fusion_",
+    exclude={"calibration", "fusion", "weights", "pool_cap"},
+    base=FusionSettings(child_k=50),
+)
+"""The fusion knobs the methods leave open; ``child_k`` is 50 in the benchmark."""
 
 BM25_CAP = 20
-
-
-def option(context: BenchContext, name: str) -> Any:
-    """Option ``name`` from the run's options (CLI strings parsed), else its default."""
-    default = DEFAULTS[name]
-    value = context.options.get(name, default)
-    try:
-        parsed = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"option {name} must be a number (default {default:g}), got {value!r}"
-        ) from None
-    return int(parsed) if float(default).is_integer() and parsed.is_integer() else parsed
 
 
 def shared_graph(context: BenchContext) -> tuple[EntityGraph, float]:
@@ -74,7 +86,7 @@ def shared_graph(context: BenchContext) -> tuple[EntityGraph, float]:
         start = time.perf_counter()
         graph = build_entity_graph(
             context.dataset.corpus,
-            encoder=context.encoder if option(context, "graph_synonyms") else None,
+            encoder=context.encoder if GRAPH_OPTIONS.read(context.options).synonyms else None,
         )
         seconds = time.perf_counter() - start
         logger.info("entity graph of %s built in %.1f s", context.dataset.name, seconds)
@@ -100,25 +112,28 @@ class _Benchmarked:
 def settings_report(retriever: Retriever) -> dict[str, Any]:
     """The settings of a graph or fusion retriever, reported next to its numbers."""
     if isinstance(retriever, GraphRetriever):
+        s = retriever.settings
         return {
             "passages": retriever.graph.n_passages,
             "entities": retriever.graph.n_entities,
             "edges": retriever.graph.edge_counts,
-            "seed_top_n": retriever.seed_top_n,
-            "entity_share": retriever.entity_share,
-            "damping": retriever.damping,
+            "seed_top_n": s.seed_top_n,
+            "entity_share": s.entity_share,
+            "damping": s.damping,
             "ppr": "push" if retriever.uses_push else "power",
         }
     if isinstance(retriever, FusionRetriever):
+        f = retriever.settings
+        weights, caps = f.per_system(retriever.names)
         return {
             "systems": retriever.names,
-            "calibration": retriever.calibration,
-            "fusion": retriever.fusion,
-            "weights": retriever.weights,
-            "pool_cap": retriever.pool_cap,
-            "child_k": retriever.child_k,
-            "consensus_beta": retriever.consensus_beta,
-            "params": retriever.params,
+            "calibration": f.calibration,
+            "fusion": f.fusion,
+            "weights": weights,
+            "pool_cap": caps,
+            "child_k": f.child_k,
+            "consensus_beta": f.consensus_beta,
+            "params": dict(f.params),
         }
     return {}
 
@@ -126,18 +141,16 @@ def settings_report(retriever: Retriever) -> dict[str, Any]:
 def _graph_retriever(
     context: BenchContext, *, entities: bool = True, dense_top_n: int | None = None
 ) -> _Benchmarked:
-    """Graph retriever; ``dense_top_n`` 0 = no dense seeds, ``None`` = option ``seed_top_n``."""
+    """Graph retriever; ``dense_top_n`` 0 = no dense seeds, ``None`` = ``graph_seed_top_n``."""
     graph, seconds = shared_graph(context)
-    top_n = option(context, "seed_top_n") if dense_top_n is None else dense_top_n
+    settings = dataclasses.replace(GRAPH_OPTIONS.read(context.options).graph, use_entities=entities)
+    if dense_top_n:
+        settings = dataclasses.replace(settings, seed_top_n=dense_top_n)
     retriever = GraphRetriever(
         graph,
         context.dataset.corpus,
-        seed_retriever=context.dense if top_n > 0 else None,
-        seed_top_n=max(top_n, 1),
-        entity_share=option(context, "entity_share"),
-        use_entities=entities,
-        ppr=str(context.options.get("graph_ppr", "auto")),
-        push_epsilon=option(context, "graph_push_epsilon"),
+        seed_retriever=None if dense_top_n == 0 else context.dense,
+        settings=settings,
     )
     return _Benchmarked(retriever, {"graph_build_seconds": round(seconds, 3)})
 
@@ -156,18 +169,21 @@ def _fusion(
     if with_bm25:
         children["bm25"] = context.bm25
         caps["bm25"] = BM25_CAP
-    retriever = FusionRetriever(
-        children,
+    options = FUSION_OPTIONS.read(context.options)
+    accepted = get_fusion(fusion).defaults
+    settings = dataclasses.replace(
+        options,
         calibration=calibration,
         fusion=fusion,
         pool_cap=caps,
-        child_k=option(context, "fusion_child_k"),
+        params={k: v for k, v in options.params.items() if k in accepted},
     )
-    return _Benchmarked(retriever, graph.extras)
+    return _Benchmarked(FusionRetriever(children, settings=settings), graph.extras)
 
 
-def _cap(context: BenchContext) -> int:
-    return int(option(context, "graph_cap"))
+def _cap(context: BenchContext) -> int | None:
+    """The run's graph pool cap (``graph_pool_cap``)."""
+    return GRAPH_OPTIONS.read(context.options).graph.pool_cap
 
 
 _METHODS: dict[str, tuple[str, Callable[[BenchContext], Retriever]]] = {

@@ -11,7 +11,7 @@ type and per number of gold passages R@2 / R@5 and how often the pair is all gol
 mean number of candidates per query.
 
 Example:
-    >>> multihop_settings({"multihop_first_hops": "3", "multihop_graph_tail": "no"}).first_hops
+    >>> MULTIHOP_OPTIONS.read({"multihop_first_hops": "3", "multihop_graph_tail": "no"}).first_hops
     3
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,50 +28,14 @@ import numpy as np
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.methods.graph_fusion import shared_graph
 from rag_multihop.eval.metrics import recall_at_k
-from rag_multihop.eval.registry import BenchContext, declare_options, register_method
+from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
 from rag_multihop.multihop import MultiHopRetriever, MultiHopSettings, MultiHopTrace
 from rag_multihop.types import Candidate, Query
 
-PREFIX = "multihop_"
 UNTYPED = "untyped"
 
-declare_options("multihop", *(PREFIX + f.name for f in dataclasses.fields(MultiHopSettings)))
-
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
-def _convert(name: str, default: Any, text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        if isinstance(default, bool):
-            lowered = text.strip().lower()
-            if lowered not in _TRUE + _FALSE:
-                raise ValueError(text)
-            return lowered in _TRUE
-        if isinstance(default, int):
-            return int(text)
-        if isinstance(default, float):
-            return float(text)
-    except ValueError:
-        kind = "true or false" if isinstance(default, bool) else type(default).__name__
-        raise ValueError(
-            f"option {PREFIX}{name} must be {kind} (default {default!r}), got {text!r}"
-        ) from None
-    return text
-
-
-def multihop_settings(options: Mapping[str, Any]) -> MultiHopSettings:
-    """:class:`MultiHopSettings` from ``multihop_*`` bench options (strings converted by the
-    field's type; the dataclass validates the values)."""
-    defaults = MultiHopSettings()
-    values = {
-        f.name: _convert(f.name, getattr(defaults, f.name), options[PREFIX + f.name])
-        for f in dataclasses.fields(MultiHopSettings)
-        if PREFIX + f.name in options
-    }
-    return dataclasses.replace(defaults, **values)
+MULTIHOP_OPTIONS = declare_settings("multihop", MultiHopSettings, prefix="multihop_")
+"""Every :class:`~rag_multihop.multihop.MultiHopSettings` field as ``multihop_<field>``."""
 
 
 def _pct(values: Sequence[float]) -> float:
@@ -149,7 +113,7 @@ class MultiHopBenchRetriever:
     "similarity for ranks 1-2; link fill fused with entity-graph PPR seeded by the pair after",
 )
 def build_multihop(context: BenchContext) -> MultiHopBenchRetriever:
-    settings = multihop_settings(context.options)
+    settings = MULTIHOP_OPTIONS.read(context.options)
     needs_graph = settings.graph_tail or settings.entity_weight > 0
     graph, graph_seconds = shared_graph(context) if needs_graph else (None, 0.0)
     start = time.perf_counter()

@@ -1,16 +1,25 @@
 """AAR (association-augmented reranking) as a LlamaIndex node postprocessor.
 
-The postprocessor translates nodes into rag-multihop candidates (node id = passage id), calls
+The postprocessor translates nodes into rag-multihop candidates (text and title by the
+package's one rule, see :mod:`llama_index.retrievers.rag_multihop._convert`), calls
 :class:`rag_multihop.association.AssociationReranker` and returns **new** nodes: copies whose
-score is the blended AAR score and whose metadata gains the signals ``association``,
-``cosine`` and ``retrieval_score`` (the incoming score), hidden from the LLM and the
-embedder. The input nodes are never modified.
+score is the blended AAR score and whose ``metadata["rag_multihop_signals"]`` holds the
+signals ``association``, ``cosine`` and ``retrieval_score`` (the incoming score) next to any
+earlier rag-multihop signals, hidden from the LLM and the embedder. The input nodes are never
+modified.
 
-Vectors: a node the saved model stores (by node id) uses the stored vector and f(p); any
-other node uses ``node.embedding`` when set, else ``embed_model`` (``node.embedding`` is
-usually ``None``: ``VectorStoreIndex`` strips it). The query vector comes from
-``embed_model`` when set, else ``query_bundle.embedding`` (which must come from the encoder
-the model was trained with).
+**Which passage a node is.** By default the node id; with ``id_key`` the value of
+``node.metadata[id_key]`` (train the model on those ids, e.g. a document id you store as
+metadata, when the vector store assigns its own node ids such as UUIDs).
+
+**Vectors.** A node the saved model stores uses its stored vector and precomputed f(p). Any
+other node uses ``node.embedding`` when the vector store returned it, else the embed model
+embeds its ``title + "\\n" + text``, remembered by content hash so each text is embedded once;
+the first such fallback logs a warning (it is slower, and the model has not seen the
+passage). The query is embedded by the embed model; without one, ``query_bundle.embedding``
+is used. The embed model is ``embed_model``, else LlamaIndex's ``Settings.embed_model``, so
+the postprocessor works wherever LlamaIndex calls postprocessors: query engines, chat engines
+(``condense_plus_context`` and friends), ``postprocess_nodes``.
 
 Example:
     >>> from llama_index.postprocessor.rag_multihop import AssociationRerank
@@ -20,22 +29,32 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import (
+    NODE_KEY,
+    as_encoder,
+    candidate_to_node,
+    node_to_candidate,
+    settings_embed_model,
+)
 
-from rag_multihop.association import SCORING_MODES, AssociationReranker
-from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop._settings import resolve_settings
+from rag_multihop.association import AssociationReranker
+from rag_multihop.association.settings import AssociationSettings
+from rag_multihop.encoders import Encoder, MemoEncoder
+from rag_multihop.types import Candidate, Query
+
+logger = logging.getLogger(__name__)
 
 RETRIEVAL_SCORE_KEY = "retrieval_score"
-"""Metadata key of the score a node had before reranking (LlamaIndex's convention)."""
-
-SIGNAL_KEYS = ("association", "cosine", RETRIEVAL_SCORE_KEY)
-"""Metadata keys the postprocessor adds to returned nodes."""
+"""Signal holding the score a node had before reranking (LlamaIndex's name for it)."""
 
 
 class AssociationRerank(BaseNodePostprocessor):
@@ -46,25 +65,33 @@ class AssociationRerank(BaseNodePostprocessor):
             ``AssociationReranker.save``); loaded on first use.
         top_n: number of nodes returned.
         lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
-        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value.
-        embed_model: embeds the query and nodes the model does not store (not serialised).
+        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
+            ``mode`` override the saved :class:`rag_multihop.association.AssociationSettings`
+            (checked by it).
+        id_key: node metadata key holding the passage id the model was trained on; ``None``
+            uses the node id.
+        embed_model: embeds the query and nodes the model does not store (not serialised);
+            ``None`` uses ``Settings.embed_model``.
     """
 
     model_path: str = Field(description="Directory of a saved rag-multihop association model.")
     top_n: int = Field(default=5, gt=0, description="Number of nodes to return.")
     lambda_: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Association weight; None = saved value."
+        default=None, description="Association weight in [0, 1]; None = saved value."
     )
     mode: str | None = Field(default=None, description="Scoring mode; None = saved value.")
+    id_key: str | None = Field(
+        default=None, description="Metadata key of the trained passage id; None = node id."
+    )
     embed_model: BaseEmbedding | None = Field(default=None, exclude=True)
     _reranker: AssociationReranker | None = PrivateAttr(default=None)
+    _encoders: dict[int, Encoder] = PrivateAttr(default_factory=dict)
+    _warned: bool = PrivateAttr(default=False)
 
-    @field_validator("mode")
-    @classmethod
-    def _check_mode(cls, value: str | None) -> str | None:
-        if value is not None and value not in SCORING_MODES:
-            raise ValueError(f"mode must be one of {sorted(SCORING_MODES)}, got {value!r}")
-        return value
+    @model_validator(mode="after")
+    def _check_settings(self) -> AssociationRerank:
+        resolve_settings(AssociationSettings, None, lambda_=self.lambda_, mode=self.mode)
+        return self
 
     @classmethod
     def class_name(cls) -> str:
@@ -77,6 +104,15 @@ class AssociationRerank(BaseNodePostprocessor):
             )
         return self._reranker
 
+    def _encoder(self, embed_model: BaseEmbedding | None) -> Encoder | None:
+        """``embed_model`` as an encoder that remembers what it embedded, or None."""
+        if embed_model is None:
+            return None
+        key = id(embed_model)
+        if key not in self._encoders:
+            self._encoders = {key: MemoEncoder(as_encoder(embed_model))}
+        return self._encoders[key]
+
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
@@ -85,15 +121,18 @@ class AssociationRerank(BaseNodePostprocessor):
         if not nodes:
             return []
         reranker = self._load()
-        query = Query(query_bundle.query_str, embedding=self._query_embedding(query_bundle))
+        embed_model = self.embed_model or settings_embed_model()
         candidates = [
-            Candidate(
-                Passage(n.node.node_id, n.node.get_content(metadata_mode=MetadataMode.EMBED)),
-                n.get_score(),
+            node_to_candidate(
+                n,
+                id_key=self.id_key,
                 signals={} if n.score is None else {RETRIEVAL_SCORE_KEY: float(n.score)},
             )
             for n in nodes
         ]
+        query = Query(
+            query_bundle.query_str, embedding=self._query_vector(query_bundle, embed_model)
+        )
         with self.callback_manager.event(
             CBEventType.RERANKING,
             payload={
@@ -103,46 +142,48 @@ class AssociationRerank(BaseNodePostprocessor):
                 EventPayload.TOP_K: self.top_n,
             },
         ) as event:
-            ranked = reranker.rerank(
-                query, candidates, top_n=self.top_n, vectors=self._vectors(nodes, reranker)
-            )
-            by_id = {n.node.node_id: n for n in nodes}
-            new_nodes = [_rescored(by_id[c.id], c) for c in ranked]
+            vectors = self._vectors(candidates, reranker, self._encoder(embed_model))
+            ranked = reranker.rerank(query, candidates, top_n=self.top_n, vectors=vectors)
+            new_nodes = [candidate_to_node(c) for c in ranked]
             event.on_end(payload={EventPayload.NODES: new_nodes})
         return new_nodes
 
-    def _query_embedding(self, query_bundle: QueryBundle) -> list[float] | None:
-        if self.embed_model is not None:
-            return self.embed_model.get_query_embedding(query_bundle.query_str)
-        return query_bundle.embedding
+    @staticmethod
+    def _query_vector(query_bundle: QueryBundle, embed_model: BaseEmbedding | None) -> Any:
+        if embed_model is not None:
+            return embed_model.get_query_embedding(query_bundle.query_str)
+        if query_bundle.embedding is not None:
+            return query_bundle.embedding
+        raise ValueError(
+            "AssociationRerank needs an embed model for the query: pass embed_model=... or set "
+            "Settings.embed_model (e.g. RagMultihopEmbedding() from "
+            "llama_index.embeddings.rag_multihop, the bundled MiniLM the models are trained with)"
+        )
 
-    def _vectors(self, nodes: list[NodeWithScore], reranker: AssociationReranker) -> dict[str, Any]:
-        """Embeddings of unstored nodes: ``node.embedding``, else the embed model's."""
-        unknown = [n for n in nodes if not reranker.stores(n.node.node_id)]
-        vectors: dict[str, Any] = {
-            n.node.node_id: n.node.embedding for n in unknown if n.node.embedding is not None
-        }
-        to_embed = [n for n in unknown if n.node.embedding is None]
-        if to_embed and self.embed_model is not None:
-            texts = [n.node.get_content(metadata_mode=MetadataMode.EMBED) for n in to_embed]
-            embedded = self.embed_model.get_text_embedding_batch(texts)
-            vectors.update(zip((n.node.node_id for n in to_embed), embedded, strict=True))
+    def _vectors(
+        self, candidates: list[Candidate], reranker: AssociationReranker, encoder: Encoder | None
+    ) -> dict[str, Any]:
+        """Vectors of the nodes the model does not store: the store's, else the embed model's."""
+        unknown = [c for c in candidates if not reranker.stores(c.id)]
+        vectors: dict[str, Any] = {}
+        for candidate in unknown:
+            embedding = candidate.passage.metadata[NODE_KEY].embedding
+            if embedding is not None:
+                vectors[candidate.id] = embedding
+        to_embed = [c for c in unknown if c.id not in vectors]
+        if to_embed and encoder is not None:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "AssociationRerank: %d of %d nodes are not in the association model and "
+                    "came without an embedding (e.g. %r); embedding them with %s (remembered by "
+                    "content hash). Train the model on these ids, or set id_key to the metadata "
+                    "field holding the trained ids, to use the model's own vectors.",
+                    len(to_embed),
+                    len(candidates),
+                    to_embed[0].id,
+                    encoder.name,
+                )
+            embedded = encoder.encode([c.passage.embedding_text for c in to_embed])
+            vectors.update(zip((c.id for c in to_embed), embedded, strict=True))
         return vectors
-
-
-def _rescored(original: NodeWithScore, candidate: Candidate) -> NodeWithScore:
-    """A copy of ``original`` with the AAR score and the signals in its metadata."""
-    signals = {k: float(v) for k, v in candidate.signals.items() if k in SIGNAL_KEYS}
-    node = original.node
-    copy = node.model_copy(
-        update={
-            "metadata": {**node.metadata, **signals},
-            "excluded_llm_metadata_keys": _with_keys(node.excluded_llm_metadata_keys, signals),
-            "excluded_embed_metadata_keys": _with_keys(node.excluded_embed_metadata_keys, signals),
-        }
-    )
-    return NodeWithScore(node=copy, score=float(candidate.score))
-
-
-def _with_keys(keys: list[str], signals: dict[str, float]) -> list[str]:
-    return [*keys, *(k for k in signals if k not in keys)]

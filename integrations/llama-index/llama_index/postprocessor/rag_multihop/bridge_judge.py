@@ -2,8 +2,9 @@
 
 The top node of the incoming list (by score) is the bridge; every other node is judged given
 (question, bridge, bridge entities) and the judge and incoming scores are fused with PIT
-(α = 0.1), by the core :class:`rag_multihop.bridge.rerank.BridgeReranker`. Without ``llm``
-the LLM-free embedding + title-mention judge runs (``embed_model``, default the bundled
+(weight ``alpha`` on the incoming scores), by the core
+:class:`rag_multihop.bridge.rerank.BridgeReranker`. Without ``llm`` the LLM-free embedding +
+title-mention judge runs (``embed_model``, else ``Settings.embed_model``, else the bundled
 all-MiniLM-L6-v2); with ``llm`` (a litellm model string) the tripartite LLM judge, one call
 per node, concurrently. Returned nodes are copies with the new score and the signals under
 ``metadata["rag_multihop_signals"]`` (hidden from the LLM and the embedder).
@@ -21,17 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.retrievers.rag_multihop.bridge import (
-    candidate_to_node,
-    judge_encoder,
-    node_to_candidate,
-)
+from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
+from llama_index.retrievers.rag_multihop.bridge import judge_encoder
 
-from rag_multihop.bridge import BRIDGE_POSITIONS
+from rag_multihop.bridge import BridgeSettings
 from rag_multihop.bridge.rerank import BridgeReranker
 from rag_multihop.types import Query
 from rag_multihop.validation import check_env_var_name
@@ -47,15 +45,20 @@ class BridgeJudgeRerank(BaseNodePostprocessor):
         api_key_env: the NAME of the environment variable holding the key.
         alpha: weight of the incoming scores in the fusion, in [0, 1].
         bridge_position: ``"first"`` (the top node stays first) or ``"judged"``.
-        embed_model: embeds texts for the LLM-free judge (not serialised).
+            ``alpha`` and ``bridge_position`` are :class:`rag_multihop.bridge.BridgeSettings`
+            fields (defaults and checks are the core's); see :attr:`settings`.
+        embed_model: embeds texts for the LLM-free judge (not serialised; default
+            ``Settings.embed_model``, else the bundled MiniLM).
     """
 
     top_n: int = Field(default=5, gt=0, description="Number of nodes to return.")
     llm: str | None = Field(default=None, description="litellm model string; None = LLM-free.")
     api_base: str | None = Field(default=None, description="OpenAI-compatible server URL.")
     api_key_env: str | None = Field(default=None, description="Name of the key's env variable.")
-    alpha: float = Field(default=0.1, ge=0.0, le=1.0, description="Weight of incoming scores.")
-    bridge_position: str = Field(default="first", description="'first' or 'judged'.")
+    alpha: float = Field(default=BridgeSettings.alpha, description="Weight of incoming scores.")
+    bridge_position: str = Field(
+        default=BridgeSettings.bridge_position, description="'first' or 'judged'."
+    )
     embed_model: BaseEmbedding | None = Field(default=None, exclude=True)
     _reranker: BridgeReranker | None = PrivateAttr(default=None)
 
@@ -64,14 +67,16 @@ class BridgeJudgeRerank(BaseNodePostprocessor):
         check_env_var_name(data.get("api_key_env"), "api_key_env")
         super().__init__(**data)
 
-    @field_validator("bridge_position")
-    @classmethod
-    def _check_position(cls, value: str) -> str:
-        if value not in BRIDGE_POSITIONS:
-            raise ValueError(
-                f"bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, got {value!r}"
-            )
-        return value
+    @model_validator(mode="after")
+    def _check_settings(self) -> BridgeJudgeRerank:
+        _ = self.settings
+        return self
+
+    @property
+    def settings(self) -> BridgeSettings:
+        """The core :class:`~rag_multihop.bridge.BridgeSettings` of ``alpha`` and
+        ``bridge_position`` (built, so checked, by the core)."""
+        return BridgeSettings(alpha=self.alpha, bridge_position=self.bridge_position)
 
     @classmethod
     def class_name(cls) -> str:
@@ -81,17 +86,14 @@ class BridgeJudgeRerank(BaseNodePostprocessor):
         if self._reranker is None:
             if self.llm is None:
                 self._reranker = BridgeReranker.llm_free(
-                    judge_encoder(self.embed_model),
-                    alpha=self.alpha,
-                    bridge_position=self.bridge_position,
+                    judge_encoder(self.embed_model), settings=self.settings
                 )
             else:
                 self._reranker = BridgeReranker.with_llm(
                     self.llm,
                     api_base=self.api_base,
                     api_key_env=self.api_key_env,
-                    alpha=self.alpha,
-                    bridge_position=self.bridge_position,
+                    settings=self.settings,
                 )
         return self._reranker
 

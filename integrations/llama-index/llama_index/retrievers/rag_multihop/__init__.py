@@ -4,16 +4,16 @@
   for ``QueryFusionRetriever``.
 - :class:`EntityGraphRetriever`: Personalized PageRank over an entity graph built from nodes.
 - :class:`BridgeRetriever`: bridge-conditioned pool widening and judging around a retriever.
-
-The module :mod:`.benchmark_peers` registers LlamaIndex's own ``QueryFusionRetriever`` modes
-with ``rag-multihop bench`` (entry-point group ``rag_multihop.methods``); importing this
-package does not import it.
+- :func:`nodes_to_corpus`: the rag-multihop corpus of nodes (to train an association model or
+  build an entity graph over an index's nodes); :data:`SIGNALS_KEY`, the node metadata key
+  under which every component of this package writes its signals.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from llama_index.retrievers.rag_multihop._convert import SIGNALS_KEY, nodes_to_corpus
 from llama_index.retrievers.rag_multihop.bridge import BridgeRetriever
 from llama_index.retrievers.rag_multihop.fusion import PITFusionRetriever
 from llama_index.retrievers.rag_multihop.graph import EntityGraphRetriever
@@ -23,4 +23,11 @@ try:
 except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0.0.0"
 
-__all__ = ["BridgeRetriever", "EntityGraphRetriever", "PITFusionRetriever", "__version__"]
+__all__ = [
+    "SIGNALS_KEY",
+    "BridgeRetriever",
+    "EntityGraphRetriever",
+    "PITFusionRetriever",
+    "__version__",
+    "nodes_to_corpus",
+]

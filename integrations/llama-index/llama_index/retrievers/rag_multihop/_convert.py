@@ -1,91 +1,182 @@
-"""Translation between rag-multihop's types and LlamaIndex nodes.
+"""Translation between LlamaIndex and rag-multihop, used by every component of this package.
 
-A :class:`~rag_multihop.types.Passage` becomes a ``TextNode`` whose ``id_`` is the passage id,
-whose ``text`` is the passage text and whose metadata holds the passage metadata, its ``title``
-(when it has one) and its id under :data:`PASSAGE_ID_KEY`. The id in the metadata makes
-``node.hash`` (sha256 of text + metadata, the key ``QueryFusionRetriever`` deduplicates on)
-equal for the same passage and different for two passages that share text and title. The id key
-is hidden from what the LLM and the embedder see; the title is shown to both.
+One rule for all of them:
 
-Going back, a node is looked up in the corpus by its id, so the returned candidate carries the
-original passage object, not a reconstruction.
+- **Node → passage.** Passage id = ``node.node_id``; text = ``node.get_content(MetadataMode.NONE)``
+  (the node's own text, no metadata); title = ``node.metadata["title"]`` when present. When a
+  component embeds a node itself it embeds ``title + "\\n" + text``
+  (:attr:`~rag_multihop.types.Passage.embedding_text`), the text rag-multihop's models are
+  trained on. The node rides along in the passage metadata under :data:`NODE_KEY`.
+- **Node → candidate.** Score = ``node.score`` (``None`` counts as 0.0); the signals a previous
+  rag-multihop component wrote under :data:`SIGNALS_KEY` come back as the candidate's signals,
+  so chained components add to them.
+- **Candidate → node.** A copy of the source node (never the node itself) with the candidate's
+  score and every signal under ``metadata[SIGNALS_KEY]``, a key hidden from the LLM and the
+  embedder.
+- **Embed model → encoder.** :func:`as_encoder` turns any ``BaseEmbedding`` into a rag-multihop
+  :class:`~rag_multihop.encoders.Encoder` (texts embedded in one batched call, rows unit
+  length); a :class:`~llama_index.embeddings.rag_multihop.RagMultihopEmbedding` gives back its
+  own encoder. Every component that embeds takes ``embed_model``, else LlamaIndex's
+  ``Settings.embed_model`` (:func:`settings_embed_model`).
 
 Example:
-    >>> from rag_multihop import Corpus, Passage
-    >>> p = Passage("p1", "Paris is the capital of France.", title="Paris")
-    >>> node = passage_to_node(p)
-    >>> node.node_id, node.text, node.metadata["title"]
-    ('p1', 'Paris is the capital of France.', 'Paris')
-    >>> node.hash == passage_to_node(p).hash
-    True
-    >>> c = node_to_candidate(NodeWithScore(node=node, score=0.5), Corpus([p]), rank=1)
-    >>> (c.passage is p, c.score, c.rank)
-    (True, 0.5, 1)
+    >>> from llama_index.core.schema import TextNode
+    >>> node = TextNode(id_="p1", text="Paris is in France.", metadata={"title": "Paris"})
+    >>> candidate = node_to_candidate(NodeWithScore(node=node, score=0.5))
+    >>> candidate.passage.embedding_text, candidate.score
+    ('Paris\\nParis is in France.', 0.5)
+    >>> out = candidate_to_node(candidate.with_score(0.7, judge=0.7))
+    >>> out.score, out.node.metadata[SIGNALS_KEY], node.metadata
+    (0.7, {'judge': 0.7}, {'title': 'Paris'})
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from llama_index.core.schema import NodeWithScore, TextNode
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Passage
+from rag_multihop.validation import l2_normalize
 
-PASSAGE_ID_KEY = "passage_id"
-"""Metadata key holding the passage id (hidden from the LLM and the embedder)."""
+SIGNALS_KEY = "rag_multihop_signals"
+"""Node metadata key holding every rag-multihop signal of a returned node (hidden from the LLM
+and the embedder)."""
 
 TITLE_KEY = "title"
-"""Metadata key holding the passage title (shown to the LLM and the embedder)."""
+"""Node metadata key read as the passage title."""
+
+NODE_KEY = "llama_index_node"
+"""Passage metadata key under which the source node travels through the core."""
+
+TEXT_MODE = MetadataMode.NONE
+"""How a node's text is read: its own text, without metadata (the title comes separately)."""
 
 
-def passage_to_node(passage: Passage) -> TextNode:
-    """A new ``TextNode`` for ``passage``: same id and text, title and metadata in ``metadata``.
+def node_to_passage(node: BaseNode, *, id_key: str | None = None) -> Passage:
+    """The passage of ``node`` (see the module docstring); the node rides in its metadata.
 
-    The passage's own metadata comes first; ``title`` (when non-empty) and
-    :data:`PASSAGE_ID_KEY` are set last and win over same-named passage metadata keys.
+    The passage id is the node id, or ``node.metadata[id_key]`` when ``id_key`` is given and
+    the node has it (e.g. a document id a model was trained on, behind a vector store that
+    assigns its own node ids).
     """
-    metadata: dict[str, object] = dict(passage.metadata)
-    if passage.title:
-        metadata[TITLE_KEY] = passage.title
-    metadata[PASSAGE_ID_KEY] = passage.id
-    return TextNode(
-        id_=passage.id,
-        text=passage.text,
-        metadata=metadata,
-        excluded_llm_metadata_keys=[PASSAGE_ID_KEY],
-        excluded_embed_metadata_keys=[PASSAGE_ID_KEY],
+    passage_id = node.node_id
+    if id_key is not None and node.metadata.get(id_key) not in (None, ""):
+        passage_id = str(node.metadata[id_key])
+    return Passage(
+        passage_id,
+        node.get_content(metadata_mode=TEXT_MODE),
+        title=str(node.metadata.get(TITLE_KEY, "") or ""),
+        metadata={NODE_KEY: node},
     )
 
 
-def candidate_to_node_with_score(candidate: Candidate) -> NodeWithScore:
-    """A new ``NodeWithScore`` for ``candidate`` (its passage as a node, its score)."""
-    return NodeWithScore(node=passage_to_node(candidate.passage), score=float(candidate.score))
+def node_signals(node: BaseNode) -> dict[str, float]:
+    """The signals an earlier rag-multihop component wrote into ``node``'s metadata."""
+    found = node.metadata.get(SIGNALS_KEY)
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(name): float(value) for name, value in found.items()}
 
 
 def node_to_candidate(
-    node_with_score: NodeWithScore,
-    corpus: Corpus,
+    item: NodeWithScore,
     *,
-    rank: int = 0,
     signals: Mapping[str, float] | None = None,
+    id_key: str | None = None,
 ) -> Candidate:
-    """The :class:`Candidate` for a scored node, its passage looked up in ``corpus`` by node id.
-
-    A node without a score gets score 0.0 (LlamaIndex's ``get_score`` convention).
-
-    Raises:
-        KeyError: the node id is not a passage id of ``corpus``.
-    """
-    node_id = node_with_score.node.node_id
-    if node_id not in corpus:
-        raise KeyError(
-            f"node id {node_id!r} is not a passage id of the corpus; nodes given to rag-multihop "
-            "must come from passage_to_node (node id = passage id)"
-        )
+    """The candidate of a scored node: its passage (see :func:`node_to_passage`), its score,
+    its earlier signals (plus ``signals``)."""
     return Candidate(
-        passage=corpus[node_id],
-        score=float(node_with_score.get_score()),
-        rank=rank,
-        signals=dict(signals or {}),
+        node_to_passage(item.node, id_key=id_key),
+        float(item.get_score()),
+        signals={**node_signals(item.node), **(signals or {})},
     )
+
+
+def with_signals(node: BaseNode, signals: Mapping[str, float]) -> BaseNode:
+    """A copy of ``node`` whose metadata holds ``signals`` under :data:`SIGNALS_KEY`."""
+    hidden = [SIGNALS_KEY]
+    return node.model_copy(
+        update={
+            "metadata": {**node.metadata, SIGNALS_KEY: {k: float(v) for k, v in signals.items()}},
+            "excluded_llm_metadata_keys": _union(node.excluded_llm_metadata_keys, hidden),
+            "excluded_embed_metadata_keys": _union(node.excluded_embed_metadata_keys, hidden),
+        }
+    )
+
+
+def candidate_to_node(candidate: Candidate) -> NodeWithScore:
+    """A copy of the candidate's source node with its score and signals."""
+    node: BaseNode = candidate.passage.metadata[NODE_KEY]
+    return NodeWithScore(node=with_signals(node, candidate.signals), score=float(candidate.score))
+
+
+def nodes_to_corpus(nodes: Sequence[BaseNode]) -> Corpus:
+    """The rag-multihop corpus of ``nodes`` (one passage per node, by the rule above), e.g. to
+    train an association model or build an entity graph over an index's nodes.
+
+    >>> from llama_index.core.schema import TextNode
+    >>> nodes_to_corpus([TextNode(id_="a", text="Alpha.", metadata={"title": "A"})]).ids
+    ['a']
+    """
+    return Corpus(node_to_passage(node) for node in nodes)
+
+
+def _union(keys: list[str], extra: list[str]) -> list[str]:
+    return [*keys, *(k for k in extra if k not in keys)]
+
+
+class EmbeddingEncoder:
+    """A LlamaIndex ``BaseEmbedding`` as a rag-multihop encoder (unit-length float32 rows).
+
+    ``name`` is the embed model's ``model_name``; ``dim`` is measured once, on first use.
+    """
+
+    def __init__(self, embed_model: BaseEmbedding) -> None:
+        self.embed_model = embed_model
+        self._dim: int | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.embed_model.model_name)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embed_model.get_text_embedding("dimension probe"))
+        return self._dim
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.asarray(
+            self.embed_model.get_text_embedding_batch(list(texts), show_progress=show_progress),
+            dtype=np.float32,
+        )
+        self._dim = int(vectors.shape[1])
+        return l2_normalize(vectors)
+
+
+def as_encoder(embed_model: BaseEmbedding) -> Encoder:
+    """``embed_model`` as a rag-multihop encoder (a ``RagMultihopEmbedding``'s own encoder)."""
+    own: Any = getattr(embed_model, "encoder", None)
+    if isinstance(own, Encoder):
+        return own
+    return EmbeddingEncoder(embed_model)
+
+
+def settings_embed_model() -> BaseEmbedding | None:
+    """LlamaIndex's ``Settings.embed_model``, or ``None`` when the app has not set one (an
+    unset ``Settings.embed_model`` would try to import OpenAI's embeddings)."""
+    from llama_index.core import Settings
+
+    try:
+        return Settings.embed_model
+    except ImportError:
+        return None

@@ -12,12 +12,13 @@ this file only translates.
 - **Nodes**: node id = passage id, ``get_content(MetadataMode.NONE)`` = text,
   ``metadata["title"]`` = title (the title-mention judge signal needs it). Returned nodes are
   copies of the retrieved ones with the BridgeRAG score and every signal under
-  :data:`SIGNALS_KEY` in their metadata (hidden from the LLM and the embedder); the wrapped
+  ``metadata["rag_multihop_signals"]`` (hidden from the LLM and the embedder); the wrapped
   retriever's nodes are not mutated.
 - **Modes**: without ``llm`` the LLM-free mode (template queries, heuristic entities and the
-  embedding + title-mention judge, embedding with ``embed_model`` or, by default, the
-  bundled all-MiniLM-L6-v2); with ``llm="openai/gpt-4o-mini"`` (any litellm model string)
-  LLM entities, SVO queries and the tripartite judge. The key is read from the environment
+  embedding + title-mention judge, embedding with ``embed_model``, else
+  ``Settings.embed_model``, else the bundled all-MiniLM-L6-v2); with
+  ``llm="openai/gpt-4o-mini"`` (any litellm model string) LLM entities, SVO queries and the
+  tripartite judge. The key is read from the environment
   at call time (``api_key_env`` names the variable; default the provider's own).
 
 Example:
@@ -37,83 +38,27 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import (
+    as_encoder,
+    candidate_to_node,
+    node_to_candidate,
+    settings_embed_model,
+)
 
 from rag_multihop.bridge import BridgeRetriever as CoreBridgeRetriever
 from rag_multihop.bridge import BridgeSettings, PassageVectors
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int, l2_normalize
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_positive_int
 
 if TYPE_CHECKING:
     from rag_multihop.llm import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
-
-SIGNALS_KEY = "rag_multihop_signals"
-"""Node metadata key holding the BridgeRAG signals of a returned node."""
-
-TITLE_KEY = "title"
-"""Node metadata key read as the passage title."""
-
-NODE_KEY = "llama_index_node"
-"""Passage metadata key under which the source node travels through the core."""
-
-
-def node_to_candidate(item: NodeWithScore) -> Candidate:
-    """The core candidate of a retrieved node (the node rides along in passage metadata)."""
-    node = item.node
-    passage = Passage(
-        node.node_id,
-        node.get_content(metadata_mode=MetadataMode.NONE),
-        title=str(node.metadata.get(TITLE_KEY, "") or ""),
-        metadata={NODE_KEY: node},
-    )
-    return Candidate(passage, float(item.get_score()))
-
-
-def candidate_to_node(candidate: Candidate) -> NodeWithScore:
-    """A copy of the candidate's source node with its score and signals."""
-    node: BaseNode = candidate.passage.metadata[NODE_KEY]
-    signals = {name: float(value) for name, value in candidate.signals.items()}
-    copy = node.model_copy(
-        update={
-            "metadata": {**node.metadata, SIGNALS_KEY: signals},
-            "excluded_llm_metadata_keys": [*node.excluded_llm_metadata_keys, SIGNALS_KEY],
-            "excluded_embed_metadata_keys": [*node.excluded_embed_metadata_keys, SIGNALS_KEY],
-        }
-    )
-    return NodeWithScore(node=copy, score=float(candidate.score))
-
-
-class EmbeddingEncoder:
-    """A LlamaIndex ``BaseEmbedding`` as a core encoder (unit-length float32 rows)."""
-
-    def __init__(self, embed_model: BaseEmbedding) -> None:
-        self.embed_model = embed_model
-        self._dim: int | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.embed_model.model_name)
-
-    @property
-    def dim(self) -> int:
-        if self._dim is None:
-            self._dim = len(self.embed_model.get_text_embedding("dimension probe"))
-        return self._dim
-
-    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        vectors = np.asarray(
-            self.embed_model.get_text_embedding_batch(list(texts), show_progress=show_progress),
-            dtype=np.float32,
-        )
-        self._dim = vectors.shape[1] if vectors.ndim == 2 else self._dim
-        return l2_normalize(vectors)
 
 
 class NodeSearcher:
@@ -138,9 +83,11 @@ class NodeSearcher:
 
 
 def judge_encoder(embed_model: BaseEmbedding | None) -> Encoder:
-    """``embed_model`` as a core encoder, or the bundled MiniLM when it is ``None``."""
+    """The LLM-free judge's encoder: ``embed_model``, else ``Settings.embed_model``, else the
+    bundled MiniLM."""
+    embed_model = embed_model or settings_embed_model()
     if embed_model is not None:
-        return EmbeddingEncoder(embed_model)
+        return as_encoder(embed_model)
     from rag_multihop.encoders import default_encoder
 
     return default_encoder()
@@ -156,9 +103,12 @@ class BridgeRetriever(BaseRetriever):
             ``None`` for the LLM-free mode.
         api_base: an OpenAI-compatible server URL (with a model string ``llm``).
         api_key_env: the NAME of the environment variable holding the key (never the key).
-        embed_model: embeds texts for the LLM-free judge (default: bundled MiniLM).
-        alpha: weight of the retrieval score in the PIT fusion (0.1).
-        bridge_position: ``"first"`` or ``"judged"``.
+        embed_model: embeds texts for the LLM-free judge (default: ``Settings.embed_model``,
+            else the bundled MiniLM).
+        alpha: weight of the retrieval score in the PIT fusion.
+        bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
+            :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
+            core's), kept as ``core.settings``.
     """
 
     def __init__(
@@ -170,8 +120,8 @@ class BridgeRetriever(BaseRetriever):
         api_base: str | None = None,
         api_key_env: str | None = None,
         embed_model: BaseEmbedding | None = None,
-        alpha: float = 0.1,
-        bridge_position: str = "first",
+        alpha: float = BridgeSettings.alpha,
+        bridge_position: str = BridgeSettings.bridge_position,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:

@@ -1,21 +1,27 @@
 """``PITFusionRetriever``: calibrated fusion of any LlamaIndex retrievers.
 
-A drop-in for ``QueryFusionRetriever`` (same first arguments: ``retrievers``,
-``similarity_top_k``, ``retriever_weights``, ``verbose``, ``callback_manager``) that fuses
-with rag-multihop's :func:`~rag_multihop.fusion.fuse_lists` (PIT calibration + Boltzmann
-fusion by default) instead of RRF / relative score. It generates no extra queries (no LLM).
+A drop-in for ``QueryFusionRetriever``: it takes the same constructor arguments, in the same
+order, and fuses with rag-multihop's :func:`~rag_multihop.fusion.fuse_candidates` (PIT
+calibration + Boltzmann fusion by default, :class:`~rag_multihop.fusion.FusionSettings`)
+instead of RRF / relative score. Of ``QueryFusionRetriever``'s arguments it honours
+``retrievers``, ``similarity_top_k``, ``retriever_weights``, ``verbose``, ``callback_manager``,
+``objects``, ``object_map``, ``use_async`` (children queried concurrently) and
+``num_queries``: above 1, ``llm`` (else ``Settings.llm``) writes ``num_queries - 1`` more
+queries with ``query_gen_prompt`` (LlamaIndex's own prompt by default) and every retriever
+answers every query. ``mode`` selects one of ``QueryFusionRetriever``'s own formulas, which
+this retriever does not run: any value is refused with a message naming what to pass instead.
 
 What the adapter does, and only that:
 
 - asks every child for its nodes (``aretrieve`` concurrently in async code, so it is as
   async as its children);
-- translates each child's list to ids and scores: the id is ``node.node_id`` (graph and
-  vector retrievers over the same nodes then merge, unlike ``QueryFusionRetriever``'s
-  content hash); a node repeated in one child's list keeps its best score; a node without a
-  score is an error;
-- calls the core and returns new ``NodeWithScore`` objects (the first-seen node, copied, with
-  the fused score); each node's metadata gains :data:`SIGNALS_KEY`: every system's raw and
-  calibrated score (hidden from the LLM and the embedder). Children's nodes are not mutated.
+- translates each child's nodes to candidates (the id is ``node.node_id``: graph and vector
+  retrievers over the same nodes then merge, unlike ``QueryFusionRetriever``'s content hash;
+  a node without a score is an error);
+- calls the core (a node repeated in one list keeps its best score) and returns new
+  ``NodeWithScore`` objects (a child's node, copied, with the fused score); each node's
+  ``metadata["rag_multihop_signals"]`` holds every system's raw and calibrated score (hidden
+  from the LLM and the embedder). Children's nodes are not mutated.
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -36,46 +42,22 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.schema import IndexNode, NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
 
-from rag_multihop.fusion import check_settings, fuse_lists
-from rag_multihop.fusion.core import PoolCap, check_pool_cap, check_weights
+from rag_multihop.fusion import FusionSettings, fuse_candidates
+from rag_multihop.types import Candidate
 from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
-
-SIGNALS_KEY = "rag_multihop_signals"
-"""Node metadata key holding ``{system: raw, system_cal: calibrated}`` of the fused node."""
-
-
-def _scored_list(index: int, nodes: Sequence[NodeWithScore]) -> tuple[list[str], list[float]]:
-    best: dict[str, float] = {}
-    for item in nodes:
-        if item.score is None:
-            raise ValueError(
-                f"retriever {index} returned node {item.node.node_id!r} without a score; "
-                "calibrated fusion needs every child to score its nodes"
-            )
-        node_id = item.node.node_id
-        best[node_id] = max(best.get(node_id, float("-inf")), float(item.score))
-    return list(best), list(best.values())
-
-
-def _with_signals(node: BaseNode, signals: dict[str, float]) -> BaseNode:
-    hidden = [SIGNALS_KEY]
-    return node.model_copy(
-        update={
-            "metadata": {**node.metadata, SIGNALS_KEY: signals},
-            "excluded_llm_metadata_keys": [*node.excluded_llm_metadata_keys, *hidden],
-            "excluded_embed_metadata_keys": [*node.excluded_embed_metadata_keys, *hidden],
-        }
-    )
 
 
 class PITFusionRetriever(BaseRetriever):
@@ -83,31 +65,55 @@ class PITFusionRetriever(BaseRetriever):
 
     Args:
         retrievers: two or more LlamaIndex retrievers.
+        llm: writes the extra queries when ``num_queries > 1`` (default ``Settings.llm``).
+        query_gen_prompt: the prompt for them (``{num_queries}``, ``{query}``).
+        mode: refused (``QueryFusionRetriever``'s formula); use ``fusion``/``calibration``.
         similarity_top_k: fused nodes returned.
+        num_queries: queries per retrieval, the user's included (1: no LLM).
+        use_async: query the children concurrently (also in sync code).
+        verbose, callback_manager, objects, object_map: as for any ``BaseRetriever``.
         retriever_weights: one non-negative weight per retriever (normalised); uniform when
             ``None``.
         names: system names used in the signals (default ``retriever_0``, ``retriever_1``, ...).
-        calibration, fusion: rag-multihop registry names (``pit``/``boltzmann`` default).
-        pool_cap: keep only each child's best ``cap`` nodes (one int, or one per retriever).
-        consensus_beta: boost for nodes found by several retrievers.
-        params: fusion parameters (``epsilon``, ``c`` for boltzmann; ``k`` for rrf).
+        settings: a :class:`~rag_multihop.fusion.FusionSettings`; ``calibration``,
+            ``fusion``, ``pool_cap`` (one int, or one per retriever), ``consensus_beta`` and
+            ``params`` override its fields when given.
     """
 
     def __init__(
         self,
         retrievers: Sequence[BaseRetriever],
+        llm: Any = None,
+        query_gen_prompt: str | None = None,
+        mode: Any = None,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-        retriever_weights: Sequence[float] | None = None,
+        num_queries: int = 1,
+        use_async: bool = False,
         verbose: bool = False,
         callback_manager: CallbackManager | None = None,
+        objects: list[IndexNode] | None = None,
+        object_map: dict | None = None,
+        retriever_weights: Sequence[float] | None = None,
         *,
         names: Sequence[str] | None = None,
-        calibration: str = "pit",
-        fusion: str = "boltzmann",
-        pool_cap: PoolCap = None,
-        consensus_beta: float = 0.0,
+        settings: FusionSettings | None = None,
+        calibration: str | None = None,
+        fusion: str | None = None,
+        pool_cap: int | Sequence[int | None] | None = None,
+        consensus_beta: float | None = None,
         params: Mapping[str, float] | None = None,
     ) -> None:
+        if isinstance(llm, int) and not isinstance(llm, bool):
+            raise TypeError(
+                f"the second positional argument is llm, as in QueryFusionRetriever; got {llm!r}"
+                " - pass similarity_top_k=... by keyword"
+            )
+        if mode is not None:
+            raise ValueError(
+                f"PITFusionRetriever does not run QueryFusionRetriever's mode={str(mode)!r}: it "
+                "fuses by calibration (settings.calibration, settings.fusion; default PIT + "
+                "Boltzmann). Leave mode unset, or pass fusion='rrf' for reciprocal rank fusion"
+            )
         self._retrievers = list(retrievers)
         if len(self._retrievers) < 2:
             raise ValueError(
@@ -124,38 +130,63 @@ class PITFusionRetriever(BaseRetriever):
                 f"got {self._names}"
             )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
-        self._weights = None if retriever_weights is None else list(retriever_weights)
-        check_weights(self._weights, len(self._retrievers))
-        self._pool_cap = pool_cap
-        check_pool_cap(pool_cap, len(self._retrievers))
-        check_settings(calibration, fusion, consensus_beta, params)
-        self._calibration = calibration
-        self._fusion = fusion
-        self._consensus_beta = consensus_beta
-        self._params = dict(params or {})
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
-
-    def _fuse(self, results: Sequence[Sequence[NodeWithScore]]) -> list[NodeWithScore]:
-        nodes: dict[str, BaseNode] = {}
-        for found in results:
-            for item in found:
-                nodes.setdefault(item.node.node_id, item.node)
-        fused = fuse_lists(
-            [_scored_list(i, found) for i, found in enumerate(results)],
-            calibration=self._calibration,
-            fusion=self._fusion,
-            weights=self._weights,
-            pool_cap=self._pool_cap,
-            consensus_beta=self._consensus_beta,
-            params=self._params,
+        self.num_queries = check_positive_int(num_queries, "num_queries")
+        self.use_async = use_async
+        overrides = {
+            "calibration": calibration,
+            "fusion": fusion,
+            "pool_cap": pool_cap,
+            "consensus_beta": consensus_beta,
+            "params": params,
+            "weights": None if retriever_weights is None else list(retriever_weights),
+        }
+        self.settings = dataclasses.replace(
+            settings or FusionSettings(), **{k: v for k, v in overrides.items() if v is not None}
         )
+        self.settings.per_system(self._names)  # weights and caps fit the retrievers
+        self._llm = None
+        self.query_gen_prompt = query_gen_prompt
+        if self.num_queries > 1:
+            from llama_index.core import Settings
+            from llama_index.core.llms.utils import resolve_llm
+            from llama_index.core.retrievers.fusion_retriever import QUERY_GEN_PROMPT
+
+            self._llm = resolve_llm(llm) if llm is not None else Settings.llm
+            self.query_gen_prompt = query_gen_prompt or QUERY_GEN_PROMPT
+        super().__init__(
+            callback_manager=callback_manager,
+            objects=objects,
+            object_map=object_map,
+            verbose=verbose,
+        )
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def _prompt(self, query: str) -> str:
+        assert self.query_gen_prompt is not None  # set whenever num_queries > 1
+        return self.query_gen_prompt.format(num_queries=self.num_queries - 1, query=query)
+
+    def _parsed(self, text: str) -> list[QueryBundle]:
+        queries = [q.strip() for q in text.strip("`").split("\n") if q.strip()]
+        if self._verbose:
+            logger.info("generated queries: %s", queries)
+        return [QueryBundle(q) for q in queries[: self.num_queries - 1]]
+
+    def _queries(self, query_bundle: QueryBundle) -> list[QueryBundle]:
+        if self._llm is None:
+            return [query_bundle]
         return [
-            NodeWithScore(
-                node=_with_signals(nodes[node_id], fused.signals(row, self._names)),
-                score=float(fused.scores[row]),
-            )
-            for row, node_id in enumerate(fused.ids[: self.similarity_top_k])
+            query_bundle,
+            *self._parsed(self._llm.complete(self._prompt(query_bundle.query_str)).text),
         ]
+
+    async def _aqueries(self, query_bundle: QueryBundle) -> list[QueryBundle]:
+        if self._llm is None:
+            return [query_bundle]
+        reply = await self._llm.acomplete(self._prompt(query_bundle.query_str))
+        return [query_bundle, *self._parsed(reply.text)]
+
+    # --- fusion -------------------------------------------------------------------------------
 
     @staticmethod
     def _bundle(query_bundle: QueryBundle) -> QueryBundle:
@@ -167,12 +198,57 @@ class PITFusionRetriever(BaseRetriever):
             embedding=query_bundle.embedding,
         )
 
+    def _jobs(self, queries: Sequence[QueryBundle]) -> list[tuple[str, BaseRetriever, QueryBundle]]:
+        """One (system name, retriever, query) per list; the user's query keeps the plain
+        names, generated query ``j`` adds ``@q<j>``."""
+        return [
+            (name if j == 0 else f"{name}@q{j}", retriever, self._bundle(query))
+            for j, query in enumerate(queries)
+            for name, retriever in zip(self._names, self._retrievers, strict=True)
+        ]
+
+    def _candidates(self, name: str, found: Sequence[NodeWithScore]) -> list[Candidate]:
+        for item in found:
+            if item.score is None:
+                raise ValueError(
+                    f"retriever {name!r} returned node {item.node.node_id!r} without a score; "
+                    "calibrated fusion needs every child to score its nodes"
+                )
+        return [node_to_candidate(item) for item in found]
+
+    def _settings_for(self, systems: Sequence[str]) -> FusionSettings:
+        if len(systems) == len(self._names):
+            return self.settings
+        weights, caps = self.settings.per_system(self._names)
+        per_list = {
+            "weights": None
+            if weights is None
+            else [weights[i % len(self._names)] for i in range(len(systems))],
+            "pool_cap": [caps[i % len(self._names)] for i in range(len(systems))],
+        }
+        return dataclasses.replace(self.settings, **per_list)
+
+    def _fuse(
+        self, systems: Sequence[str], results: Sequence[Sequence[NodeWithScore]]
+    ) -> list[NodeWithScore]:
+        lists = {
+            name: self._candidates(name, found)
+            for name, found in zip(systems, results, strict=True)
+        }
+        fused = fuse_candidates(lists, self._settings_for(systems), top_n=self.similarity_top_k)
+        return [candidate_to_node(c) for c in fused]
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        results = [r.retrieve(self._bundle(query_bundle)) for r in self._retrievers]
-        return self._fuse(results)
+        jobs = self._jobs(self._queries(query_bundle))
+        if self.use_async:
+            from llama_index.core.async_utils import run_async_tasks
+
+            results = run_async_tasks([retriever.aretrieve(q) for _, retriever, q in jobs])
+        else:
+            results = [retriever.retrieve(q) for _, retriever, q in jobs]
+        return self._fuse([name for name, _, _ in jobs], results)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        results = await asyncio.gather(
-            *(r.aretrieve(self._bundle(query_bundle)) for r in self._retrievers)
-        )
-        return self._fuse(results)
+        jobs = self._jobs(await self._aqueries(query_bundle))
+        results = await asyncio.gather(*(retriever.aretrieve(q) for _, retriever, q in jobs))
+        return self._fuse([name for name, _, _ in jobs], results)

@@ -5,13 +5,16 @@ Build it from the nodes you already index (:meth:`EntityGraphRetriever.from_node
 its top nodes seed the walk next to the query's entities. Combine it with the vector
 retriever in :class:`~llama_index.retrievers.rag_multihop.fusion.PITFusionRetriever`.
 
-Translation rules: a node becomes a passage with id ``node.node_id``, text
-``node.get_content(MetadataMode.NONE)`` and title ``node.metadata["title"]`` (when present);
-results come back as the original node objects with the PPR score. Seed nodes must be among
+Translation rules (the package's one rule): a node becomes a passage with id ``node.node_id``,
+text ``node.get_content(MetadataMode.NONE)`` and title ``node.metadata["title"]`` (when
+present); results come back as copies of the given nodes with the PPR score and the signals
+under ``metadata["rag_multihop_signals"]``. Seed nodes must be among
 the graph's nodes (same ids). Synonym edges need an ``embed_model`` (any LlamaIndex
-``BaseEmbedding``); without one the graph has none. A graph can be saved with
-``retriever.graph.save(folder)`` and reloaded with
-``EntityGraph.load(folder, nodes_to_corpus(nodes))``.
+``BaseEmbedding``); without one the graph has none. The graph persists beside LlamaIndex's own
+storage: ``retriever.persist("./storage")`` next to ``index.storage_context.persist("./storage")``
+writes ``./storage/rag_multihop_entity_graph/``, and
+``EntityGraphRetriever.from_persist_dir("./storage")`` reloads it with the nodes of the
+persisted docstore (or the ``nodes`` you pass).
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -27,59 +30,40 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import (
+    as_encoder,
+    candidate_to_node,
+    node_signals,
+    nodes_to_corpus,
+    settings_embed_model,
+)
 
-from rag_multihop.corpus import Corpus
-from rag_multihop.graph import EntityExtractor, EntityGraph, GraphRetriever, build_entity_graph
+from rag_multihop.graph import (
+    EntityExtractor,
+    EntityGraph,
+    GraphRetriever,
+    GraphSettings,
+    build_entity_graph,
+)
 from rag_multihop.graph.build import DEFAULT_SYNONYM_THRESHOLD
-from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int, l2_normalize
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
 
-TITLE_KEY = "title"
-"""Node metadata key read as the passage title."""
 
-
-def nodes_to_corpus(nodes: Sequence[BaseNode]) -> Corpus:
-    """The corpus of ``nodes`` (id = node id, text without metadata, title from metadata)."""
-    return Corpus(
-        Passage(
-            node.node_id,
-            node.get_content(metadata_mode=MetadataMode.NONE),
-            title=str(node.metadata.get(TITLE_KEY, "") or ""),
-        )
-        for node in nodes
-    )
-
-
-class EmbeddingEncoder:
-    """A LlamaIndex ``BaseEmbedding`` as a rag-multihop encoder (rows L2-normalised)."""
-
-    def __init__(self, embed_model: BaseEmbedding) -> None:
-        self.embed_model = embed_model
-
-    @property
-    def name(self) -> str:
-        return f"llama-index:{self.embed_model.model_name}"
-
-    @property
-    def dim(self) -> int:
-        return len(self.embed_model.get_text_embedding("dimension probe"))
-
-    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        vectors = self.embed_model.get_text_embedding_batch(
-            list(texts), show_progress=show_progress
-        )
-        return l2_normalize(np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1))
+GRAPH_FOLDER = "rag_multihop_entity_graph"
+"""The folder, inside a LlamaIndex ``persist_dir``, that holds the entity graph."""
 
 
 class EntityGraphRetriever(BaseRetriever):
@@ -91,8 +75,9 @@ class EntityGraphRetriever(BaseRetriever):
         seed_retriever: optional retriever whose top ``seed_top_n`` nodes seed the walk.
         extractor: query entity extractor; use the one the graph was built with.
         similarity_top_k: nodes returned.
-        seed_top_n, entity_share, use_entities, damping: see
-            :class:`rag_multihop.graph.GraphRetriever`.
+        seed_top_n, entity_share, use_entities, damping: fields of
+            :class:`rag_multihop.graph.GraphSettings` (its defaults and checks); the
+            retriever keeps them as :attr:`settings`.
     """
 
     def __init__(
@@ -103,24 +88,21 @@ class EntityGraphRetriever(BaseRetriever):
         seed_retriever: BaseRetriever | None = None,
         extractor: EntityExtractor | None = None,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-        seed_top_n: int = 2,
-        entity_share: float = 0.5,
-        use_entities: bool = True,
-        damping: float = 0.5,
+        seed_top_n: int = GraphSettings.seed_top_n,
+        entity_share: float = GraphSettings.entity_share,
+        use_entities: bool = GraphSettings.use_entities,
+        damping: float = GraphSettings.damping,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        self._nodes = {node.node_id: node for node in nodes}
         self._corpus = nodes_to_corpus(nodes)
-        self._graph = GraphRetriever(
-            graph,
-            self._corpus,
-            extractor=extractor,
+        settings = GraphSettings(
             seed_top_n=seed_top_n,
             entity_share=entity_share,
             use_entities=use_entities,
             damping=damping,
         )
+        self._graph = GraphRetriever(graph, self._corpus, extractor=extractor, settings=settings)
         self._seed_retriever = seed_retriever
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -136,19 +118,63 @@ class EntityGraphRetriever(BaseRetriever):
         show_progress: bool = False,
         **kwargs: Any,
     ) -> EntityGraphRetriever:
-        """Build the entity graph of ``nodes`` and a retriever on it (``kwargs`` go to init)."""
+        """Build the entity graph of ``nodes`` and a retriever on it (``kwargs`` go to init).
+
+        Synonym edges need an embed model: ``embed_model``, else ``Settings.embed_model``;
+        without either the graph has none.
+        """
+        embed_model = embed_model or settings_embed_model()
         graph = build_entity_graph(
             nodes_to_corpus(nodes),
             extractor,
-            encoder=None if embed_model is None else EmbeddingEncoder(embed_model),
+            encoder=None if embed_model is None else as_encoder(embed_model),
             synonym_threshold=synonym_threshold,
             show_progress=show_progress,
         )
         return cls(graph, nodes, extractor=extractor, **kwargs)
 
+    def persist(self, persist_dir: str | os.PathLike[str] = "./storage") -> Path:
+        """Save the graph beside a ``StorageContext.persist(persist_dir)``; returns its folder."""
+        folder = Path(persist_dir) / GRAPH_FOLDER
+        self.graph.save(folder)
+        return folder
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str | os.PathLike[str] = "./storage",
+        nodes: Sequence[BaseNode] | None = None,
+        **kwargs: Any,
+    ) -> EntityGraphRetriever:
+        """The retriever on the graph saved by :meth:`persist` in ``persist_dir``, over
+        ``nodes`` (default: the nodes of the docstore persisted there); ``kwargs`` go to init.
+
+        Raises:
+            ValueError: no nodes given and the persisted docstore holds none (a vector store
+                that keeps the text itself, such as Chroma, leaves the docstore empty), or the
+                graph was built from other nodes.
+        """
+        if nodes is None:
+            from llama_index.core import StorageContext
+
+            docstore = StorageContext.from_defaults(persist_dir=str(persist_dir)).docstore
+            nodes = list(docstore.docs.values())
+            if not nodes:
+                raise ValueError(
+                    f"the docstore persisted in {persist_dir} holds no nodes (a vector store "
+                    "that keeps the text, such as Chroma, leaves it empty); pass nodes=..."
+                )
+        graph = EntityGraph.load(Path(persist_dir) / GRAPH_FOLDER, nodes_to_corpus(nodes))
+        return cls(graph, nodes, **kwargs)
+
     @property
     def graph(self) -> EntityGraph:
         return self._graph.graph
+
+    @property
+    def settings(self) -> GraphSettings:
+        """The walk's :class:`~rag_multihop.graph.GraphSettings`."""
+        return self._graph.settings
 
     def _seeds(self, found: Sequence[NodeWithScore]) -> list[Candidate]:
         seeds = []
@@ -159,7 +185,11 @@ class EntityGraphRetriever(BaseRetriever):
                     f"seed retriever returned node {node_id!r}, which is not among the graph's "
                     "nodes; the seed retriever must retrieve from the same nodes"
                 )
-            seeds.append(Candidate(self._corpus[node_id], float(item.get_score())))
+            seeds.append(
+                Candidate(
+                    self._corpus[node_id], float(item.get_score()), signals=node_signals(item.node)
+                )
+            )
         return seeds
 
     def _rank(
@@ -168,7 +198,7 @@ class EntityGraphRetriever(BaseRetriever):
         ranked = self._graph.rank(
             Query(query_bundle.query_str), self._seeds(seeds), k=self.similarity_top_k
         )
-        return [NodeWithScore(node=self._nodes[c.id], score=c.score) for c in ranked]
+        return [candidate_to_node(c) for c in ranked]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         seeds = [] if self._seed_retriever is None else self._seed_retriever.retrieve(query_bundle)

@@ -1,10 +1,6 @@
 """Haystack joiners of rag-multihop.
 
 - :class:`PITDocumentJoiner`: calibrated (PIT) fusion, a drop-in for ``DocumentJoiner``.
-
-The module :mod:`.benchmark_peers` registers Haystack's own ``DocumentJoiner`` modes with
-``rag-multihop bench`` (entry-point group ``rag_multihop.methods``); importing this package
-does not import it.
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
 """``PITDocumentJoiner``: calibrated fusion of retriever outputs, a drop-in ``DocumentJoiner``.
 
 It takes the same inputs as ``DocumentJoiner`` (``documents: Variadic[list[Document]]``,
-``top_k``) and the same ``weights`` / ``top_k`` init parameters, and fuses the lists with
-rag-multihop's :func:`~rag_multihop.fusion.fuse_lists` (PIT calibration + Boltzmann fusion by
-default; every registered calibration and fusion by name).
+``top_k``) and the same init parameters in the same order (``join_mode``, ``weights``,
+``top_k``, ``sort_by_score``), and fuses the lists with rag-multihop's
+:func:`~rag_multihop.fusion.fuse_candidates` (PIT calibration + Boltzmann fusion by default;
+every registered calibration and fusion by name). ``weights`` and ``top_k`` are honoured;
+``join_mode`` (one of ``DocumentJoiner``'s own formulas) and ``sort_by_score=False`` are
+refused with a message naming what to pass instead.
 
 What the component does, and only that:
 
-- translates each list to ids and scores (``Document.id``; a document repeated inside one
-  list keeps its best score; a document without a score is an error);
-- calls the core and returns new documents (``dataclasses.replace`` of the first-seen
-  document) with the fused ``score`` and ``meta[SIGNALS_KEY]`` = every system's raw and
-  calibrated score. Input documents are never mutated.
+- translates each list to candidates (``Document.id``; a document without a score is an
+  error);
+- calls the core (a document repeated inside one list keeps its best score) and returns new
+  documents (``dataclasses.replace`` of a listed document) with the fused ``score`` and
+  ``meta["rag_multihop_signals"]`` = every system's raw and calibrated score. Input documents
+  are never mutated.
 
 ``weights`` and ``names`` follow the order in which Haystack delivers the variadic lists,
 as ``DocumentJoiner``'s weights do (in Haystack 3.4 a ``Pipeline`` delivers them in
@@ -30,31 +34,29 @@ Example:
 # No `from __future__ import annotations` here: Haystack reads the run() annotations at class
 # creation, and a postponed `Variadic[...]` loses the marker that makes the input variadic.
 import logging
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.component.types import Variadic
+from haystack_integrations.common.rag_multihop.convert import (
+    candidate_to_document,
+    document_to_candidate,
+)
 
-from rag_multihop.fusion import check_settings, fuse_lists
-from rag_multihop.fusion.core import PoolCap, check_pool_cap, check_weights
+from rag_multihop.fusion import FusionSettings, fuse_candidates
+from rag_multihop.types import Candidate
 
 logger = logging.getLogger(__name__)
 
-SIGNALS_KEY = "rag_multihop_signals"
-"""``Document.meta`` key holding ``{system: raw, system_cal: calibrated}``."""
 
-
-def _scored_list(index: int, documents: list[Document]) -> tuple[list[str], list[float]]:
-    best: dict[str, float] = {}
+def _candidates(name: str, documents: list[Document]) -> list[Candidate]:
     for document in documents:
         if document.score is None:
             raise ValueError(
-                f"documents list {index} has document {document.id!r} without a score; "
+                f"documents list {name!r} has document {document.id!r} without a score; "
                 "calibrated fusion needs every retriever to score its documents"
             )
-        best[document.id] = max(best.get(document.id, float("-inf")), float(document.score))
-    return list(best), list(best.values())
+    return [document_to_candidate(document) for document in documents]
 
 
 @component
@@ -62,9 +64,11 @@ class PITDocumentJoiner:
     """Joins lists of documents by calibrated fusion (see the module docstring).
 
     Args:
-        calibration, fusion: rag-multihop registry names (``pit`` / ``boltzmann`` default).
+        join_mode: refused (``DocumentJoiner``'s formula); use ``fusion``/``calibration``.
         weights: one non-negative weight per input list (normalised); uniform when ``None``.
         top_k: documents returned; ``None`` returns all. Must be ``None`` or ``> 0``.
+        sort_by_score: ``True`` (the fused ranking); ``False`` is refused.
+        calibration, fusion: rag-multihop registry names (``pit`` / ``boltzmann`` default).
         pool_cap: keep only each list's best ``cap`` documents (one int or one per list).
         consensus_beta: boost for documents found in several lists.
         params: fusion parameters (``epsilon``, ``c`` for boltzmann; ``k`` for rrf).
@@ -73,24 +77,43 @@ class PITDocumentJoiner:
 
     def __init__(
         self,
-        calibration: str = "pit",
-        fusion: str = "boltzmann",
+        join_mode: Any = None,
         weights: list[float] | None = None,
         top_k: int | None = None,
-        pool_cap: PoolCap = None,
-        consensus_beta: float = 0.0,
+        sort_by_score: bool = True,
+        *,
+        calibration: str = FusionSettings.calibration,
+        fusion: str = FusionSettings.fusion,
+        pool_cap: int | list[int | None] | None = None,
+        consensus_beta: float = FusionSettings.consensus_beta,
         params: dict[str, float] | None = None,
         names: list[str] | None = None,
     ) -> None:
-        check_settings(calibration, fusion, consensus_beta, params)
+        if join_mode is not None:
+            raise ValueError(
+                f"PITDocumentJoiner does not run DocumentJoiner's join_mode={str(join_mode)!r}: "
+                "it fuses by calibration (calibration=, fusion=; default PIT + Boltzmann). "
+                "Leave join_mode unset, or pass fusion='rrf' for reciprocal rank fusion"
+            )
+        if sort_by_score is not True:
+            raise ValueError(
+                "PITDocumentJoiner always returns the fused ranking, best first; "
+                f"sort_by_score={sort_by_score!r} has no meaning for it (leave it True)"
+            )
         if top_k is not None and (
             isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0
         ):
             raise ValueError(f"top_k must be None or a positive integer, got {top_k!r}")
-        if weights is not None:
-            check_weights(weights, len(weights))
         if names is not None and len(set(names)) != len(names):
             raise ValueError(f"names must be distinct, got {names}")
+        self.settings = FusionSettings(
+            calibration=calibration,
+            fusion=fusion,
+            weights=None if weights is None else list(weights),
+            pool_cap=pool_cap if not isinstance(pool_cap, list) else list(pool_cap),
+            consensus_beta=consensus_beta,
+            params=dict(params or {}),
+        )
         self.calibration = calibration
         self.fusion = fusion
         self.weights = None if weights is None else list(weights)
@@ -134,29 +157,11 @@ class PITDocumentJoiner:
         names = self.names or [f"list_{i}" for i in range(len(lists))]
         if len(names) != len(lists):
             raise ValueError(f"names has {len(names)} entries but {len(lists)} lists arrived")
-        check_pool_cap(self.pool_cap, len(lists))
-        first_seen: dict[str, Document] = {}
-        for found in lists:
-            for document in found:
-                first_seen.setdefault(document.id, document)
-        fused = fuse_lists(
-            [_scored_list(i, found) for i, found in enumerate(lists)],
-            calibration=self.calibration,
-            fusion=self.fusion,
-            weights=self.weights,
-            pool_cap=self.pool_cap,
-            consensus_beta=self.consensus_beta,
-            params=self.params,
-        )
-        out = [
-            replace(
-                first_seen[doc_id],
-                score=float(fused.scores[row]),
-                meta={**first_seen[doc_id].meta, SIGNALS_KEY: fused.signals(row, names)},
-            )
-            for row, doc_id in enumerate(fused.ids)
-        ]
-        return {"documents": out if limit is None else out[:limit]}
+        candidates = {
+            name: _candidates(name, found) for name, found in zip(names, lists, strict=True)
+        }
+        fused = fuse_candidates(candidates, self.settings, top_n=limit or None)
+        return {"documents": [] if limit == 0 else [candidate_to_document(c) for c in fused]}
 
     @component.output_types(documents=list[Document])
     async def run_async(

@@ -1,17 +1,21 @@
 """AAR (association-augmented reranking) as a Haystack ranker component.
 
 ``AssociationRanker`` translates documents into rag-multihop candidates (``Document.id`` =
-passage id), calls :class:`rag_multihop.association.AssociationReranker` and returns new
-documents (``dataclasses.replace``; inputs are never mutated) with the blended AAR score and
-the signals ``association``, ``cosine`` and ``retrieval_score`` (the incoming score) in
-``meta``.
+passage id, text and title by the package's one rule, see
+:mod:`haystack_integrations.common.rag_multihop.convert`), calls
+:class:`rag_multihop.association.AssociationReranker` and returns new documents
+(``dataclasses.replace``; inputs are never mutated) with the blended AAR score and the signals
+``association``, ``cosine`` and ``retrieval_score`` (the incoming score) in
+``meta["rag_multihop_signals"]``, next to any earlier rag-multihop signals.
 
 Vectors: a document the saved model stores (by id) uses the stored vector and f(p); any
-other uses ``Document.embedding`` when set, else the encoder. The query vector is the
+other uses ``Document.embedding`` when set, else the encoder (embedding
+``title + "\n" + content``). The query vector is the
 ``query_embedding`` input when connected, else the encoder's embedding of ``query``. The
-encoder is a sentence-transformers model (default: the bundled all-MiniLM-L6-v2) and must be
-the one the association model was trained with. Serialisation stores the model path, never
-the weights.
+encoder is ``embedder``: a Haystack text or document embedder component (the pipeline's own,
+so its model loads once), a sentence-transformers model name, or ``None`` for the bundled
+all-MiniLM-L6-v2; it must embed like the encoder the association model was trained with.
+Serialisation stores the model path and the embedder's settings, never the weights.
 
 Example:
     >>> from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
@@ -24,18 +28,25 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
+    candidate_to_document,
+    check_embedder,
+    document_to_candidate,
+    embedder_to_dict,
+)
 
-from rag_multihop.association import SCORING_MODES, AssociationReranker
-from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop._settings import resolve_settings
+from rag_multihop.association import AssociationReranker
+from rag_multihop.association.settings import AssociationSettings
+from rag_multihop.types import Query
+from rag_multihop.validation import check_positive_int
 
 RETRIEVAL_SCORE_KEY = "retrieval_score"
-"""``meta`` key of the score a document had before reranking."""
+"""Signal holding the score a document had before reranking."""
 
 
 @component
@@ -47,9 +58,12 @@ class AssociationRanker:
             ``AssociationReranker.save``); loaded in :meth:`warm_up`.
         top_k: documents returned (a ``run`` value overrides it).
         lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
-        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value.
-        encoder_model: a sentence-transformers model path or name that embeds queries and
-            unstored documents; ``None`` uses the bundled all-MiniLM-L6-v2.
+        mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
+            ``mode`` override the saved :class:`rag_multihop.association.AssociationSettings`
+            (checked by it).
+        embedder: embeds queries and unstored documents: a Haystack text or document embedder
+            component, a sentence-transformers model name or path, or ``None`` for the
+            bundled all-MiniLM-L6-v2.
     """
 
     def __init__(
@@ -59,15 +73,14 @@ class AssociationRanker:
         top_k: int = 10,
         lambda_: float | None = None,
         mode: str | None = None,
-        encoder_model: str | None = None,
+        embedder: Any = None,
     ) -> None:
         self.model_path = str(model_path)
         self.top_k = check_positive_int(top_k, "top_k")
-        self.lambda_ = None if lambda_ is None else check_fraction(lambda_, "lambda_")
-        if mode is not None and mode not in SCORING_MODES:
-            raise ValueError(f"mode must be one of {sorted(SCORING_MODES)}, got {mode!r}")
+        resolve_settings(AssociationSettings, None, lambda_=lambda_, mode=mode)  # checks both
+        self.lambda_ = lambda_
         self.mode = mode
-        self.encoder_model = encoder_model
+        self.embedder = check_embedder(embedder)
         self._reranker: AssociationReranker | None = None
 
     def warm_up(self) -> None:
@@ -77,16 +90,12 @@ class AssociationRanker:
     def _loaded(self) -> AssociationReranker:
         if self._reranker is None:
             self._reranker = AssociationReranker.load(
-                self.model_path, encoder=self._encoder(), lambda_=self.lambda_, mode=self.mode
+                self.model_path,
+                encoder=as_encoder(self.embedder),
+                lambda_=self.lambda_,
+                mode=self.mode,
             )
         return self._reranker
-
-    def _encoder(self) -> Encoder:
-        from rag_multihop.encoders import SentenceTransformerEncoder, default_encoder
-
-        if self.encoder_model is None:
-            return default_encoder()
-        return SentenceTransformerEncoder(self.encoder_model)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -95,7 +104,7 @@ class AssociationRanker:
             top_k=self.top_k,
             lambda_=self.lambda_,
             mode=self.mode,
-            encoder_model=self.encoder_model,
+            embedder=embedder_to_dict(self.embedder),
         )
 
     @classmethod
@@ -116,10 +125,8 @@ class AssociationRanker:
             return {"documents": []}
         reranker = self._loaded()
         candidates = [
-            Candidate(
-                Passage(doc.id, doc.content or ""),
-                0.0 if doc.score is None else float(doc.score),
-                signals={} if doc.score is None else {RETRIEVAL_SCORE_KEY: float(doc.score)},
+            document_to_candidate(
+                doc, signals={} if doc.score is None else {RETRIEVAL_SCORE_KEY: float(doc.score)}
             )
             for doc in documents
         ]
@@ -127,13 +134,7 @@ class AssociationRanker:
         ranked = reranker.rerank(
             Query(query, embedding=query_embedding), candidates, top_n=top_k, vectors=vectors
         )
-        by_id = {doc.id: doc for doc in documents}
-        return {
-            "documents": [
-                replace(by_id[c.id], score=c.score, meta={**by_id[c.id].meta, **c.signals})
-                for c in ranked
-            ]
-        }
+        return {"documents": [candidate_to_document(c) for c in ranked]}
 
     @component.output_types(documents=list[Document])
     async def run_async(

@@ -2,12 +2,12 @@
 
 The incoming document with the highest score is the bridge; every other document is judged
 given (question, bridge, bridge entities), and the judge and incoming scores are fused with
-PIT (α = 0.1) by the core :class:`rag_multihop.bridge.rerank.BridgeReranker`. Without
-``llm`` the LLM-free embedding + title-mention judge runs (``encoder_model``, default the
-bundled all-MiniLM-L6-v2); with ``llm`` (a litellm model string) the tripartite LLM judge,
-one call per document, concurrently. Documents come back as new objects
-(``dataclasses.replace``) with the new score and the signals in
-``meta["rag_multihop_signals"]``. ``to_dict`` stores the model string and the key
+PIT (weight ``alpha`` on the incoming scores) by the core
+:class:`rag_multihop.bridge.rerank.BridgeReranker`. Without ``llm`` the LLM-free embedding +
+title-mention judge runs (``embedder``, default the bundled all-MiniLM-L6-v2); with ``llm``
+(a litellm model string) the tripartite LLM judge, one call per document, concurrently.
+Documents come back as new objects (``dataclasses.replace``) with the new score and the
+signals in ``meta["rag_multihop_signals"]``. ``to_dict`` stores the model string and the key
 variable's name only; a token secret is refused.
 
 Example:
@@ -25,18 +25,20 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret
-from haystack_integrations.components.retrievers.rag_multihop.bridge import (
+from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
     candidate_to_document,
     check_api_key,
-    check_position,
+    check_embedder,
     document_to_candidate,
+    embedder_to_dict,
     key_variable,
-    load_encoder,
 )
 
+from rag_multihop.bridge import BridgeSettings
 from rag_multihop.bridge.rerank import BridgeReranker
 from rag_multihop.types import Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_positive_int
 
 
 @component
@@ -48,9 +50,12 @@ class BridgeJudgeRanker:
         llm: a litellm model string for the LLM judge; ``None`` for the LLM-free judge.
         api_base: an OpenAI-compatible server URL.
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
-        encoder_model: sentence-transformers model for the LLM-free judge (default MiniLM).
+        embedder: embeds texts for the LLM-free judge: a Haystack text or document embedder
+            component, a sentence-transformers model name, or ``None`` (the bundled MiniLM).
         alpha: weight of the incoming scores in the fusion, in [0, 1].
-        bridge_position: ``"first"`` or ``"judged"``.
+        bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
+            :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
+            core's), kept as :attr:`settings`.
     """
 
     def __init__(
@@ -60,17 +65,16 @@ class BridgeJudgeRanker:
         llm: str | None = None,
         api_base: str | None = None,
         api_key: Secret | None = None,
-        encoder_model: str | None = None,
-        alpha: float = 0.1,
-        bridge_position: str = "first",
+        embedder: Any = None,
+        alpha: float = BridgeSettings.alpha,
+        bridge_position: str = BridgeSettings.bridge_position,
     ) -> None:
         self.top_k = check_positive_int(top_k, "top_k")
         self.llm = llm
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
-        self.encoder_model = encoder_model
-        self.alpha = check_fraction(alpha, "alpha")
-        self.bridge_position = check_position(bridge_position)
+        self.embedder = check_embedder(embedder)
+        self.settings = BridgeSettings(alpha=alpha, bridge_position=bridge_position)
         self._core: BridgeReranker | None = None
 
     def warm_up(self) -> None:
@@ -81,17 +85,14 @@ class BridgeJudgeRanker:
         if self._core is None:
             if self.llm is None:
                 self._core = BridgeReranker.llm_free(
-                    load_encoder(self.encoder_model),
-                    alpha=self.alpha,
-                    bridge_position=self.bridge_position,
+                    as_encoder(self.embedder), settings=self.settings
                 )
             else:
                 self._core = BridgeReranker.with_llm(
                     self.llm,
                     api_base=self.api_base,
                     api_key_env=key_variable(self.api_key),
-                    alpha=self.alpha,
-                    bridge_position=self.bridge_position,
+                    settings=self.settings,
                 )
         return self._core
 
@@ -102,9 +103,9 @@ class BridgeJudgeRanker:
             llm=self.llm,
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
-            encoder_model=self.encoder_model,
-            alpha=self.alpha,
-            bridge_position=self.bridge_position,
+            embedder=embedder_to_dict(self.embedder),
+            alpha=self.settings.alpha,
+            bridge_position=self.settings.bridge_position,
         )
 
     @classmethod

@@ -4,9 +4,11 @@ The wrapped component (``InMemoryEmbeddingRetriever``, ``QdrantEmbeddingRetrieve
 anything with ``run(query_embedding=..., top_k=...)`` returning ``{"documents": [...]}``)
 does every search: hop 1 on the question (its top document is the bridge), then one search
 per bridge entity and per generated query. The texts are embedded in one batch per step by
-a sentence-transformers model (``encoder_model``; default the bundled all-MiniLM-L6-v2),
-which must be the model that embedded the store's documents. Plan, pool, judge and PIT
-fusion are rag-multihop's core :class:`rag_multihop.bridge.BridgeRetriever`.
+``embedder`` (a Haystack text or document embedder component, a sentence-transformers model
+name, or by default the bundled all-MiniLM-L6-v2), which must be the model that embedded the
+store's documents. ``filters`` (init, or per run, which replaces them) go to every search
+of the wrapped retriever. Plan, pool, judge and PIT fusion are rag-multihop's core
+:class:`rag_multihop.bridge.BridgeRetriever`.
 
 - Without ``llm``: the LLM-free mode (template queries, heuristic entities, embedding +
   title-mention judge). With ``llm`` (a litellm model string): LLM entities, SVO queries
@@ -30,92 +32,52 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-import os
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.utils import Secret
-from haystack.utils.auth import SecretType
+from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
+    candidate_to_document,
+    check_api_key,
+    check_embedder,
+    document_to_candidate,
+    embedder_to_dict,
+    key_variable,
+)
 
-from rag_multihop.bridge import BRIDGE_POSITIONS, BridgeSettings, PassageVectors
 from rag_multihop.bridge import BridgeRetriever as CoreBridgeRetriever
+from rag_multihop.bridge import BridgeSettings, PassageVectors
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
 
-SIGNALS_KEY = "rag_multihop_signals"
-"""``Document.meta`` key holding the BridgeRAG signals of a returned document."""
 
-TITLE_KEY = "title"
-"""``Document.meta`` key read as the passage title."""
-
-DOCUMENT_KEY = "haystack_document"
-"""Passage metadata key under which the source document travels through the core."""
-
-
-def document_to_candidate(document: Document) -> Candidate:
-    """The core candidate of a document (the document rides along in passage metadata)."""
-    passage = Passage(
-        document.id,
-        document.content or "",
-        title=str(document.meta.get(TITLE_KEY, "") or ""),
-        metadata={DOCUMENT_KEY: document},
-    )
-    return Candidate(passage, 0.0 if document.score is None else float(document.score))
-
-
-def candidate_to_document(candidate: Candidate) -> Document:
-    """A new document: the source one with the candidate's score and signals."""
-    document: Document = candidate.passage.metadata[DOCUMENT_KEY]
-    signals = {name: float(value) for name, value in candidate.signals.items()}
-    return replace(document, score=candidate.score, meta={**document.meta, SIGNALS_KEY: signals})
-
-
-def load_encoder(encoder_model: str | None) -> Encoder:
-    """A sentence-transformers encoder (the bundled MiniLM when ``encoder_model`` is None)."""
-    from rag_multihop.encoders import SentenceTransformerEncoder, default_encoder
-
-    return default_encoder() if encoder_model is None else SentenceTransformerEncoder(encoder_model)
-
-
-def check_api_key(api_key: Secret | None) -> Secret | None:
-    """``api_key`` if it is ``None`` or an environment-variable secret, else ``ValueError``."""
-    if api_key is not None and api_key.type is not SecretType.ENV_VAR:
-        raise ValueError(
-            "api_key must be Secret.from_env_var('NAME', strict=False) or None: the LLM client "
-            "reads the key from the environment at call time and never stores it"
-        )
-    return api_key
-
-
-def key_variable(api_key: Secret | None) -> str | None:
-    """The name of the first set variable of ``api_key`` (else its first name), or None."""
-    if api_key is None:
-        return None
-    names: list[str] = api_key.to_dict()["env_vars"]
-    return next((name for name in names if os.environ.get(name)), names[0])
-
-
-def check_position(bridge_position: str) -> str:
-    if bridge_position not in BRIDGE_POSITIONS:
-        raise ValueError(
-            f"bridge_position must be one of {sorted(BRIDGE_POSITIONS)}, got {bridge_position!r}"
-        )
-    return bridge_position
+_FILTERS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "rag_multihop_search_filters", default=None
+)
+"""The Haystack filters of the run in progress (a context variable: safe across threads and
+concurrent async runs, and copied into the worker threads and tasks a run starts)."""
 
 
 class DocumentSearcher:
-    """An embedding retriever component as a core searcher (texts embedded in one batch)."""
+    """An embedding retriever component as a core searcher (texts embedded in one batch;
+    every search gets the current run's filters)."""
 
     def __init__(self, retriever: Any, encoder: Encoder) -> None:
         self.retriever = retriever
         self.encoder = encoder
+
+    def _kwargs(self, vector: list[float], k: int) -> dict[str, Any]:
+        filters = _FILTERS.get()
+        extra = {} if filters is None else {"filters": filters}
+        return {"query_embedding": vector, "top_k": k, **extra}
 
     def _embeddings(self, queries: Sequence[Query]) -> list[list[float]]:
         return [[float(v) for v in row] for row in self.encoder.encode([q.text for q in queries])]
@@ -125,7 +87,7 @@ class DocumentSearcher:
         if not queries:
             return []
         found = [
-            self.retriever.run(query_embedding=vector, top_k=k)["documents"]
+            self.retriever.run(**self._kwargs(vector, k))["documents"]
             for vector in self._embeddings(queries)
         ]
         return [[document_to_candidate(d) for d in documents] for documents in found]
@@ -136,10 +98,10 @@ class DocumentSearcher:
             return []
         vectors = await asyncio.to_thread(self._embeddings, queries)
         if hasattr(self.retriever, "run_async"):
-            calls = [self.retriever.run_async(query_embedding=v, top_k=k) for v in vectors]
+            calls = [self.retriever.run_async(**self._kwargs(v, k)) for v in vectors]
         else:
             run = self.retriever.run
-            calls = [asyncio.to_thread(run, query_embedding=v, top_k=k) for v in vectors]
+            calls = [asyncio.to_thread(run, **self._kwargs(v, k)) for v in vectors]
         found = await asyncio.gather(*calls)
         return [[document_to_candidate(d) for d in out["documents"]] for out in found]
 
@@ -154,10 +116,15 @@ class BridgeRetriever:
         llm: a litellm model string for the LLM mode; ``None`` for the LLM-free mode.
         api_base: an OpenAI-compatible server URL.
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
-        encoder_model: sentence-transformers model (path or name) that embeds query texts
-            and the judge's texts; ``None`` for the bundled all-MiniLM-L6-v2.
+        embedder: embeds query texts and the judge's texts: a Haystack text or document
+            embedder component (the pipeline's own, so its model loads once), a
+            sentence-transformers model name or path, or ``None`` for the bundled
+            all-MiniLM-L6-v2; it must be the model that embedded the store's documents.
         alpha: weight of the retrieval score in the PIT fusion, in [0, 1].
-        bridge_position: ``"first"`` or ``"judged"``.
+        bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
+            :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
+            core's), kept as :attr:`settings`.
+        filters: Haystack filters for every search (``run(filters=...)`` replaces them).
     """
 
     def __init__(
@@ -168,9 +135,10 @@ class BridgeRetriever:
         llm: str | None = None,
         api_base: str | None = None,
         api_key: Secret | None = None,
-        encoder_model: str | None = None,
-        alpha: float = 0.1,
-        bridge_position: str = "first",
+        embedder: Any = None,
+        alpha: float = BridgeSettings.alpha,
+        bridge_position: str = BridgeSettings.bridge_position,
+        filters: dict[str, Any] | None = None,
     ) -> None:
         if not callable(getattr(retriever, "run", None)):
             raise TypeError(
@@ -182,9 +150,9 @@ class BridgeRetriever:
         self.llm = llm
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
-        self.encoder_model = encoder_model
-        self.alpha = check_fraction(alpha, "alpha")
-        self.bridge_position = check_position(bridge_position)
+        self.embedder = check_embedder(embedder)
+        self.filters = filters
+        self.settings = BridgeSettings(alpha=alpha, bridge_position=bridge_position)
         self._core: CoreBridgeRetriever | None = None
 
     def warm_up(self) -> None:
@@ -195,12 +163,11 @@ class BridgeRetriever:
 
     def _ready(self) -> CoreBridgeRetriever:
         if self._core is None:
-            encoder = load_encoder(self.encoder_model)
+            encoder = as_encoder(self.embedder)
             searcher = DocumentSearcher(self.retriever, encoder)
-            settings = BridgeSettings(alpha=self.alpha, bridge_position=self.bridge_position)
             if self.llm is None:
                 self._core = CoreBridgeRetriever.llm_free(
-                    searcher, vectors=PassageVectors(encoder), settings=settings
+                    searcher, vectors=PassageVectors(encoder), settings=self.settings
                 )
             else:
                 self._core = CoreBridgeRetriever.with_llm(
@@ -208,7 +175,7 @@ class BridgeRetriever:
                     self.llm,
                     api_base=self.api_base,
                     api_key_env=key_variable(self.api_key),
-                    settings=settings,
+                    settings=self.settings,
                 )
         return self._core
 
@@ -220,9 +187,10 @@ class BridgeRetriever:
             llm=self.llm,
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
-            encoder_model=self.encoder_model,
-            alpha=self.alpha,
-            bridge_position=self.bridge_position,
+            embedder=embedder_to_dict(self.embedder),
+            alpha=self.settings.alpha,
+            bridge_position=self.settings.bridge_position,
+            filters=self.filters,
         )
 
     @classmethod
@@ -230,20 +198,33 @@ class BridgeRetriever:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document], trace=dict[str, Any])
-    def run(self, query: str, top_k: int | None = None) -> dict[str, Any]:
-        """The ``top_k`` best documents for ``query`` and the query's trace."""
+    def run(
+        self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The ``top_k`` best documents for ``query`` and the query's trace; ``filters``
+        replace the init filters for this run's searches."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        result = self._ready().run(Query(query), limit)
+        token = _FILTERS.set(self.filters if filters is None else filters)
+        try:
+            result = self._ready().run(Query(query), limit)
+        finally:
+            _FILTERS.reset(token)
         return {
             "documents": [candidate_to_document(c) for c in result.candidates],
             "trace": result.trace.to_dict(),
         }
 
     @component.output_types(documents=list[Document], trace=dict[str, Any])
-    async def run_async(self, query: str, top_k: int | None = None) -> dict[str, Any]:
+    async def run_async(
+        self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The async twin of :meth:`run` (LLM calls and searches concurrent)."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        result = await self._ready().arun(Query(query), limit)
+        token = _FILTERS.set(self.filters if filters is None else filters)
+        try:
+            result = await self._ready().arun(Query(query), limit)
+        finally:
+            _FILTERS.reset(token)
         return {
             "documents": [candidate_to_document(c) for c in result.candidates],
             "trace": result.trace.to_dict(),

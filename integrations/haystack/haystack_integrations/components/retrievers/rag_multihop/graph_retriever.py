@@ -3,15 +3,20 @@
 The graph covers every document of ``document_store`` (``filter_documents()``). It is built
 in :meth:`EntityGraphRetriever.warm_up` (called by the pipeline, or on the first ``run``), or
 loaded from ``graph_path`` when that folder holds a graph of exactly these documents; a
-freshly built graph is saved there. A graph of other documents is an error: delete the
-folder to rebuild. For synonym edges, build the graph with
+freshly built graph is saved there. Documents written to the store later are noticed: every
+run compares the store's document count with the graph's and rebuilds the graph when they
+differ (``auto_refresh=False`` warns once instead; :meth:`refresh` rebuilds on demand).
+``filters`` restrict the returned documents (Haystack filter syntax, matched in memory). A
+saved graph of other documents is an error at warm-up: delete the folder to rebuild. For
+synonym edges, build the graph with
 :func:`rag_multihop.graph.build_entity_graph` and an encoder, save it, and pass its folder.
 
 Inputs: ``query``, optional ``documents`` (seed documents, e.g. the output of an embedding
 retriever over the same store: their top ``seed_top_n`` seed the walk next to the query's
 entities, weighted by their scores) and ``top_k``. Output: ``documents``, the store's
-documents (``dataclasses.replace``, never mutated) with ``score`` = PPR mass. Translation:
-``Document.id`` is the passage id, ``content`` the text, ``meta["title"]`` the title.
+documents (``dataclasses.replace``, never mutated) with ``score`` = PPR mass and the signals in
+``meta["rag_multihop_signals"]``. Translation (the package's one rule): ``Document.id`` is the
+passage id, ``content`` the text, ``meta["title"]`` the title.
 
 Example:
     >>> from haystack import Document
@@ -29,29 +34,23 @@ Example:
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.utils.filters import document_matches_filter
+from haystack_integrations.common.rag_multihop.convert import (
+    candidate_to_document,
+    document_signals,
+    documents_to_corpus,
+)
 
 from rag_multihop.corpus import Corpus
-from rag_multihop.graph import EntityGraph, GraphRetriever, build_entity_graph
-from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.graph import EntityGraph, GraphRetriever, GraphSettings, build_entity_graph
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
-
-TITLE_KEY = "title"
-"""``Document.meta`` key read as the passage title."""
-
-
-def documents_to_corpus(documents: list[Document]) -> Corpus:
-    """The corpus of ``documents`` (id, content as text, ``meta["title"]`` as title)."""
-    return Corpus(
-        Passage(d.id, d.content or "", title=str(d.meta.get(TITLE_KEY, "") or ""))
-        for d in documents
-    )
 
 
 @component
@@ -65,71 +64,108 @@ class EntityGraphRetriever:
         entity_share: share of the seed mass on query entities when both kinds exist.
         use_entities: seed from the query's entities.
         damping: probability of another step of the walk, ``[0, 1)``.
+            These four are :class:`rag_multihop.graph.GraphSettings` fields (defaults and
+            checks are the core's); the component keeps them as :attr:`settings`.
         graph_path: folder to load the graph from, or to save a freshly built one to.
         show_progress: progress bar while building the graph.
+        auto_refresh: rebuild the graph when the store's document count changed since it was
+            built (checked on every run); ``False`` warns once that the graph is stale and
+            keeps it until :meth:`refresh`.
+        filters: Haystack filters the returned documents must match (``run(filters=...)``
+            replaces them).
     """
 
     def __init__(
         self,
         document_store: Any,
         top_k: int = 10,
-        seed_top_n: int = 2,
-        entity_share: float = 0.5,
-        use_entities: bool = True,
-        damping: float = 0.5,
+        seed_top_n: int = GraphSettings.seed_top_n,
+        entity_share: float = GraphSettings.entity_share,
+        use_entities: bool = GraphSettings.use_entities,
+        damping: float = GraphSettings.damping,
         graph_path: str | None = None,
         show_progress: bool = False,
+        auto_refresh: bool = True,
+        filters: dict[str, Any] | None = None,
     ) -> None:
         self.document_store = document_store
         self.top_k = check_positive_int(top_k, "top_k")
-        self.seed_top_n = check_positive_int(seed_top_n, "seed_top_n")
-        self.entity_share = check_fraction(entity_share, "entity_share")
-        self.use_entities = use_entities
-        if not 0.0 <= damping < 1.0:
-            raise ValueError(f"damping must be in [0, 1), got {damping!r}")
-        self.damping = damping
+        self.settings = GraphSettings(
+            seed_top_n=seed_top_n,
+            entity_share=entity_share,
+            use_entities=use_entities,
+            damping=damping,
+        )
         self.graph_path = graph_path
         self.show_progress = show_progress
+        self.auto_refresh = auto_refresh
+        self.filters = filters
         self._retriever: GraphRetriever | None = None
-        self._documents: dict[str, Document] = {}
+        self._warned_stale = False
 
     def warm_up(self) -> None:
         """Build (or load) the graph of the store's documents; does nothing the second time."""
         self._ready()
 
+    def refresh(self) -> None:
+        """Rebuild the graph from the store's documents now (and save it to ``graph_path``)."""
+        self._retriever = self._build(load_saved=False)
+        self._warned_stale = False
+
+    def _build(self, *, load_saved: bool) -> GraphRetriever:
+        documents = self.document_store.filter_documents()
+        corpus = documents_to_corpus(documents)
+        folder = None if self.graph_path is None else Path(self.graph_path)
+        if load_saved and folder is not None and EntityGraph.is_saved(folder):
+            graph = EntityGraph.load(folder, corpus)
+        else:
+            graph = build_entity_graph(corpus, show_progress=self.show_progress)
+            if folder is not None:
+                graph.save(folder)
+        return GraphRetriever(graph, corpus, settings=self.settings)
+
     def _ready(self) -> GraphRetriever:
         if self._retriever is None:
-            documents = self.document_store.filter_documents()
-            corpus = documents_to_corpus(documents)
-            folder = None if self.graph_path is None else Path(self.graph_path)
-            if folder is not None and EntityGraph.is_saved(folder):
-                graph = EntityGraph.load(folder, corpus)
-            else:
-                graph = build_entity_graph(corpus, show_progress=self.show_progress)
-                if folder is not None:
-                    graph.save(folder)
-            self._documents = {d.id: d for d in documents}
-            self._retriever = GraphRetriever(
-                graph,
-                corpus,
-                seed_top_n=self.seed_top_n,
-                entity_share=self.entity_share,
-                use_entities=self.use_entities,
-                damping=self.damping,
-            )
+            self._retriever = self._build(load_saved=True)
         return self._retriever
+
+    def _current(self) -> GraphRetriever:
+        """The graph, rebuilt (or flagged) when the store's document count has changed."""
+        retriever = self._ready()
+        count = self.document_store.count_documents()
+        if count == len(retriever.corpus):
+            return retriever
+        if self.auto_refresh:
+            logger.info(
+                "the document store holds %d documents, the entity graph %d: rebuilding it",
+                count,
+                len(retriever.corpus),
+            )
+            self.refresh()
+            return self._ready()
+        if not self._warned_stale:
+            self._warned_stale = True
+            logger.warning(
+                "the entity graph is stale: it covers %d documents, the store now holds %d; "
+                "call refresh() or set auto_refresh=True",
+                len(retriever.corpus),
+                count,
+            )
+        return retriever
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
             self,
             document_store=self.document_store.to_dict(),
             top_k=self.top_k,
-            seed_top_n=self.seed_top_n,
-            entity_share=self.entity_share,
-            use_entities=self.use_entities,
-            damping=self.damping,
+            seed_top_n=self.settings.seed_top_n,
+            entity_share=self.settings.entity_share,
+            use_entities=self.settings.use_entities,
+            damping=self.settings.damping,
             graph_path=self.graph_path,
             show_progress=self.show_progress,
+            auto_refresh=self.auto_refresh,
+            filters=self.filters,
         )
 
     @classmethod
@@ -142,25 +178,46 @@ class EntityGraphRetriever:
             if document.id not in corpus:
                 raise ValueError(
                     f"seed document {document.id!r} is not in the document store the graph was "
-                    "built from; seed documents must come from the same store"
+                    "built from; seed documents must come from the same store (after writing "
+                    "to the store, call refresh() or keep auto_refresh=True)"
                 )
-            seeds.append(Candidate(corpus[document.id], float(document.score or 0.0)))
+            seeds.append(
+                Candidate(
+                    corpus[document.id],
+                    float(document.score or 0.0),
+                    signals=document_signals(document),
+                )
+            )
         return seeds
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query: str, documents: list[Document] | None = None, top_k: int | None = None
+        self,
+        query: str,
+        documents: list[Document] | None = None,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> dict[str, list[Document]]:
-        """The ``top_k`` documents by PPR from the query's entities and the seed documents."""
+        """The ``top_k`` documents by PPR from the query's entities and the seed documents,
+        among those matching ``filters`` (which replace the init filters for this run)."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        retriever = self._ready()
+        retriever = self._current()
         seeds = self._seeds(retriever.corpus, documents or [])
-        ranked = retriever.rank(Query(query), seeds, k=limit)
-        return {"documents": [replace(self._documents[c.id], score=c.score) for c in ranked]}
+        active = self.filters if filters is None else filters
+        if not active:
+            ranked = retriever.rank(Query(query), seeds, k=limit)
+            return {"documents": [candidate_to_document(c) for c in ranked]}
+        ranked = retriever.rank(Query(query), seeds, k=len(retriever.corpus))
+        found = [candidate_to_document(c) for c in ranked]
+        return {"documents": [d for d in found if document_matches_filter(active, d)][:limit]}
 
     @component.output_types(documents=list[Document])
     async def run_async(
-        self, query: str, documents: list[Document] | None = None, top_k: int | None = None
+        self,
+        query: str,
+        documents: list[Document] | None = None,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> dict[str, list[Document]]:
         """The same as :meth:`run` (the walk is in-memory work)."""
-        return self.run(query=query, documents=documents, top_k=top_k)
+        return self.run(query=query, documents=documents, top_k=top_k, filters=filters)

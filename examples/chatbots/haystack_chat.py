@@ -1,0 +1,338 @@
+"""A Haystack chat over rag-multihop's components: one retrieval-and-answer pipeline,
+multi-turn, citations from ``AnswerBuilder``'s referenced documents.
+
+    text_embedder -> retrieval (our components, by --method) -> ChatPromptBuilder
+                  -> chat generator (streaming) -> AnswerBuilder(reference_pattern=[n])
+
+A follow-up is first rewritten into a standalone question by a small condense pipeline
+(``ChatPromptBuilder`` -> generator). The generator is Haystack's ``OpenAIChatGenerator``
+pointed at the OpenAI-compatible endpoint of the embedded local model (the one
+``rag-multihop llm serve`` prints) by default, or at ``--api-base`` with ``--llm
+openai/<name>``; any other litellm model string (``anthropic/...``, ``ollama/...``) goes
+through :class:`LiteLLMChatGenerator`, a component over rag-multihop's ``LLMClient``.
+
+Run:  bash examples/chatbots/run.sh haystack [--corpus DIR] [--method NAME] [--llm MODEL]
+"""
+
+# No `from __future__ import annotations`: Haystack reads component annotations at runtime.
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import chatkit
+from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
+from haystack import Document, Pipeline, component
+from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.dataclasses import ChatMessage, StreamingChunk
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.utils import Secret
+from haystack_integrations.components.embedders.rag_multihop import RagMultihopTextEmbedder
+from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
+from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
+from haystack_integrations.components.retrievers.rag_multihop import (
+    BridgeRetriever,
+    EntityGraphRetriever,
+)
+
+from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
+from rag_multihop.llm.local import ensure_local_server, is_local_model
+
+SIGNALS_KEY = "rag_multihop_signals"
+
+ANSWER_TEMPLATE = [
+    ChatMessage.from_system(chatkit.SYSTEM_PROMPT),
+    ChatMessage.from_user(
+        "{% if history %}Conversation so far:\n{{ history }}\n\n{% endif %}"
+        "Numbered passages:\n"
+        "{% for doc in documents %}[{{ loop.index }}] {{ doc.meta.title }}: {{ doc.content }}\n"
+        "{% endfor %}\nQuestion: {{ question }}\nAnswer with citations like [1]."
+    ),
+]
+CONDENSE_TEMPLATE = [
+    ChatMessage.from_user(
+        chatkit.CONDENSE_PROMPT.replace("{history}", "{{ history }}").replace(
+            "{question}", "{{ question }}"
+        )
+    )
+]
+
+
+@component
+class LiteLLMChatGenerator:
+    """A chat generator over rag-multihop's ``LLMClient`` (any litellm model string)."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        self.client = LLMClient(settings)
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        sent = [{"role": m.role.value, "content": m.text or ""} for m in messages]
+        stream = self.client.stream(sent)
+        for piece in stream:
+            if streaming_callback is not None:
+                streaming_callback(StreamingChunk(content=piece))
+        assert stream.reply is not None
+        account = stream.reply.account
+        meta = {
+            "model": self.client.settings.model,
+            "usage": {
+                "prompt_tokens": account.prompt_tokens,
+                "completion_tokens": account.completion_tokens,
+            },
+            "cost": account.cost,
+        }
+        return {"replies": [ChatMessage.from_assistant(stream.reply.text or "", meta=meta)]}
+
+
+def chat_generator(settings: LLMSettings) -> Any:
+    """``OpenAIChatGenerator`` for the local model and OpenAI-compatible servers, else
+    :class:`LiteLLMChatGenerator`."""
+    kwargs = {"max_tokens": settings.max_tokens, "temperature": settings.temperature}
+    if is_local_model(settings.model):
+        server = ensure_local_server()
+        model, api_base, key = server.alias, server.base_url, None
+    elif settings.model.startswith("openai/"):
+        model, api_base, key = settings.model.removeprefix("openai/"), settings.api_base, None
+        key = None if api_base else Secret.from_env_var("OPENAI_API_KEY")
+    else:
+        return LiteLLMChatGenerator(settings)
+    return OpenAIChatGenerator(
+        api_key=key or Secret.from_token("sk-no-key-required"),
+        model=model,
+        api_base_url=api_base,
+        generation_kwargs={**kwargs, "stream_options": {"include_usage": True}},
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+    )
+
+
+def reply_account(reply: ChatMessage, settings: LLMSettings) -> LLMAccount:
+    """The account of one generator reply from its ``meta`` (local calls cost 0)."""
+    usage = reply.meta.get("usage") or {}
+    default_cost = 0.0 if is_local_model(settings.model) else None
+    return LLMAccount(
+        calls=1,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cost=reply.meta.get("cost", default_cost),
+    )
+
+
+class HaystackStack:
+    """The corpus as Haystack documents in an in-memory store (shared by sessions)."""
+
+    def __init__(self, corpus: ChatCorpus) -> None:
+        self.corpus = corpus
+        self.store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+        self.store.write_documents(
+            [
+                Document(id=p.id, content=p.text, meta={"title": p.title}, embedding=v.tolist())
+                for p, v in zip(corpus.corpus, corpus.vectors, strict=True)
+            ]
+        )
+
+    def dense(self, top_k: int) -> InMemoryEmbeddingRetriever:
+        return InMemoryEmbeddingRetriever(document_store=self.store, top_k=top_k)
+
+
+# A builder adds a method's retrieval components to the pipeline and returns the socket that
+# yields its documents and the inputs that receive the question text.
+Wiring = tuple[str, list[str]]
+
+
+def _embedded(p: Pipeline, s: HaystackStack, top_k: int) -> None:
+    p.add_component("text_embedder", RagMultihopTextEmbedder())
+    p.add_component("dense", s.dense(top_k))
+    p.connect("text_embedder.embedding", "dense.query_embedding")
+
+
+def build_dense(p: Pipeline, s: HaystackStack) -> Wiring:
+    _embedded(p, s, TOP_K)
+    return "dense.documents", ["text_embedder.text"]
+
+
+def build_graph_fusion(p: Pipeline, s: HaystackStack) -> Wiring:
+    _embedded(p, s, 50)
+    p.add_component("graph", EntityGraphRetriever(s.store, top_k=20, seed_top_n=2))
+    p.add_component(
+        "joiner", PITDocumentJoiner(top_k=TOP_K, pool_cap=[None, 10], names=["dense", "graph"])
+    )
+    p.connect("dense.documents", "graph.documents")
+    p.connect("dense.documents", "joiner.documents")
+    p.connect("graph.documents", "joiner.documents")
+    return "joiner.documents", ["text_embedder.text", "graph.query"]
+
+
+def build_bridge(p: Pipeline, s: HaystackStack) -> Wiring:
+    p.add_component("bridge", BridgeRetriever(s.dense(20), top_k=TOP_K))
+    return "bridge.documents", ["bridge.query"]
+
+
+def build_aar(p: Pipeline, s: HaystackStack) -> Wiring:
+    _embedded(p, s, 50)
+    p.add_component("ranker", AssociationRanker(str(s.corpus.aar_model()), top_k=TOP_K))
+    p.connect("dense.documents", "ranker.documents")
+    p.connect("text_embedder.embedding", "ranker.query_embedding")
+    return "ranker.documents", ["text_embedder.text", "ranker.query"]
+
+
+RETRIEVAL: dict[str, Callable[[Pipeline, HaystackStack], Wiring]] = {
+    "dense": build_dense,
+    "graph-fusion": build_graph_fusion,
+    "bridge": build_bridge,
+    "aar": build_aar,
+}
+chatkit.check_builders(RETRIEVAL, "haystack_chat")
+
+
+def build_pipeline(stack: HaystackStack, method: str, generator: Any) -> tuple[Pipeline, Wiring]:
+    """Retrieval for ``method``, then prompt, generator and ``AnswerBuilder``."""
+    pipeline = Pipeline()
+    documents, question_inputs = RETRIEVAL[chatkit.get_method(method).name](pipeline, stack)
+    pipeline.add_component("prompt_builder", ChatPromptBuilder(ANSWER_TEMPLATE))
+    pipeline.add_component("llm", generator)
+    pipeline.add_component("answer_builder", AnswerBuilder(reference_pattern=r"\[(\d+)\]"))
+    pipeline.connect(documents, "prompt_builder.documents")
+    pipeline.connect("prompt_builder.prompt", "llm.messages")
+    pipeline.connect("llm.replies", "answer_builder.replies")
+    pipeline.connect(documents, "answer_builder.documents")
+    question_inputs = [*question_inputs, "prompt_builder.question", "answer_builder.query"]
+    return pipeline, (documents, question_inputs)
+
+
+def condense_pipeline(generator: Any) -> Pipeline:
+    pipeline = Pipeline()
+    pipeline.add_component("prompt_builder", ChatPromptBuilder(CONDENSE_TEMPLATE))
+    pipeline.add_component("llm", generator)
+    pipeline.connect("prompt_builder.prompt", "llm.messages")
+    return pipeline
+
+
+def to_source(document: Document) -> Source:
+    signals = dict(document.meta.get(SIGNALS_KEY) or {})
+    score = float(document.score or 0.0)
+    return Source(
+        id=document.id,
+        title=str(document.meta.get("title", "")),
+        text=document.content or "",
+        score=score,
+        signals=signals or {"dense": score},
+    )
+
+
+def _inputs(sockets: Sequence[str], value: Any, data: dict[str, dict[str, Any]]) -> None:
+    for socket in sockets:
+        name, _, field = socket.partition(".")
+        data.setdefault(name, {})[field] = value
+
+
+class HaystackChat:
+    """One conversation: its history, its generators and the chosen method."""
+
+    def __init__(
+        self,
+        stack: HaystackStack,
+        settings: LLMSettings,
+        method: str = chatkit.DEFAULT_METHOD,
+        *,
+        generator_factory: Callable[[LLMSettings], Any] = chat_generator,
+    ) -> None:
+        self.stack = stack
+        self.settings = settings
+        self.method = chatkit.get_method(method).name
+        self._generator_factory = generator_factory
+        self._condense = condense_pipeline(generator_factory(settings))
+        self._pipelines: dict[str, tuple[Pipeline, Wiring]] = {}
+        self.history: list[tuple[str, str]] = []
+
+    def reset(self) -> None:
+        self.history.clear()
+
+    def pipeline(self) -> tuple[Pipeline, Wiring]:
+        if self.method not in self._pipelines:
+            generator = self._generator_factory(self.settings)
+            self._pipelines[self.method] = build_pipeline(self.stack, self.method, generator)
+        return self._pipelines[self.method]
+
+    def stream(self, message: str) -> TurnStream:
+        return TurnStream(self._turn(chatkit.check_question(message, self.settings)))
+
+    def _history_text(self) -> str:
+        return "\n".join(f"User: {q}\nAssistant: {a}" for q, a in self.history[-3:])
+
+    def _turn(self, question: str) -> chatkit.TurnEvents:
+        start = time.perf_counter()
+        condense, standalone = LLMAccount(), question
+        if self.history:
+            out = self._condense.run(
+                {"prompt_builder": {"history": self._history_text(), "question": question}}
+            )
+            reply = out["llm"]["replies"][0]
+            condense = reply_account(reply, self.settings)
+            standalone = (reply.text or "").strip() or question
+        pipeline, (documents, sockets) = self.pipeline()
+        data: dict[str, dict[str, Any]] = {"prompt_builder": {"history": self._history_text()}}
+        _inputs(sockets, standalone, data)
+        pieces: queue.Queue[Any] = queue.Queue()
+        finished: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                finished["out"] = pipeline.run(
+                    {**data, "llm": {"streaming_callback": lambda c: pieces.put(c.content)}},
+                    include_outputs_from={documents.partition(".")[0], "llm"},
+                )
+            except Exception as exc:  # handed to the reader, re-raised there
+                finished["error"] = exc
+            finally:
+                pieces.put(None)
+
+        threading.Thread(target=run, daemon=True).start()
+        while (piece := pieces.get()) is not None:
+            if piece:
+                yield piece
+        if "error" in finished:
+            raise finished["error"]
+        out = finished["out"]
+        answer = out["answer_builder"]["answers"][0]
+        found = out[documents.partition(".")[0]]["documents"]
+        retrieval = Retrieval(question, standalone, tuple(map(to_source, found)), self.method)
+        yield retrieval
+        self.history.append((question, answer.data or ""))
+        account = TurnAccount(
+            condense=condense,
+            answer=reply_account(out["llm"]["replies"][0], self.settings),
+            latency_s=time.perf_counter() - start,
+        )
+        return chatkit.finish_turn(retrieval, answer.data or "", account)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = chatkit.argument_parser(__doc__)
+    args = parser.parse_args(argv)
+    try:
+        corpus = chatkit.load_chat_corpus(args.corpus)
+    except chatkit.ChatInputError as exc:
+        parser.error(str(exc))
+    settings = chatkit.llm_settings(args.llm, args.api_base)
+    chat = HaystackChat(HaystackStack(corpus), settings, args.method)
+    print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
+    print(chatkit.model_note(settings))
+    return chatkit.repl(chat, args.question)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,308 @@
+"""A LlamaIndex chat over rag-multihop's retrievers: ``CondensePlusContextChatEngine``,
+streamed answers, cited source nodes.
+
+Each turn the engine rewrites a follow-up into a standalone question with the history, asks
+the chosen retriever (graph fusion by default; dense, BridgeRAG or AAR by ``--method``), numbers
+the nodes it puts in the context (:class:`CitationNumbers`) and streams the answer. LlamaIndex
+chat engines return the nodes they retrieved, not the ones the answer cites:
+:func:`cited_nodes` returns those. The model is the embedded local one unless ``--llm`` (or
+``RAG_MULTIHOP_CHAT_LLM``) names a litellm model string; every call goes through
+rag-multihop's ``LLMClient`` (:class:`RagMultihopLLM`), which counts calls, tokens and cost.
+
+Run:  bash examples/chatbots/run.sh llama-index [--corpus DIR] [--method NAME] [--llm MODEL]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import chatkit
+from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseGen,
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+)
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.chat_engine import CondensePlusContextChatEngine
+from llama_index.core.chat_engine.types import StreamingAgentChatResponse
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+from llama_index.core.llms.custom import CustomLLM
+from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
+from llama_index.postprocessor.rag_multihop import AssociationRerank
+from llama_index.retrievers.rag_multihop import (
+    BridgeRetriever,
+    EntityGraphRetriever,
+    PITFusionRetriever,
+)
+
+from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
+
+SIGNALS_KEY = "rag_multihop_signals"
+
+CONTEXT_PROMPT = "Numbered passages:\n\n{context_str}\n\nAnswer with citations like [1]."
+CONDENSE_PROMPT = chatkit.CONDENSE_PROMPT.replace("{history}", "{chat_history}")
+
+
+class RagMultihopLLM(CustomLLM):
+    """A LlamaIndex chat LLM whose calls go through rag-multihop's :class:`LLMClient`.
+
+    ``calls`` lists ``(kind, account)`` per call: ``"complete"`` (the engine condenses with
+    it) or ``"chat"`` (answers), so a turn can say what each step cost.
+    """
+
+    context_window: int = chatkit.LOCAL_CONTEXT_TOKENS
+    num_output: int = 256
+    model_name: str = "local"
+    _client: LLMClient = PrivateAttr()
+    _calls: list[tuple[str, LLMAccount]] = PrivateAttr(default_factory=list)
+
+    def __init__(self, client: LLMClient, context_window: int, **kwargs: Any) -> None:
+        num_output = client.settings.max_tokens or 256
+        super().__init__(
+            model_name=client.settings.model,
+            context_window=context_window,
+            num_output=num_output,
+            **kwargs,
+        )
+        self._client = client
+
+    @property
+    def calls(self) -> list[tuple[str, LLMAccount]]:
+        return self._calls
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(
+            context_window=self.context_window,
+            num_output=self.num_output,
+            is_chat_model=True,
+            model_name=self.model_name,
+        )
+
+    @staticmethod
+    def _messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+        return [{"role": m.role.value, "content": m.content or ""} for m in messages]
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        reply = self._client.complete(prompt)
+        self._calls.append(("complete", reply.account))
+        return CompletionResponse(text=reply.text or "")
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        text, stream = "", self._client.stream(prompt)
+        for piece in stream:
+            text += piece
+            yield CompletionResponse(text=text, delta=piece)
+        self._calls.append(("complete", stream.reply.account if stream.reply else LLMAccount()))
+
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        reply = self._client.complete(self._messages(messages))
+        self._calls.append(("chat", reply.account))
+        return ChatResponse(message=ChatMessage(role="assistant", content=reply.text or ""))
+
+    @llm_chat_callback()
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        text, stream = "", self._client.stream(self._messages(messages))
+        for piece in stream:
+            text += piece
+            yield ChatResponse(message=ChatMessage(role="assistant", content=text), delta=piece)
+        self._calls.append(("chat", stream.reply.account if stream.reply else LLMAccount()))
+
+
+class CitationNumbers(BaseNodePostprocessor):
+    """Copies of the nodes with their position shown to the LLM (``source: [n]``)."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CitationNumbers"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(
+                node=n.node.model_copy(
+                    update={"metadata": {"source": f"[{i}]", **n.node.metadata}}
+                ),
+                score=n.score,
+            )
+            for i, n in enumerate(nodes, start=1)
+        ]
+
+
+def cited_nodes(response: StreamingAgentChatResponse) -> list[NodeWithScore]:
+    """The source nodes a finished response cites with ``[n]``, in citation-number order."""
+    numbers = chatkit.cited_numbers(str(response), len(response.source_nodes))
+    return [response.source_nodes[n - 1] for n in numbers]
+
+
+def to_source(item: NodeWithScore) -> Source:
+    metadata = item.node.metadata
+    signals = dict(metadata.get(SIGNALS_KEY) or {})
+    score = float(item.get_score())
+    return Source(
+        id=item.node.node_id,
+        title=str(metadata.get("title", "")),
+        text=item.node.get_content(metadata_mode=MetadataMode.NONE),
+        score=score,
+        signals=signals or {"dense": score},
+    )
+
+
+class LlamaIndexStack:
+    """The corpus as LlamaIndex nodes and index, and one retriever per method (built on
+    first use, shared by every chat session of the process)."""
+
+    def __init__(self, corpus: ChatCorpus) -> None:
+        self.corpus = corpus
+        self.embed_model = RagMultihopEmbedding(encoder=corpus.encoder)
+        self.nodes = [
+            TextNode(id_=p.id, text=p.text, metadata={"title": p.title}, embedding=v.tolist())
+            for p, v in zip(corpus.corpus, corpus.vectors, strict=True)
+        ]
+        self.index = VectorStoreIndex(self.nodes, embed_model=self.embed_model)
+        self._built: dict[str, tuple[BaseRetriever, list[BaseNodePostprocessor]]] = {}
+
+    def vector(self, k: int) -> BaseRetriever:
+        return self.index.as_retriever(similarity_top_k=k)
+
+    def graph(self) -> EntityGraphRetriever:
+        graph = self.corpus.entity_graph()
+        return EntityGraphRetriever(
+            graph, self.nodes, seed_retriever=self.vector(2), similarity_top_k=20
+        )
+
+    def retriever(self, method: str) -> tuple[BaseRetriever, list[BaseNodePostprocessor]]:
+        chatkit.get_method(method)
+        if method not in self._built:
+            self._built[method] = RETRIEVERS[method](self)
+        return self._built[method]
+
+
+Built = tuple[BaseRetriever, list[BaseNodePostprocessor]]
+RETRIEVERS: dict[str, Callable[[LlamaIndexStack], Built]] = {
+    "dense": lambda s: (s.vector(TOP_K), []),
+    "graph-fusion": lambda s: (
+        PITFusionRetriever(
+            [s.vector(50), s.graph()],
+            similarity_top_k=TOP_K,
+            names=["dense", "graph"],
+            pool_cap=[None, 10],
+        ),
+        [],
+    ),
+    "bridge": lambda s: (
+        BridgeRetriever(s.vector(20), similarity_top_k=TOP_K, embed_model=s.embed_model),
+        [],
+    ),
+    "aar": lambda s: (
+        s.vector(50),
+        [
+            AssociationRerank(
+                model_path=str(s.corpus.aar_model()), top_n=TOP_K, embed_model=s.embed_model
+            )
+        ],
+    ),
+}
+chatkit.check_builders(RETRIEVERS, "llama_index_chat")
+
+
+class LlamaIndexChat:
+    """One conversation: its memory, its LLM client (its account) and the chosen method."""
+
+    def __init__(
+        self,
+        stack: LlamaIndexStack,
+        settings: LLMSettings,
+        method: str = chatkit.DEFAULT_METHOD,
+        *,
+        client: LLMClient | None = None,
+    ) -> None:
+        self.stack = stack
+        self.settings = settings
+        self.method = chatkit.get_method(method).name
+        self.client = client or LLMClient(settings)
+        window = chatkit.context_tokens(settings)
+        self.llm = RagMultihopLLM(self.client, context_window=window)
+        self.memory = ChatMemoryBuffer.from_defaults(token_limit=window // 2)
+
+    def engine(self) -> CondensePlusContextChatEngine:
+        retriever, postprocessors = self.stack.retriever(self.method)
+        return CondensePlusContextChatEngine.from_defaults(
+            retriever,
+            llm=self.llm,
+            memory=self.memory,
+            system_prompt=chatkit.SYSTEM_PROMPT,
+            context_prompt=CONTEXT_PROMPT,
+            condense_prompt=CONDENSE_PROMPT,
+            node_postprocessors=[*postprocessors, CitationNumbers()],
+        )
+
+    def stream(self, message: str) -> TurnStream:
+        return TurnStream(self._turn(chatkit.check_question(message, self.settings)))
+
+    def reset(self) -> None:
+        self.memory.reset()
+
+    def _turn(self, question: str) -> chatkit.TurnEvents:
+        start, history = time.perf_counter(), list(self.memory.get_all())
+        self.llm.calls.clear()
+        response = self.engine().stream_chat(question)
+        retrieved_at = time.perf_counter()
+        standalone = str(response.sources[0].raw_input["message"]).strip() or question
+        sources = tuple(to_source(n) for n in response.source_nodes)
+        retrieval = Retrieval(question, standalone, sources, self.method)
+        yield retrieval
+        try:
+            yield from response.response_gen
+        except BaseException:
+            self.memory.set(history)  # a failed turn leaves no half question in the history
+            raise
+        if response.write_response_to_history_thread is not None:
+            response.write_response_to_history_thread.join()  # the answer's account is in
+        condense = sum((a for kind, a in self.llm.calls if kind == "complete"), LLMAccount())
+        account = TurnAccount(
+            condense=condense,
+            answer=sum((a for kind, a in self.llm.calls if kind == "chat"), LLMAccount()),
+            retrieval_s=max(0.0, retrieved_at - start - condense.wall_time_s),
+            latency_s=time.perf_counter() - start,
+        )
+        return chatkit.finish_turn(retrieval, str(response), account)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = chatkit.argument_parser(__doc__)
+    args = parser.parse_args(argv)
+    try:
+        corpus = chatkit.load_chat_corpus(args.corpus)
+    except chatkit.ChatInputError as exc:
+        parser.error(str(exc))
+    settings = chatkit.llm_settings(args.llm, args.api_base)
+    chat = LlamaIndexChat(LlamaIndexStack(corpus), settings, args.method)
+    print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
+    print(chatkit.model_note(settings))
+    return chatkit.repl(chat, args.question)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,240 @@
+"""A browser chat (Gradio) that shows why each passage was used.
+
+Served on 127.0.0.1: a question box, the answer streamed with numbered citations, a side
+panel with the retrieved passages as the reasoning chain (hop 1, hop 2) and each passage's
+signals as bars, the turn's account (LLM calls, tokens, cost, latency), a method switcher and
+the answering model named plainly. Every browser tab is its own conversation. The chat behind
+it is the LlamaIndex one (``--framework haystack`` for the Haystack one); the page loads
+nothing from outside 127.0.0.1.
+
+Run:  bash examples/chatbots/run.sh web [--corpus DIR] [--llm MODEL] [--port 7860]
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import chatkit
+import gradio as gr
+from chatkit import Chat, Evidence, TurnResult
+
+logger = logging.getLogger(__name__)
+
+MAX_SESSIONS = 64
+"""Conversations kept at once (the oldest is dropped beyond that)."""
+
+HOP_NAMES = {1: "Hop 1 · matched by the question", 2: "Hop 2 · reached from hop 1"}
+
+
+def signal_bar(name: str, value: float) -> str:
+    """One signal as a labelled bar (values outside [0, 1] are shown, the bar is clipped)."""
+    width = round(100 * min(1.0, max(0.0, value)))
+    return (
+        f'<span class="signal" title="{html.escape(name)} = {value:.4f}">'
+        f'<span class="signal-name">{html.escape(name)}</span>'
+        f'<span class="bar"><span style="width:{width}%"></span></span>'
+        f'<span class="signal-value">{value:.2f}</span></span>'
+    )
+
+
+def evidence_html(chain: Sequence[Evidence], method: str, standalone: str = "") -> str:
+    """The side panel: passages grouped by hop, cited ones marked, signals as bars."""
+    parts = [f'<div class="evidence" data-method="{html.escape(method)}">']
+    if standalone:
+        parts.append(f'<div class="searched">searched for: {html.escape(standalone)}</div>')
+    for hop in sorted({e.hop for e in chain}):
+        parts.append(f'<div class="hop">{HOP_NAMES.get(hop, f"Hop {hop}")}</div>')
+        for e in (e for e in chain if e.hop == hop):
+            cited = '<span class="cited">cited</span>' if e.cited else ""
+            signals = "".join(signal_bar(k, v) for k, v in chatkit.signal_items(e.source.signals))
+            text = html.escape(e.source.text[:280] + ("…" if len(e.source.text) > 280 else ""))
+            parts.append(
+                f'<div class="passage" data-id="{html.escape(e.source.id)}">'
+                f'<div class="passage-head"><b>[{e.number}]</b> '
+                f"{html.escape(e.source.title or e.source.id)} {cited}</div>"
+                f'<div class="role">{html.escape(e.role)}</div>'
+                f'<div class="signals">{signals}</div><div class="text">{text}</div></div>'
+            )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def answer_markdown(result: TurnResult) -> str:
+    """The answer followed by its numbered sources (cited ones in bold)."""
+    by_number = sorted(result.evidence, key=lambda e: e.number)
+    sources = " · ".join(
+        f"**[{e.number}] {e.source.title}**" if e.cited else f"[{e.number}] {e.source.title}"
+        for e in by_number
+    )
+    return f"{result.answer.strip() or '(no answer)'}\n\n<small>Sources: {sources}</small>"
+
+
+def account_markdown(result: TurnResult, turn: int) -> str:
+    a = result.account
+    return (
+        f"**Turn {turn}** · {a.summary()}  \n"
+        f"condense: {a.condense.calls} call(s), {a.condense.total_tokens:,} tokens · "
+        f"answer: {a.answer.calls} call(s), {a.answer.total_tokens:,} tokens · "
+        f"method: {result.retrieval.method}"
+    )
+
+
+CSS = """
+.evidence .hop {font-weight:600; margin:10px 0 4px; color:#555}
+.evidence .searched {font-size:12px; color:#666; margin-bottom:6px}
+.evidence .passage {border:1px solid #ddd; border-radius:6px; padding:6px 8px; margin:4px 0}
+.evidence .role {font-size:12px; color:#666}
+.evidence .cited {background:#2e7d32; color:#fff; border-radius:4px; padding:0 5px;
+  font-size:11px}
+.evidence .signals {margin:4px 0}
+.evidence .signal {display:inline-flex; align-items:center; gap:3px; margin-right:10px;
+  font-size:12px}
+.evidence .bar {display:inline-block; width:50px; height:7px; background:#e5e5e5;
+  border-radius:3px; overflow:hidden}
+.evidence .bar span {display:block; height:100%; background:#3f7fbf}
+.evidence .text {font-size:12px; color:#333}
+"""
+
+
+class WebChat:
+    """The Gradio app: one chat per browser tab (Gradio's session hash)."""
+
+    def __init__(self, make_chat: Callable[[], Chat], title: str, note: str) -> None:
+        self.make_chat = make_chat
+        self.title = title
+        self.note = note
+        self._sessions: OrderedDict[str, Chat] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def session(self, key: str) -> Chat:
+        with self._lock:
+            if key not in self._sessions:
+                self._sessions[key] = self.make_chat()
+                if len(self._sessions) > MAX_SESSIONS:
+                    self._sessions.popitem(last=False)
+            self._sessions.move_to_end(key)
+            return self._sessions[key]
+
+    def respond(
+        self, message: str, history: list[dict[str, Any]], method: str, request: gr.Request
+    ) -> Iterator[tuple[Any, ...]]:
+        """Stream one turn: (question box, chat, passage panel, account)."""
+        chat = self.session(request.session_hash or "default")
+        chat.method = chatkit.get_method(method).name
+        try:
+            stream = chat.stream(message)
+        except chatkit.ChatInputError as exc:
+            gr.Warning(str(exc))
+            yield message, history, gr.skip(), gr.skip()
+            return
+        history = [
+            *history,
+            {"role": "user", "content": message},
+            {"role": "assistant", "content": ""},
+        ]
+        answer, panel = "", '<div class="evidence">retrieving…</div>'
+        yield "", history, panel, "…"
+        try:
+            for piece in stream:
+                answer += piece
+                if stream.retrieval is not None and panel.endswith("retrieving…</div>"):
+                    r = stream.retrieval
+                    panel = evidence_html(chatkit.evidence_chain(r.sources, r.method), r.method)
+                history[-1] = {"role": "assistant", "content": answer}
+                yield "", history, panel, "answering…"
+        except Exception as exc:  # shown in the chat; the page stays usable
+            logger.exception("the turn failed")
+            history[-1] = {
+                "role": "assistant",
+                "content": f"{answer}\n\n⚠️ **The model failed:** {exc}\n\nAsk again.",
+            }
+            yield "", history, panel, f"**Turn {len(history) // 2}** · ⚠️ failed (see the chat)"
+            return
+        result = stream.result
+        assert result is not None
+        history[-1] = {"role": "assistant", "content": answer_markdown(result)}
+        panel = evidence_html(result.evidence, result.retrieval.method, result.retrieval.standalone)
+        yield "", history, panel, account_markdown(result, len(history) // 2)
+
+    def clear(self, request: gr.Request) -> tuple[list[Any], str, str]:
+        self.session(request.session_hash or "default").reset()
+        return [], "", ""
+
+    def build(self) -> gr.Blocks:
+        with gr.Blocks(title="rag-multihop chat") as demo:
+            gr.Markdown(f"## {self.title}\n**Model:** {self.note}", elem_id="model-note")
+            with gr.Row():
+                with gr.Column(scale=3):
+                    chatbot = gr.Chatbot(label="Chat", height=520, elem_id="chat")
+                    with gr.Row():
+                        box = gr.Textbox(
+                            placeholder="Ask a question about the corpus…",
+                            show_label=False,
+                            scale=5,
+                            elem_id="question",
+                        )
+                        send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
+                    clear = gr.Button("New conversation", size="sm")
+                with gr.Column(scale=2):
+                    method = gr.Dropdown(
+                        choices=[(m.label, m.name) for m in chatkit.METHODS.values()],
+                        value=chatkit.DEFAULT_METHOD,
+                        label="Retrieval method",
+                        info=" · ".join(
+                            f"{m.label}: {m.description}" for m in chatkit.METHODS.values()
+                        ),
+                        elem_id="method",
+                    )
+                    account = gr.Markdown(elem_id="account")
+                    panel = gr.HTML(label="Reasoning chain", elem_id="panel")
+            outputs = [box, chatbot, panel, account]
+            box.submit(self.respond, [box, chatbot, method], outputs)
+            send.click(self.respond, [box, chatbot, method], outputs)
+            clear.click(self.clear, None, [chatbot, panel, account])
+        return demo
+
+
+def make_app(args: Any) -> WebChat:
+    corpus = chatkit.load_chat_corpus(args.corpus)
+    settings = chatkit.llm_settings(args.llm, args.api_base)
+    if args.framework == "haystack":
+        from haystack_chat import HaystackChat, HaystackStack
+
+        hs_stack = HaystackStack(corpus)
+        make: Callable[[], Chat] = lambda: HaystackChat(hs_stack, settings, args.method)  # noqa: E731
+    else:
+        from llama_index_chat import LlamaIndexChat, LlamaIndexStack
+
+        li_stack = LlamaIndexStack(corpus)
+        make = lambda: LlamaIndexChat(li_stack, settings, args.method)  # noqa: E731
+    title = f"rag-multihop chat · {corpus.name} ({len(corpus.corpus)} passages) · {args.framework}"
+    return WebChat(make, title, chatkit.model_note(settings))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = chatkit.argument_parser(__doc__)
+    parser.add_argument("--framework", choices=["llama-index", "haystack"], default="llama-index")
+    parser.add_argument("--port", type=int, default=7860)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app = make_app(args)
+    except chatkit.ChatInputError as exc:
+        parser.error(str(exc))
+    demo = app.build()
+    demo.queue(default_concurrency_limit=4)
+    demo.launch(server_name="127.0.0.1", server_port=args.port, css=CSS)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,244 @@
+"""Translation between Haystack and rag-multihop, used by every component of this package.
+
+One rule for all of them:
+
+- **Document → passage.** Passage id = ``Document.id``; text = ``content`` (``None`` is "");
+  title = ``meta["title"]`` when present. When a component embeds a document itself it embeds
+  ``title + "\\n" + text`` (:attr:`~rag_multihop.types.Passage.embedding_text`), the text
+  rag-multihop's models are trained on. The document rides along in the passage metadata
+  under :data:`DOCUMENT_KEY`.
+- **Document → candidate.** Score = ``Document.score`` (``None`` counts as 0.0); the signals a
+  previous rag-multihop component wrote under ``meta[SIGNALS_KEY]`` come back as the
+  candidate's signals, so chained components add to them.
+- **Candidate → document.** ``dataclasses.replace`` of the source document (never mutated)
+  with the candidate's score and every signal under ``meta[SIGNALS_KEY]``.
+- **Embedder → encoder.** :func:`as_encoder` turns a Haystack text or document embedder
+  component (``SentenceTransformersTextEmbedder``, ``OpenAIDocumentEmbedder``, ...), a
+  sentence-transformers model name, or ``None`` (the bundled all-MiniLM-L6-v2) into a
+  rag-multihop :class:`~rag_multihop.encoders.Encoder`; a rag-multihop embedder gives back its
+  own encoder, so a pipeline's embedder is reused and its model loads once.
+- **Secret → key variable.** An LLM key is an environment-variable ``Secret`` whose name the
+  core's LLM client reads at call time (:func:`check_api_key`, :func:`key_variable`).
+
+Example:
+    >>> from haystack import Document
+    >>> doc = Document(id="p1", content="Paris is in France.", meta={"title": "Paris"})
+    >>> candidate = document_to_candidate(replace(doc, score=0.5))
+    >>> candidate.passage.embedding_text, candidate.score
+    ('Paris\\nParis is in France.', 0.5)
+    >>> out = candidate_to_document(candidate.with_score(0.7, judge=0.7))
+    >>> out.score, out.meta[SIGNALS_KEY], doc.meta
+    (0.7, {'judge': 0.7}, {'title': 'Paris'})
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from haystack import Document
+from haystack.utils import Secret
+from haystack.utils.auth import SecretType
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.types import Candidate, Passage
+from rag_multihop.validation import l2_normalize
+
+SIGNALS_KEY = "rag_multihop_signals"
+"""``Document.meta`` key holding every rag-multihop signal of a returned document."""
+
+TITLE_KEY = "title"
+"""``Document.meta`` key read as the passage title."""
+
+DOCUMENT_KEY = "haystack_document"
+"""Passage metadata key under which the source document travels through the core."""
+
+
+def document_to_passage(document: Document) -> Passage:
+    """The passage of ``document`` (see the module docstring)."""
+    return Passage(
+        document.id,
+        document.content or "",
+        title=str(document.meta.get(TITLE_KEY, "") or ""),
+        metadata={DOCUMENT_KEY: document},
+    )
+
+
+def document_signals(document: Document) -> dict[str, float]:
+    """The signals an earlier rag-multihop component wrote into ``document.meta``."""
+    found = document.meta.get(SIGNALS_KEY)
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(name): float(value) for name, value in found.items()}
+
+
+def document_to_candidate(
+    document: Document, *, signals: Mapping[str, float] | None = None
+) -> Candidate:
+    """The candidate of ``document``: its passage, its score, its earlier signals (plus
+    ``signals``)."""
+    return Candidate(
+        document_to_passage(document),
+        0.0 if document.score is None else float(document.score),
+        signals={**document_signals(document), **(signals or {})},
+    )
+
+
+def with_signals(document: Document, score: float, signals: Mapping[str, float]) -> Document:
+    """A new document: ``document`` with ``score`` and ``signals`` under :data:`SIGNALS_KEY`."""
+    values = {name: float(value) for name, value in signals.items()}
+    return replace(document, score=float(score), meta={**document.meta, SIGNALS_KEY: values})
+
+
+def candidate_to_document(candidate: Candidate) -> Document:
+    """A new document: the candidate's source document with its score and signals."""
+    document: Document = candidate.passage.metadata[DOCUMENT_KEY]
+    return with_signals(document, candidate.score, candidate.signals)
+
+
+def documents_to_corpus(documents: Sequence[Document]) -> Corpus:
+    """The rag-multihop corpus of ``documents`` (one passage per document, by the rule above).
+
+    >>> documents_to_corpus([Document(id="a", content="Alpha.", meta={"title": "A"})]).ids
+    ['a']
+    """
+    return Corpus(document_to_passage(document) for document in documents)
+
+
+class TextEmbedderEncoder:
+    """A Haystack text embedder component (``run(text=...) -> {"embedding": ...}``) as a
+    rag-multihop encoder: one ``run`` per text, rows unit length."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self._dim: int | None = None
+
+    @property
+    def name(self) -> str:
+        return embedder_name(self.embedder)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.encode(["dimension probe"]).shape[1])
+        return self._dim
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        rows = [self.embedder.run(text=text)["embedding"] for text in texts]
+        return _unit_rows(rows, len(texts), self)
+
+
+class DocumentEmbedderEncoder:
+    """A Haystack document embedder component (``run(documents=...)``) as a rag-multihop
+    encoder: all texts in one ``run`` (the embedder batches them), rows unit length."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self._dim: int | None = None
+
+    @property
+    def name(self) -> str:
+        return embedder_name(self.embedder)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.encode(["dimension probe"]).shape[1])
+        return self._dim
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        wrapped = [Document(id=str(i), content=text) for i, text in enumerate(texts)]
+        embedded = self.embedder.run(documents=wrapped)["documents"]
+        return _unit_rows([d.embedding for d in embedded], len(texts), self)
+
+
+def _unit_rows(rows: list[Any], count: int, encoder: Any) -> np.ndarray:
+    if count == 0:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    if any(row is None for row in rows):
+        raise ValueError(f"the embedder {encoder.name!r} returned no embedding for some texts")
+    vectors = np.asarray(rows, dtype=np.float32).reshape(count, -1)
+    encoder._dim = int(vectors.shape[1])
+    return l2_normalize(vectors)
+
+
+def embedder_name(embedder: Any) -> str:
+    """The model an embedder component runs (its ``model`` attribute), else its class name."""
+    model = getattr(embedder, "model", None) or getattr(embedder, "model_name", None)
+    return str(model) if model else type(embedder).__name__
+
+
+def as_encoder(embedder: Any) -> Encoder:
+    """A rag-multihop encoder for ``embedder``: ``None`` (the bundled all-MiniLM-L6-v2), a
+    sentence-transformers model name or path, or a Haystack text or document embedder
+    component (warmed up here; a rag-multihop embedder gives back its own encoder).
+
+    Raises:
+        TypeError: ``embedder`` is none of these.
+    """
+    if embedder is None or isinstance(embedder, str):
+        from rag_multihop.encoders import load_encoder
+
+        return load_encoder(embedder)
+    own = getattr(check_embedder(embedder), "encoder", None)
+    if isinstance(own, Encoder):
+        return own
+    inputs = set(inspect.signature(embedder.run).parameters)
+    if callable(getattr(embedder, "warm_up", None)):
+        embedder.warm_up()
+    return (
+        DocumentEmbedderEncoder(embedder)
+        if "documents" in inputs
+        else TextEmbedderEncoder(embedder)
+    )
+
+
+def check_embedder(embedder: Any) -> Any:
+    """``embedder`` if :func:`as_encoder` accepts it (checked without loading a model), else
+    ``TypeError`` naming what is accepted."""
+    if embedder is None or isinstance(embedder, str):
+        return embedder
+    run = getattr(embedder, "run", None)
+    inputs = set(inspect.signature(run).parameters) if callable(run) else set()
+    if not inputs & {"text", "documents"}:
+        raise TypeError(
+            "embedder must be None (the bundled all-MiniLM-L6-v2), a sentence-transformers "
+            "model name, or a Haystack text or document embedder component (run(text=...) or "
+            f"run(documents=...)), got {type(embedder).__name__}"
+        )
+    return embedder
+
+
+def embedder_to_dict(embedder: Any) -> Any:
+    """``embedder`` for ``to_dict``: a model name as is, a component as its own dict (which
+    ``default_from_dict`` turns back into the component)."""
+    if embedder is None or isinstance(embedder, str):
+        return embedder
+    from haystack.core.serialization import component_to_dict
+
+    return component_to_dict(embedder, "embedder")
+
+
+def check_api_key(api_key: Secret | None) -> Secret | None:
+    """``api_key`` if it is ``None`` or an environment-variable secret, else ``ValueError``."""
+    if api_key is not None and api_key.type is not SecretType.ENV_VAR:
+        raise ValueError(
+            "api_key must be Secret.from_env_var('NAME', strict=False) or None: the LLM client "
+            "reads the key from the environment at call time and never stores it"
+        )
+    return api_key
+
+
+def key_variable(api_key: Secret | None) -> str | None:
+    """The name of the first set variable of ``api_key`` (else its first name), or None."""
+    if api_key is None:
+        return None
+    names: list[str] = api_key.to_dict()["env_vars"]
+    return next((name for name in names if os.environ.get(name)), names[0])

@@ -1,0 +1,189 @@
+"""AssociationRanker, the Haystack ranker component: translation only, inputs untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import numpy as np
+import pytest
+from hs_fakes import HashingEncoder
+
+pytest.importorskip("torch")
+pytest.importorskip("haystack")
+
+from haystack import Document, Pipeline
+from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
+from haystack_integrations.components.rankers.rag_multihop import AssociationRanker
+
+from rag_multihop import Candidate, Passage, Query
+from rag_multihop.association import AssociationReranker, TrainingConfig
+
+TEXTS = {
+    "rope": "Veldmark Ropeworks was founded by Marit Hallendor in Kelmsby.",
+    "marit": "Marit Hallendor was born in the Merrin Valley.",
+    "band": "The Glass Orchard is a folk band from Tessaly.",
+    "tessaly": "Tessaly is a coastal town known for its orchards.",
+    "capital": "Lindmere is the capital of Norvale.",
+    "river": "The Merrin River drains the Vardel Mountains.",
+}
+QUESTION = "Where was the founder of Veldmark Ropeworks born?"
+ENCODER = HashingEncoder(64, name="hashing-test")
+
+
+@pytest.fixture(autouse=True)
+def hashing_default_encoder(monkeypatch):
+    """The ranker's default encoder is the bundled MiniLM; tests use the hashing encoder."""
+    import rag_multihop.encoders.sentence_transformer as encoders
+
+    monkeypatch.setattr(encoders, "default_encoder", lambda **_: ENCODER)
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    vectors = ENCODER.encode(list(TEXTS.values()))
+    config = TrainingConfig(epochs=20, batch_size=8, learning_rate=1e-2, seed=0)
+    reranker = AssociationReranker(lambda_=0.5, training=config).fit(
+        list(TEXTS), vectors, [("rope", "marit"), ("band", "tessaly")], encoder_name=ENCODER.name
+    )
+    return str(reranker.save(tmp_path_factory.mktemp("aar") / "model"))
+
+
+def documents(ids=TEXTS) -> list[Document]:
+    return [
+        Document(id=pid, content=TEXTS.get(pid, pid), meta={"n": i}, score=1.0 - i / 10)
+        for i, pid in enumerate(ids)
+    ]
+
+
+def test_ranks_like_the_core_and_keeps_signals_in_meta(model_path):
+    given = documents()
+    result = AssociationRanker(model_path, top_k=3).run(query=QUESTION, documents=given)
+    core = AssociationReranker.load(model_path).rerank(
+        Query(QUESTION, embedding=ENCODER.encode([QUESTION])[0]),
+        [Candidate(Passage(d.id, "x"), d.score) for d in given],
+        top_n=3,
+    )
+    docs = result["documents"]
+    assert [d.id for d in docs] == [c.id for c in core]
+    np.testing.assert_allclose([d.score for d in docs], [c.score for c in core], rtol=1e-6)
+    assert set(docs[0].meta) == {"n", SIGNALS_KEY}
+    assert set(docs[0].meta[SIGNALS_KEY]) == {"association", "cosine", "retrieval_score"}
+
+
+def test_inputs_are_not_mutated(model_path):
+    given = documents()
+    snapshot = [dataclasses.asdict(d) for d in given]
+    result = AssociationRanker(model_path).run(query=QUESTION, documents=given)
+    assert [dataclasses.asdict(d) for d in given] == snapshot
+    assert not any(r is d for r in result["documents"] for d in given)
+
+
+def test_query_embedding_input_and_run_time_top_k(model_path):
+    ranker = AssociationRanker(model_path, top_k=5)
+    embedding = ENCODER.encode([QUESTION])[0].tolist()
+    by_vector = ranker.run(
+        query=QUESTION, documents=documents(), top_k=2, query_embedding=embedding
+    )
+    by_text = ranker.run(query=QUESTION, documents=documents(), top_k=2)
+    assert [d.id for d in by_vector["documents"]] == [d.id for d in by_text["documents"]]
+    assert len(by_vector["documents"]) == 2
+
+
+def test_unknown_documents_use_their_embedding_or_the_encoder(model_path):
+    extra = [
+        Document(id="new", content="Marit Hallendor founded a ropeworks."),
+        Document(id="vec", content="x", embedding=ENCODER.encode(["x"])[0].tolist()),
+    ]
+    result = AssociationRanker(model_path, top_k=8).run(
+        query=QUESTION, documents=[*documents(), *extra]
+    )
+    assert {"new", "vec"} <= {d.id for d in result["documents"]}
+
+
+def test_warm_up_is_idempotent_and_empty_input(model_path):
+    ranker = AssociationRanker(model_path)
+    assert ranker.run(query=QUESTION, documents=[]) == {"documents": []}
+    ranker.warm_up()
+    loaded = ranker._reranker
+    ranker.warm_up()
+    assert ranker._reranker is loaded is not None
+
+
+def test_run_async_matches_run(model_path):
+    ranker = AssociationRanker(model_path, top_k=3)
+    sync = ranker.run(query=QUESTION, documents=documents())
+    in_loop = asyncio.run(ranker.run_async(query=QUESTION, documents=documents()))
+    assert in_loop == sync
+
+
+def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path):
+    ranker = AssociationRanker(model_path, top_k=4, lambda_=0.25, mode="reverse")
+    data = ranker.to_dict()
+    assert data == {
+        "type": "haystack_integrations.components.rankers.rag_multihop.association."
+        "AssociationRanker",
+        "init_parameters": {
+            "model_path": model_path,
+            "top_k": 4,
+            "lambda_": 0.25,
+            "mode": "reverse",
+            "embedder": None,
+        },
+    }
+    assert AssociationRanker.from_dict(data).to_dict() == data
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"top_k": 0}, "top_k must be a positive integer, got 0"),
+        ({"lambda_": -1}, r"lambda_ must be in \[0, 1\], got -1"),
+        ({"mode": "both"}, r"mode must be one of \['mixed', 'reverse'\], got 'both'"),
+    ],
+)
+def test_bad_settings(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        AssociationRanker("unused", **kwargs)
+
+
+def test_bad_run_input(model_path):
+    ranker = AssociationRanker(model_path)
+    with pytest.raises(ValueError, match="top_k must be a positive integer, got -2"):
+        ranker.run(query=QUESTION, documents=documents(), top_k=-2)
+    with pytest.raises(ValueError, match=r"duplicated: \['rope'\]"):
+        ranker.run(query=QUESTION, documents=documents(["rope", "rope"]))
+    with pytest.raises(ValueError, match="dimension 3 but the association model expects 64"):
+        ranker.run(query=QUESTION, documents=documents(), query_embedding=[0.1, 0.2, 0.3])
+
+
+def test_a_model_from_another_encoder_fails_at_warm_up(model_path, monkeypatch):
+    import rag_multihop.encoders.sentence_transformer as encoders
+
+    monkeypatch.setattr(encoders, "default_encoder", lambda **_: HashingEncoder(32, name="minilm"))
+    with pytest.raises(ValueError, match=r"'hashing-test' \(dim 64\) .* 'minilm' \(dim 32\)"):
+        AssociationRanker(model_path).warm_up()
+
+
+def test_in_a_pipeline_after_an_embedding_retriever(model_path):
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    embedded = [
+        dataclasses.replace(d, embedding=ENCODER.encode([d.content])[0].tolist())
+        for d in documents()
+    ]
+    store.write_documents(embedded)
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryEmbeddingRetriever(store, top_k=6))
+    pipeline.add_component("ranker", AssociationRanker(model_path, top_k=2, mode="reverse"))
+    pipeline.connect("retriever.documents", "ranker.documents")
+    embedding = ENCODER.encode([QUESTION])[0].tolist()
+    out = pipeline.run(
+        {
+            "retriever": {"query_embedding": embedding},
+            "ranker": {"query": QUESTION, "query_embedding": embedding},
+        }
+    )
+    ranked = out["ranker"]["documents"]
+    assert len(ranked) == 2 and all("association" in d.meta[SIGNALS_KEY] for d in ranked)

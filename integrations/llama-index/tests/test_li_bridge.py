@@ -1,0 +1,135 @@
+"""BridgeRAG's LlamaIndex adapters: a retriever around a real VectorStoreIndex retriever and a
+judge postprocessor; translation only, sync = async, nodes never mutated, no key serialised."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from li_fakes import HashingEmbedding
+from llama_index.core import VectorStoreIndex
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.postprocessor.rag_multihop import BridgeJudgeRerank
+from llama_index.retrievers.rag_multihop import SIGNALS_KEY, BridgeRetriever
+from llama_index.retrievers.rag_multihop.bridge import judge_encoder
+
+from rag_multihop.encoders import SentenceTransformerEncoder
+from rag_multihop.llm import LLMClient, LLMSettings, RawReply
+
+DOCS = {
+    "polish-wedding": (
+        "Polish Wedding",
+        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
+    ),
+    "theresa-connelly": (
+        "Theresa Connelly",
+        "Theresa Connelly is an American screenwriter born in Philadelphia.",
+    ),
+    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
+    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
+    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
+    "hitchcock": ("Alfred Hitchcock", "Alfred Hitchcock was an English film director."),
+}
+QUESTION = "Where was the director of the film Polish Wedding born?"
+
+
+def text_nodes() -> list[TextNode]:
+    return [
+        TextNode(id_=node_id, text=text, metadata={"title": title})
+        for node_id, (title, text) in DOCS.items()
+    ]
+
+
+@pytest.fixture
+def base():
+    index = VectorStoreIndex(text_nodes(), embed_model=HashingEmbedding())
+    return index.as_retriever(similarity_top_k=10)
+
+
+def test_retriever_llm_free_finds_the_second_hop(base) -> None:
+    bridge = BridgeRetriever(base, similarity_top_k=4, embed_model=HashingEmbedding())
+    found = bridge.retrieve(QUESTION)
+    assert [n.node.node_id for n in found[:2]] == ["polish-wedding", "theresa-connelly"]
+    assert len(found) == 4
+    signals = found[1].node.metadata[SIGNALS_KEY]
+    assert {"judge", "fused", "retrieval"} <= set(signals)
+    assert SIGNALS_KEY in found[1].node.excluded_llm_metadata_keys
+    assert found[1].node.metadata["title"] == "Theresa Connelly"
+    again = base.retrieve(QUESTION)  # the wrapped retriever's nodes carry no signals
+    assert all(SIGNALS_KEY not in n.node.metadata for n in again)
+
+
+def test_retriever_async_matches_sync(base) -> None:
+    bridge = BridgeRetriever(base, similarity_top_k=4, embed_model=HashingEmbedding())
+    sync = [(n.node.node_id, n.score) for n in bridge.retrieve(QUESTION)]
+    async_ = asyncio.run(bridge.aretrieve(QueryBundle(QUESTION)))
+    assert [(n.node.node_id, n.score) for n in async_] == sync
+
+
+class FakeLLM:
+    """Judge 9 for the director's page, 2 otherwise; fixed entities and queries."""
+
+    def check_model(self, model: str) -> None:
+        return None
+
+    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
+        return []
+
+    def complete(self, request, *, api_key, timeout) -> RawReply:
+        prompt = request["messages"][-1]["content"]
+        if "Name the two entities" in prompt:
+            return RawReply('{"e1": "Theresa Connelly", "e2": ""}', prompt_tokens=50)
+        if "subject-verb-object" in prompt:
+            return RawReply('{"queries": ["Theresa Connelly born in"]}', prompt_tokens=50)
+        candidate = prompt.split("Candidate passage:", 1)[1]
+        return RawReply('{"score": 9}' if "Theresa Connelly is" in candidate else '{"score": 2}')
+
+    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
+        return self.complete(request, api_key=api_key, timeout=timeout)
+
+
+def test_retriever_llm_mode_with_a_client(base) -> None:
+    client = LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=FakeLLM())
+    bridge = BridgeRetriever(base, similarity_top_k=3, llm=client)
+    found = asyncio.run(bridge.aretrieve(QUESTION))
+    assert [n.node.node_id for n in found[:2]] == ["polish-wedding", "theresa-connelly"]
+    assert found[1].node.metadata[SIGNALS_KEY]["judge"] == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="apply to a model-string llm"):
+        BridgeRetriever(base, llm=client, api_key_env="OPENAI_API_KEY")
+
+
+def scored_nodes() -> list[NodeWithScore]:
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    return [NodeWithScore(node=n, score=s) for n, s in zip(text_nodes(), scores, strict=True)]
+
+
+def test_postprocessor_judges_against_the_top_node() -> None:
+    rerank = BridgeJudgeRerank(top_n=3, embed_model=HashingEmbedding())
+    nodes = scored_nodes()
+    before = [(n.score, dict(n.node.metadata)) for n in nodes]
+    out = rerank.postprocess_nodes(nodes, query_str=QUESTION)
+    assert [n.node.node_id for n in out[:2]] == ["polish-wedding", "theresa-connelly"]
+    assert len(out) == 3
+    assert [(n.score, dict(n.node.metadata)) for n in nodes] == before  # inputs untouched
+    async_ = asyncio.run(rerank.apostprocess_nodes(nodes, query_str=QUESTION))
+    assert [n.node.node_id for n in async_] == [n.node.node_id for n in out]
+    assert rerank.postprocess_nodes([], query_str=QUESTION) == []
+    with pytest.raises(ValueError, match="Missing query bundle"):
+        rerank.postprocess_nodes(nodes)
+
+
+def test_postprocessor_serialises_settings_never_a_key() -> None:
+    rerank = BridgeJudgeRerank(top_n=2, llm="openai/gpt-4o-mini", api_key_env="TEAM_KEY")
+    data = rerank.to_dict()
+    assert data["llm"] == "openai/gpt-4o-mini" and data["api_key_env"] == "TEAM_KEY"
+    assert "embed_model" not in data and data["class_name"] == "BridgeJudgeRerank"
+    with pytest.raises(ValueError, match="bridge_position must be one of"):
+        BridgeJudgeRerank(bridge_position="last")
+
+
+def test_default_judge_encoder_is_the_bundled_minilm_loaded_lazily() -> None:
+    encoder = judge_encoder(None)
+    assert isinstance(encoder, SentenceTransformerEncoder) and encoder._model is None

@@ -1,0 +1,232 @@
+"""The built-in dataset formats, registered in detection order.
+
+- ``native``: this project's single JSON object ``{"name", "passages", "questions"}``.
+- ``musique``: official MuSiQue (JSON Lines) or HippoRAG's copies (JSON list), ``paragraphs``
+  with ``is_supporting`` and ``question_decomposition`` for the hop order.
+- ``2wikimultihopqa`` / ``hotpotqa``: the official files, ``context: [[title, [sentence,
+  ...]]]`` with ``supporting_facts: [[title, sentence_index]]`` (2Wiki adds ``evidences``).
+- ``titles``: questions whose ``supporting_facts`` are titles (HippoRAG/GFM-RAG 2Wiki copies);
+  needs a separate ``[{"title", "text"}]`` corpus file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.eval.datasets.base import (
+    CorpusEntries,
+    DatasetFormat,
+    QAExample,
+    RawQuestion,
+    common_fields,
+    no_gold,
+    record_format,
+    record_type,
+    register_format,
+    unique,
+)
+from rag_multihop.types import Passage
+
+logger = logging.getLogger(__name__)
+
+_2WIKI_TYPES = frozenset({"inference", "compositional", "bridge_comparison"})
+
+
+def _sentence_separator(records: Sequence[Mapping[str, Any]]) -> str:
+    """``""`` when sentences carry their own leading space (HotpotQA), else ``" "`` (2Wiki)."""
+    leading = total = 0
+    for record in records:
+        for _, sentences in record.get("context") or []:
+            for sentence in sentences[1:]:
+                total += 1
+                leading += sentence[:1].isspace()
+    return "" if total and leading * 2 >= total else " "
+
+
+def _join_sentences(sentences: Sequence[str], separator: str) -> str:
+    parts: list[str] = []
+    for sentence in sentences:
+        if parts and not (parts[-1][-1:].isspace() or sentence[:1].isspace()):
+            parts.append(separator)
+        parts.append(sentence)
+    return "".join(parts).strip()
+
+
+def _context_question(index: int, record: Mapping[str, Any], separator: str) -> RawQuestion:
+    """HotpotQA / 2WikiMultiHopQA: gold = distinct supporting titles, in the own context."""
+    common = common_fields(index, record)
+    context = tuple(
+        (str(title), _join_sentences(sents, separator))
+        for title, sents in record.get("context") or []
+    )
+    own: dict[str, str] = {}
+    for title, text in context:
+        own.setdefault(title, text)
+    gold = []
+    for fact in record.get("supporting_facts") or []:
+        title = str(fact[0] if isinstance(fact, list) else fact)
+        if title not in own:
+            raise ValueError(
+                f"question {common['id']}: supporting title {title!r} is not in its own context"
+            )
+        if (title, own[title]) not in gold:
+            gold.append((title, own[title]))
+    return RawQuestion(
+        **common,
+        gold=tuple(gold),
+        hop_ordered=False,
+        type=record_type(record),
+        context=context,
+    )
+
+
+def _musique_question(index: int, record: Mapping[str, Any]) -> RawQuestion:
+    """MuSiQue: gold = supporting paragraphs, ordered by ``question_decomposition`` when it
+    points at exactly the supporting paragraphs."""
+    common = common_fields(index, record)
+    paragraphs = record.get("paragraphs") or []
+    by_idx = {p.get("idx", i): p for i, p in enumerate(paragraphs)}
+    supporting = [p.get("idx", i) for i, p in enumerate(paragraphs) if p.get("is_supporting")]
+    steps = unique(
+        s.get("paragraph_support_idx") for s in record.get("question_decomposition") or []
+    )
+    hop_ordered = bool(steps) and sorted(steps, key=str) == sorted(supporting, key=str)
+    if supporting and not hop_ordered:
+        logger.debug(
+            "question %s: decomposition does not match supporting paragraphs", common["id"]
+        )
+    order = steps if hop_ordered else supporting
+    gold = tuple((str(by_idx[i]["title"]), str(by_idx[i]["paragraph_text"]).strip()) for i in order)
+    qid = common["id"]
+    return RawQuestion(
+        **common,
+        gold=gold,
+        hop_ordered=hop_ordered,
+        type=qid.split("__", 1)[0] if "__" in qid else None,
+        context=tuple((str(p["title"]), str(p["paragraph_text"]).strip()) for p in paragraphs),
+    )
+
+
+def _titles_question(index: int, record: Mapping[str, Any]) -> RawQuestion:
+    """Supporting facts given as titles (or ``[title, sentence_index]`` pairs), no text."""
+    common = common_fields(index, record)
+    titles = unique(
+        str(f[0] if isinstance(f, list) else f) for f in record.get("supporting_facts") or []
+    )
+    return RawQuestion(
+        **common,
+        gold=tuple((title, None) for title in titles),
+        hop_ordered=False,
+        type=record_type(record),
+        context=(),
+    )
+
+
+def _parse_native(
+    data: Mapping[str, Any], limit: int | None, allow_no_gold: bool
+) -> tuple[Corpus, list[QAExample]]:
+    passages = []
+    for i, p in enumerate(data["passages"]):
+        if not isinstance(p, dict) or "id" not in p or "text" not in p:
+            raise ValueError(f"native passage {i} must be an object with 'id' and 'text'")
+        passages.append(
+            Passage(id=str(p["id"]), title=str(p.get("title", "")), text=str(p["text"]))
+        )
+    corpus = Corpus(passages)
+    questions = []
+    for i, record in enumerate(data["questions"][:limit]):
+        common = common_fields(i, record)
+        gold_ids = tuple(str(g) for g in record.get("gold_ids") or [])
+        missing = [g for g in gold_ids if g not in corpus]
+        if missing:
+            raise ValueError(f"question {common['id']}: gold ids {missing} are not passage ids")
+        if not gold_ids:
+            no_gold(common["id"], allow_no_gold)
+            continue
+        common["metadata"].pop("gold_ids", None)
+        common["metadata"].pop("hop_ordered", None)
+        questions.append(
+            QAExample(
+                **common,
+                gold_ids=gold_ids,
+                hop_ordered=bool(record.get("hop_ordered", False)),
+                type=record_type(record),
+            )
+        )
+    return corpus, questions
+
+
+def _read_native(
+    data: Any,
+    *,
+    source: str,
+    corpus_entries: CorpusEntries | None,
+    limit: int | None,
+    allow_no_gold: bool,
+) -> tuple[Corpus, list[QAExample]]:
+    del source, corpus_entries  # load_dataset refuses a corpus file for own-corpus formats
+    return _parse_native(data, limit, allow_no_gold)
+
+
+def _context_questions(records: Sequence[Mapping[str, Any]]) -> list[RawQuestion]:
+    separator = _sentence_separator(records)
+    return [_context_question(i, r, separator) for i, r in enumerate(records)]
+
+
+def _has_context(first: Mapping[str, Any]) -> bool:
+    return "context" in first and "supporting_facts" in first
+
+
+def _is_2wiki(first: Mapping[str, Any]) -> bool:
+    return _has_context(first) and ("evidences" in first or first.get("type") in _2WIKI_TYPES)
+
+
+register_format(
+    DatasetFormat(
+        "native",
+        'one JSON object {"name", "passages": [{"id", "title", "text"}], "questions": '
+        '[{"id", "question", "answer", "gold_ids", ...}]} (no corpus file)',
+        lambda data: isinstance(data, dict) and "passages" in data and "questions" in data,
+        _read_native,
+        own_corpus=True,
+    )
+)
+register_format(
+    record_format(
+        "musique",
+        "MuSiQue (official JSON Lines or HippoRAG's JSON list): records with paragraphs "
+        "[{idx, title, paragraph_text, is_supporting}] and question_decomposition",
+        lambda first: "paragraphs" in first,
+        lambda records: [_musique_question(i, r) for i, r in enumerate(records)],
+    )
+)
+register_format(
+    record_format(
+        "2wikimultihopqa",
+        "official 2WikiMultiHopQA: HotpotQA layout plus evidences",
+        _is_2wiki,
+        _context_questions,
+    )
+)
+register_format(
+    record_format(
+        "hotpotqa",
+        "official HotpotQA: records with context [[title, [sentences]]] and "
+        "supporting_facts [[title, sentence_index]]",
+        _has_context,
+        _context_questions,
+    )
+)
+register_format(
+    record_format(
+        "titles",
+        "records whose supporting_facts are titles, with a separate "
+        '[{"title", "text"}] corpus file (HippoRAG / GFM-RAG 2Wiki copies)',
+        lambda first: "supporting_facts" in first,
+        lambda records: [_titles_question(i, r) for i, r in enumerate(records)],
+        needs_corpus=True,
+    )
+)

@@ -1,0 +1,73 @@
+"""Reading JSON and JSON Lines files, gzip-compressed or not: the one reader of the package.
+
+Compression is detected by magic bytes, never by the file name; a file is parsed as one JSON
+value first, then as JSON Lines, and an error names the file and, for JSON Lines, the line.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pairs.jsonl"
+    >>> _ = path.write_text('["a", "b"]\\n["b", "c"]\\n')
+    >>> read_records(path)
+    [['a', 'b'], ['b', 'c']]
+    >>> _ = path.write_text('["a", "b"]\\n["b", \\n')
+    >>> read_records(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: .../pairs.jsonl is neither JSON (...) nor JSON Lines (line 2: ...)
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
+    """The JSON value of ``path``, or the list of its JSON Lines values.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a file (``what`` names it: "dataset file", ...).
+        ValueError: the file is empty, or neither JSON nor JSON Lines (the first bad line
+            is named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    raw = path.read_bytes()
+    if raw[:2] == _GZIP_MAGIC:
+        raw = gzip.decompress(raw)
+    text = raw.decode("utf-8-sig")
+    if not text.strip():
+        raise ValueError(f"{path} is empty; expected JSON or JSON Lines records")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        values = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError as line_exc:
+                raise ValueError(
+                    f"{path} is neither JSON ({exc.msg}) nor JSON Lines "
+                    f"(line {lineno}: {line_exc.msg})"
+                ) from None
+        return values
+
+
+def read_records(path: str | os.PathLike[str], *, what: str = "file") -> list[Any]:
+    """The records of ``path``: a JSON list, JSON Lines, or one JSON object as a single
+    record; ``ValueError`` when there are none or the file holds another JSON value."""
+    data = read_json(path, what=what)
+    records = [data] if isinstance(data, dict) else data
+    if not isinstance(records, list):
+        raise ValueError(f"{path} must hold a JSON list or JSON Lines of records")
+    if not records:
+        raise ValueError(f"{path} holds no records (empty list)")
+    return records

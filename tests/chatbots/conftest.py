@@ -1,0 +1,39 @@
+"""Fixtures of the example-chatbot tests: the examples folder on the import path, the demo
+corpus embedded once with the bundled MiniLM, plain-object fake LLMs and the scripted
+OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "chatbots"))
+
+import chatkit
+import fake_openai
+from chat_fakes import FakeTransport
+
+
+@pytest.fixture(scope="session")
+def demo_corpus(minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> chatkit.ChatCorpus:
+    """The demo corpus with MiniLM vectors, cached in a folder of this test session."""
+    return chatkit.load_chat_corpus(
+        encoder=minilm, cache=tmp_path_factory.mktemp("chat-cache"), show_progress=False
+    )
+
+
+@pytest.fixture
+def fake_transport() -> FakeTransport:
+    return FakeTransport()
+
+
+@pytest.fixture
+def fake_server() -> Iterator[tuple[Any, str]]:
+    server, url = fake_openai.start()
+    yield server, url
+    server.shutdown()

@@ -1,0 +1,139 @@
+"""The shared chat logic: corpus folders, the method registry, questions, evidence, account."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import chatkit
+import numpy as np
+import pytest
+from chatkit import ChatInputError, Source, TurnAccount
+
+from rag_multihop.llm import LLMAccount, LLMSettings
+
+LOCAL = LLMSettings("local")
+
+
+def test_folder_passages_titles_and_ids(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "marit.md").write_text("# Marit Hallendor\n\nBorn in Kelmsby.\n")
+    (tmp_path / "rope_works.txt").write_text("Veldmark Ropeworks.\n\n" + "word " * 200)
+    passages = chatkit.read_folder(tmp_path)
+    assert [p.id for p in passages][:2] == ["notes/marit.md#0", "rope_works.txt#0"]
+    assert passages[0].title == "Marit Hallendor"
+    assert passages[1].title == "rope works"
+    assert all(len(p.text) <= chatkit.CHUNK_CHARS for p in passages)
+
+
+def test_binary_files_are_skipped_and_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "good.txt").write_text("Zelnov is a town.")
+    (tmp_path / "blob.txt").write_bytes(b"\x00\x01\x02binary")
+    (tmp_path / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    passages = chatkit.read_folder(tmp_path)
+    assert [p.id for p in passages] == ["good.txt#0"]
+    assert "blob.txt" in caplog.text and "latin1.md" in caplog.text
+
+
+def test_folder_without_readable_text_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ChatInputError, match="the folder is empty"):
+        chatkit.read_folder(tmp_path)
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / "blob.txt").write_bytes(b"\x00\x00")
+    with pytest.raises(
+        ChatInputError,
+        match=r"skipped: blob.txt \(binary or not UTF-8\), image.png \(not .txt/.md\)",
+    ):
+        chatkit.read_folder(tmp_path)
+    with pytest.raises(ChatInputError, match="does not exist"):
+        chatkit.read_folder(tmp_path / "missing")
+
+
+def test_corpus_is_embedded_once_then_loaded(tmp_path: Path, hashing_encoder) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("Alpha founded Beta.\n\nBeta is in Gamma.")
+
+    class Counting:
+        name, dim, calls = hashing_encoder.name, hashing_encoder.dim, 0
+
+        def encode(self, texts, *, show_progress=False):
+            Counting.calls += 1
+            return hashing_encoder.encode(texts)
+
+    first = chatkit.load_chat_corpus(tmp_path / "docs", encoder=Counting(), cache=tmp_path / "c")
+    again = chatkit.load_chat_corpus(tmp_path / "docs", encoder=Counting(), cache=tmp_path / "c")
+    assert Counting.calls == 1 and first.folder == again.folder
+    np.testing.assert_array_equal(first.vectors, again.vectors)
+    (tmp_path / "docs" / "a.txt").write_text("Alpha founded Delta.")
+    changed = chatkit.load_chat_corpus(tmp_path / "docs", encoder=Counting(), cache=tmp_path / "c")
+    assert Counting.calls == 2 and changed.folder != first.folder
+
+
+def test_questions_empty_and_too_long_are_refused() -> None:
+    with pytest.raises(ChatInputError, match="Type a question first"):
+        chatkit.check_question("   ", LOCAL)
+    limit = chatkit.question_limit(LOCAL)
+    assert chatkit.check_question(" x" * (limit // 2), LOCAL)
+    with pytest.raises(ChatInputError, match=rf"{limit + 1:,} characters; at most {limit:,}"):
+        chatkit.check_question("y" * (limit + 1), LOCAL)
+
+
+def test_unknown_method_and_incomplete_builders() -> None:
+    with pytest.raises(ChatInputError, match="choose from: dense, graph-fusion, bridge, aar"):
+        chatkit.get_method("coop-typo")
+    with pytest.raises(RuntimeError, match=r"missing \['aar'\]"):
+        chatkit.check_builders({"dense": 1, "graph-fusion": 1, "bridge": 1}, "x")
+
+
+def _source(i: str, **signals: float) -> Source:
+    return Source(i, i.title(), f"text {i}", 0.5, signals)
+
+
+def test_evidence_chain_hops_and_citations() -> None:
+    sources = [
+        _source("bridge", bridge=1.0, judge=0.2),
+        _source("second", judge=0.9, judge_cal=0.8),
+        _source("fill", backfill=1.0),
+    ]
+    chain = chatkit.evidence_chain(sources, "bridge", "Because [2], see [9].")
+    assert [(e.number, e.hop, e.cited) for e in chain] == [
+        (1, 1, False),
+        (3, 1, False),
+        (2, 2, True),
+    ]
+    fused = [_source("a", dense_cal=0.9, graph_cal=0.2), _source("b", dense_cal=0.1, graph_cal=0.7)]
+    assert [e.hop for e in chatkit.evidence_chain(fused, "graph-fusion")] == [1, 2]
+    assert [e.role for e in chatkit.evidence_chain(fused, "dense")] == ["direct match"] * 2
+
+
+def test_account_adds_up() -> None:
+    condense = LLMAccount(calls=1, prompt_tokens=30, completion_tokens=5, cost=0.0)
+    answer = LLMAccount(calls=1, prompt_tokens=300, completion_tokens=40, cost=0.0)
+    account = TurnAccount(condense=condense, answer=answer, latency_s=2.0)
+    assert account.total.calls == 2 and account.total.total_tokens == 375
+    assert account.summary().startswith("2 LLM calls · 375 tokens (330 in, 45 out) · cost $0")
+    unknown = TurnAccount(answer=LLMAccount(calls=1, cost=None))
+    assert "cost unknown" in unknown.summary()
+    assert chatkit.spent(condense, condense + answer) == answer
+
+
+def test_model_note_says_the_local_model_is_tiny() -> None:
+    assert "tiny" in chatkit.model_note(LOCAL)
+    assert "anthropic/claude" in chatkit.model_note(
+        LLMSettings("anthropic/claude-3-5-haiku-latest")
+    )
+
+
+def test_llm_choice_from_flag_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(chatkit.LLM_ENV, raising=False)
+    assert chatkit.llm_settings().model == "local"
+    monkeypatch.setenv(chatkit.LLM_ENV, "ollama/llama3.1")
+    assert chatkit.llm_settings().model == "ollama/llama3.1"
+    assert chatkit.llm_settings("openai/gpt-4o-mini").model == "openai/gpt-4o-mini"
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    assert doctest.testmod(chatkit).failed == 0

@@ -1,0 +1,227 @@
+"""The Haystack benchmark peers: DocumentJoiner over our dense and BM25 retrievers."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Sequence
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("haystack")
+
+from haystack import Document
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods.peers import HAYSTACK_PEERS as JOINER_PEERS
+from rag_multihop.eval.peers.haystack import (
+    HaystackJoinerPeer,
+    candidate_to_document,
+    document_to_candidate,
+    passage_to_document,
+)
+from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
+from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
+from rag_multihop.eval.registry import BenchContext, available_methods, get_method
+from rag_multihop.eval.registry import peer_child_k as child_k_from_options
+from rag_multihop.types import Candidate, Passage, Query
+
+PASSAGES = [
+    Passage("a", "The Eiffel Tower stands in Paris.", title="Eiffel Tower"),
+    Passage("b", "Paris is the capital of France.", title="Paris"),
+    Passage("c", "Berlin is the capital of Germany.", title="Berlin"),
+    Passage("d", "Lyon lies on the Rhone river.", title="Lyon", metadata={"source": "wiki"}),
+    Passage("e", "Rome is the capital of Italy.", title="Rome"),
+]
+CORPUS = Corpus(PASSAGES)
+
+
+class FixedRetriever:
+    """A core Retriever returning a fixed ranked list (its prefix of length ``k``)."""
+
+    def __init__(self, signal: str, scored: list[tuple[str, float]]) -> None:
+        self.candidates = [
+            Candidate(CORPUS[pid], score, rank=i, signals={signal: score})
+            for i, (pid, score) in enumerate(scored, start=1)
+        ]
+        self.calls: list[tuple[Query, int]] = []
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        self.calls.append((query, k))
+        return self.candidates[:k]
+
+
+def hand_peer(join_mode: str) -> tuple[HaystackJoinerPeer, FixedRetriever, FixedRetriever]:
+    # dense: a 0.9, b 0.8, c 0.1; bm25: b 3.0, d 1.0 (d is found by BM25 only)
+    dense = FixedRetriever("dense", [("a", 0.9), ("b", 0.8), ("c", 0.1)])
+    bm25 = FixedRetriever("bm25", [("b", 3.0), ("d", 1.0)])
+    return HaystackJoinerPeer(CORPUS, dense, bm25, join_mode=join_mode, child_k=3), dense, bm25
+
+
+def scores(found: list[Candidate]) -> dict[str, float]:
+    return {c.id: c.score for c in found}
+
+
+# ---------------------------------------------------------------- conversions
+
+
+def test_document_carries_id_content_title_and_score() -> None:
+    doc = candidate_to_document(Candidate(PASSAGES[3], 0.7))
+    assert (doc.id, doc.content, doc.score) == ("d", PASSAGES[3].text, 0.7)
+    assert doc.meta == {"source": "wiki", "title": "Lyon"}
+    assert passage_to_document(PASSAGES[0]).score is None
+
+
+def test_document_to_candidate_looks_up_the_corpus_passage() -> None:
+    doc = candidate_to_document(Candidate(PASSAGES[1], 0.25))
+    back = document_to_candidate(doc, CORPUS, rank=2)
+    assert back.passage is PASSAGES[1]
+    assert (back.score, back.rank) == (0.25, 2)
+    assert document_to_candidate(passage_to_document(PASSAGES[0]), CORPUS).score == 0.0
+    with pytest.raises(KeyError, match="'zz'"):
+        document_to_candidate(Document(id="zz", content="stranger"), CORPUS)
+
+
+def test_conversion_never_mutates_documents() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Haystack 3 warns on in-place Document mutation
+        candidate_to_document(Candidate(PASSAGES[2], 1.5))
+        hand_peer("distribution_based_rank_fusion")[0].retrieve(Query("capital"), k=4)
+
+
+# ---------------------------------------------------------------- fusion on a hand case
+
+
+def test_rrf_scores_follow_the_haystack_formula() -> None:
+    peer, _, _ = hand_peer("reciprocal_rank_fusion")
+    found = peer.retrieve(Query("capital of France"), k=4)
+    # score = sum over lists of w * 61 / (61 + rank0), w = 1/2
+    expected = {
+        "b": 0.5 * (61 / 62 + 61 / 61),
+        "a": 0.5 * 61 / 61,
+        "d": 0.5 * 61 / 62,
+        "c": 0.5 * 61 / 63,
+    }
+    assert [c.id for c in found] == ["b", "a", "d", "c"]
+    assert scores(found) == pytest.approx(expected)
+    assert [c.rank for c in found] == [1, 2, 3, 4]
+
+
+def test_dbsf_scores_known_values() -> None:
+    peer, _, _ = hand_peer("distribution_based_rank_fusion")
+    found = peer.retrieve(Query("capital of France"), k=4)
+    # dense: mean 0.6, population std sqrt(0.38/3); bm25: mean 2, std 1; max over lists
+    mu, sd = 0.6, float(np.sqrt(0.38 / 3))
+    dense = {"a": 0.9, "b": 0.8, "c": 0.1}
+    scaled = {pid: (s - (mu - 3 * sd)) / (6 * sd) for pid, s in dense.items()}
+    expected = {
+        "b": max(scaled["b"], (3.0 + 1) / 6),
+        "a": scaled["a"],
+        "d": (1.0 + 1) / 6,
+        "c": scaled["c"],
+    }
+    assert scores(found) == pytest.approx(expected)
+    assert [c.id for c in found] == ["b", "a", "d", "c"]
+
+
+def test_signals_hold_fused_and_child_scores() -> None:
+    peer, _, _ = hand_peer("reciprocal_rank_fusion")
+    by_id = {c.id: c for c in peer.retrieve(Query("capital of France"), k=4)}
+    assert dict(by_id["b"].signals) == pytest.approx(
+        {"fused": 0.5 * (61 / 62 + 1), "dense": 0.8, "bm25": 3.0}
+    )
+    assert dict(by_id["a"].signals) == pytest.approx({"fused": 0.5, "dense": 0.9})
+    # found by BM25 only: still joined, with no dense signal
+    assert dict(by_id["d"].signals) == pytest.approx({"fused": 0.5 * 61 / 62, "bm25": 1.0})
+
+
+def test_children_get_child_depth_and_the_query() -> None:
+    peer, dense, bm25 = hand_peer("reciprocal_rank_fusion")
+    query = Query("capital of France", embedding=np.array([0.6, 0.8], dtype=np.float32))
+    peer.retrieve(query, k=2)
+    assert dense.calls == [(query, 3)]
+    assert bm25.calls == [(query, 3)]
+
+
+def test_inputs_are_not_mutated() -> None:
+    peer, dense, bm25 = hand_peer("distribution_based_rank_fusion")
+    before = (list(dense.candidates), list(bm25.candidates))
+    query = Query("capital of France", embedding=np.array([0.6, 0.8], dtype=np.float32))
+    peer.retrieve(query, k=4)
+    assert (dense.candidates, bm25.candidates) == before
+    assert [c.score for c in dense.candidates] == [0.9, 0.8, 0.1]
+    np.testing.assert_array_equal(query.embedding, np.array([0.6, 0.8], dtype=np.float32))
+
+
+def test_ranking_does_not_depend_on_k() -> None:
+    peer, _, _ = hand_peer("reciprocal_rank_fusion")
+    query = Query("capital of France")
+    assert peer.retrieve(query, k=2) == peer.retrieve(query, k=4)[:2]
+    assert len(peer.retrieve(query, k=50)) == 4  # the fused pool holds 4 passages
+
+
+# ---------------------------------------------------------------- benchmark registration
+
+
+class WordHashEncoder:
+    """A deterministic toy encoder: normalised counts of words hashed into 16 buckets."""
+
+    name, dim = "word-hash", 16
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                vectors[row, zlib.crc32(word.strip(".?").encode()) % self.dim] += 1.0
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def toy_context(**options: object) -> BenchContext:
+    encoder = WordHashEncoder()
+    question = QAExample("q1", "Which capital city has the Eiffel Tower?", (), ("a", "b"), False)
+    dataset = Dataset("toy", CORPUS, (question,), "native")
+    return BenchContext(
+        dataset,
+        encoder,
+        encoder.encode(CORPUS.texts()),
+        encoder.encode([question.question]),
+        options=dict(options),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(JOINER_PEERS))
+def test_each_peer_returns_k_ranked_corpus_candidates_with_signals(name: str) -> None:
+    context = toy_context(**{CHILD_K_OPTION: "4"})
+    peer = get_method(name).build(context)
+    (query,) = context.queries()
+    found = peer.retrieve(query, k=3)
+    assert len(found) == 3
+    assert all(c.id in CORPUS and c.passage is CORPUS[c.id] for c in found)
+    assert [c.rank for c in found] == [1, 2, 3]
+    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
+    for c in found:
+        assert c.signals["fused"] == c.score
+        assert {"dense", "bm25"} & set(c.signals)
+    assert peer.bench_extras()[CHILD_K_OPTION] == 4  # type: ignore[attr-defined]
+
+
+def test_the_registry_holds_the_two_peers() -> None:
+    methods = available_methods()
+    for name in JOINER_PEERS:
+        assert methods[name].family == "peer"
+
+
+def test_child_k_option() -> None:
+    assert child_k_from_options({}) == DEFAULT_CHILD_K
+    assert child_k_from_options({CHILD_K_OPTION: "7"}) == 7
+    for bad in ("ten", 0, -3, "2.5"):
+        with pytest.raises(ValueError, match=CHILD_K_OPTION):
+            child_k_from_options({CHILD_K_OPTION: bad})
