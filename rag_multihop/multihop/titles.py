@@ -6,7 +6,7 @@ names in any text (a question or a passage) with one dictionary look-up per word
 the cost is linear in the text, whatever the corpus size.
 
 - **Tokens** are the text's word runs (:func:`title_tokens`), each normalised like the
-  entity graph's names (:func:`~rag_multihop.graph.extract.normalize_entity`: case, accents,
+  entity graph's names (:func:`~rag_multihop.text.normalize_entity`: case, accents,
   possessive ``'s``), after HTML entities are decoded. Titles and texts go through the same
   function, so ``"2011–12 VCU Rams"`` matches whatever the dash became.
 - **Variants** of a title (:func:`title_variants`): the whole title; the title without a
@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from rag_multihop.graph.extract import normalize_entity
+from rag_multihop.text import normalize_entity, strip_disambiguation
 from rag_multihop.validation import check_positive_int
 
 _WORD = re.compile(r"[^\W_]+|&", re.UNICODE)
@@ -64,10 +64,10 @@ def title_tokens(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def title_key(text: str) -> str:
+def name_key(text: str) -> str:
     """The normalised tokens of ``text`` joined by spaces (the form titles are matched in).
 
-    >>> title_key("Henriette of France (1727–1752)")
+    >>> name_key("Henriette of France (1727–1752)")
     'henriette of france 1727 1752'
     """
     return " ".join(token for _, token in title_tokens(text))
@@ -82,16 +82,16 @@ def title_variants(title: str) -> dict[str, tuple[str, ...]]:
     {'cape fear 1962 film': (), 'cape fear': ('1962 film',)}
     """
     title = html.unescape(title)
-    variants: dict[str, tuple[str, ...]] = {title_key(title): ()}
+    variants: dict[str, tuple[str, ...]] = {name_key(title): ()}
     match = _QUALIFIER.search(title)
-    base = _QUALIFIER.sub("", title)
+    base = strip_disambiguation(title)
     qualifiers = (match.group(1),) if match else ()
-    variants.setdefault(title_key(base), qualifiers)
+    variants.setdefault(name_key(base), qualifiers)
     if "," in base:
         head, tail = base.split(",", 1)
-        variants.setdefault(title_key(head), (*qualifiers, tail))
+        variants.setdefault(name_key(head), (*qualifiers, tail))
     return {
-        key: tuple(q for q in (title_key(x) for x in quals) if q)
+        key: tuple(q for q in (name_key(x) for x in quals) if q)
         for key, quals in variants.items()
         if len(key) >= MIN_KEY_CHARS
     }

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rag_multihop.multihop.titles import TitleIndex, title_key, title_tokens, title_variants
+from rag_multihop.multihop.titles import TitleIndex, name_key, title_tokens, title_variants
 
 
 def test_tokens_decode_html_and_read_ampersand_as_and() -> None:
     assert [t for _, t in title_tokens("Will &amp; Grace")] == ["will", "and", "grace"]
-    assert title_key("Tunnels & Trolls") == title_key("Tunnels and Trolls")
+    assert name_key("Tunnels & Trolls") == name_key("Tunnels and Trolls")
 
 
 def test_dashes_split_the_same_way_in_titles_and_texts() -> None:
