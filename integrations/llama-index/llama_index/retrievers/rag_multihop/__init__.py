@@ -4,6 +4,8 @@
   for ``QueryFusionRetriever``.
 - :class:`EntityGraphRetriever`: Personalized PageRank over an entity graph built from nodes.
 - :class:`BridgeRetriever`: bridge-conditioned pool widening and judging around a retriever.
+- :class:`MultiHopRetriever`: the LLM-free multi-hop retriever (best pair for ranks 1-2, title
+  links, entity-graph tail) over nodes.
 - :func:`nodes_to_corpus`: the rag-multihop corpus of nodes (to train an association model or
   build an entity graph over an index's nodes); :data:`SIGNALS_KEY`, the node metadata key
   under which every component of this package writes its signals.
@@ -17,6 +19,7 @@ from llama_index.retrievers.rag_multihop._convert import SIGNALS_KEY, nodes_to_c
 from llama_index.retrievers.rag_multihop.bridge import BridgeRetriever
 from llama_index.retrievers.rag_multihop.fusion import PITFusionRetriever
 from llama_index.retrievers.rag_multihop.graph import EntityGraphRetriever
+from llama_index.retrievers.rag_multihop.multihop import MultiHopRetriever
 
 try:
     __version__ = version("llama-index-rag-multihop")
@@ -27,6 +30,7 @@ __all__ = [
     "SIGNALS_KEY",
     "BridgeRetriever",
     "EntityGraphRetriever",
+    "MultiHopRetriever",
     "PITFusionRetriever",
     "__version__",
     "nodes_to_corpus",

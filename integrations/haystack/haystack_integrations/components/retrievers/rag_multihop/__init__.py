@@ -2,6 +2,8 @@
 
 - :class:`EntityGraphRetriever`: Personalized PageRank over an entity graph of a store.
 - :class:`BridgeRetriever`: bridge-conditioned pool widening and judging (BridgeRAG).
+- :class:`MultiHopRetriever`: the LLM-free multi-hop retriever (best pair for ranks 1-2,
+  title links, entity-graph tail) over a store.
 """
 
 from __future__ import annotations
@@ -10,5 +12,6 @@ from haystack_integrations.components.retrievers.rag_multihop.bridge import Brid
 from haystack_integrations.components.retrievers.rag_multihop.graph_retriever import (
     EntityGraphRetriever,
 )
+from haystack_integrations.components.retrievers.rag_multihop.multihop import MultiHopRetriever
 
-__all__ = ["BridgeRetriever", "EntityGraphRetriever"]
+__all__ = ["BridgeRetriever", "EntityGraphRetriever", "MultiHopRetriever"]
