@@ -6,11 +6,12 @@ method other than the reference (``dense`` when present) the paired-bootstrap in
 ΔR@5 and the per-question wins/losses against it, and ``uses_evaluated_gold``: whether the
 method used gold labels of the evaluated questions (transductive AAR, ``bridge-aar`` with a
 transductive model); the markdown table and the plot mark those methods with
-:data:`GOLD_MARK`. Where the questions carry a type (2Wiki's comparison / compositional /
-inference / bridge-comparison, HotpotQA's bridge / comparison, MuSiQue's hop count),
-``"by_type"`` holds R@2 / R@5 / AllR@5 per type and method, and a second markdown table shows
-them. ``rankings.jsonl`` keeps, per question, its id, type, gold ids and each method's top
-:data:`RANKING_DEPTH` ids (to read the failures behind a number).
+:data:`GOLD_MARK`. ``"by_type"`` holds R@2 / R@5 / AllR@5 per question group and method,
+and a second markdown table shows them: the questions' type where they carry one (the
+official 2Wiki files' comparison / compositional / inference / bridge-comparison, HotpotQA's
+bridge / comparison, MuSiQue's hop count), else their gold count where it varies (the shared
+2Wiki file). ``rankings.jsonl`` keeps, per question, its id, type, gold ids and each method's
+top :data:`RANKING_DEPTH` ids (to read the failures behind a number).
 """
 
 from __future__ import annotations
@@ -86,16 +87,22 @@ def method_summary(method: MethodResult, reference: MethodResult | None) -> dict
     return summary
 
 
-def question_types(result: BenchResult) -> list[str]:
-    """Each question's type (:data:`UNTYPED` when it has none), in dataset order."""
-    return [q.type or UNTYPED for q in result.dataset.questions]
+def question_groups(result: BenchResult) -> list[str] | None:
+    """Each question's type, in dataset order; where no question carries one, its gold count
+    (``"2 gold"``, ``"4 gold"``: 2Wiki's question file has no type, and its four-gold
+    questions are the comparisons through one hop each); ``None`` when neither varies."""
+    questions = result.dataset.questions
+    if any(q.type for q in questions):
+        return [q.type or UNTYPED for q in questions]
+    counts = [f"{len(q.gold_ids)} gold" for q in questions]
+    return counts if len(set(counts)) > 1 else None
 
 
 def by_type(result: BenchResult) -> dict[str, dict[str, Any]]:
-    """Per question type: its question count and each method's R@2 / R@5 / AllR@5 (percent);
-    empty when no question carries a type."""
-    types = question_types(result)
-    if all(t == UNTYPED for t in types):
+    """Per question type (or gold count, :func:`question_groups`): its question count and
+    each method's R@2 / R@5 / AllR@5 (percent); empty when there are no groups."""
+    types = question_groups(result)
+    if types is None:
         return {}
     labels = np.array(types)
     table: dict[str, dict[str, Any]] = {}
@@ -117,7 +124,7 @@ def by_type(result: BenchResult) -> dict[str, dict[str, Any]]:
 
 
 def type_table(result: BenchResult) -> str:
-    """The markdown table of :func:`by_type` (empty when no question carries a type)."""
+    """The markdown table of :func:`by_type` (empty when there are no groups)."""
     table = by_type(result)
     if not table:
         return ""
@@ -130,7 +137,8 @@ def type_table(result: BenchResult) -> str:
             scores = row["methods"][method_name]
             cells.append(" / ".join(f"{scores[key]:.1f}" for key in keys if key in scores))
         lines.append("| " + " | ".join(cells) + " |")
-    return f"\nBy question type ({' / '.join(keys)})\n\n" + "\n".join(lines) + "\n"
+    kind = "type" if any(q.type for q in result.dataset.questions) else "gold count"
+    return f"\nBy question {kind} ({' / '.join(keys)})\n\n" + "\n".join(lines) + "\n"
 
 
 def rankings_jsonl(result: BenchResult) -> str:

@@ -129,8 +129,21 @@ def test_untyped_questions_give_no_type_table(dataset, hashing_encoder):
         "native",
     )
     result = run_benchmark(untyped, ["dense"], encoder=hashing_encoder, ks=(2, 5))
-    assert to_json(result)["by_type"] == {}
-    assert "By question type" not in markdown_table(result)
+    assert to_json(result)["by_type"] == {}  # one gold count: no groups
+    assert "By question" not in markdown_table(result)
+
+
+def test_untyped_questions_are_grouped_by_gold_count_when_it_varies(dataset, hashing_encoder):
+    three = dataclasses.replace(
+        QUESTIONS[0], type=None, gold_ids=("ropeworks", "solberg", "tessaly"), hop_ordered=False
+    )
+    untyped = Dataset(
+        "toy", dataset.corpus, (three, dataclasses.replace(QUESTIONS[1], type=None)), "native"
+    )
+    result = run_benchmark(untyped, ["dense"], encoder=hashing_encoder, ks=(2, 5))
+    groups = to_json(result)["by_type"]
+    assert {name: row["questions"] for name, row in groups.items()} == {"2 gold": 1, "3 gold": 1}
+    assert "By question gold count (R@2 / R@5 / AllR@5)" in markdown_table(result)
 
 
 def test_percentages_match_hand_computation(dataset, hashing_encoder):
