@@ -1,5 +1,5 @@
-"""Text encoders: the protocol, the offline MiniLM default, an on-disk embedding cache and an
-in-memory one."""
+"""Text encoders: the protocol, the offline MiniLM default, an on-disk embedding cache, an
+in-memory one, and an encoder's fingerprint (its identity by vectors)."""
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import (
@@ -7,6 +7,11 @@ from rag_multihop.encoders.cache import (
     EmbeddingCache,
     MemoEncoder,
     default_cache_dir,
+)
+from rag_multihop.encoders.fingerprint import (
+    FINGERPRINT_TOLERANCE,
+    PROBE_TEXTS,
+    EncoderFingerprint,
 )
 from rag_multihop.encoders.sentence_transformer import (
     DEFAULT_MODEL_NAME,
@@ -17,9 +22,12 @@ from rag_multihop.encoders.sentence_transformer import (
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
+    "FINGERPRINT_TOLERANCE",
+    "PROBE_TEXTS",
     "CachedEncoder",
     "EmbeddingCache",
     "Encoder",
+    "EncoderFingerprint",
     "MemoEncoder",
     "SentenceTransformerEncoder",
     "default_cache_dir",

@@ -7,12 +7,12 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hs_fakes import HashingEncoder
+from hs_fakes import HashingEncoder, HashingTextEmbedder, hashing_vectors
 
 pytest.importorskip("torch")
 pytest.importorskip("haystack")
 
-from haystack import Document, Pipeline
+from haystack import Document, Pipeline, component
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
@@ -45,9 +45,8 @@ def hashing_default_encoder(monkeypatch):
 def model_path(tmp_path_factory):
     vectors = ENCODER.encode(list(TEXTS.values()))
     config = TrainingConfig(epochs=20, batch_size=8, learning_rate=1e-2, seed=0)
-    reranker = AssociationReranker(lambda_=0.5, training=config).fit(
-        list(TEXTS), vectors, [("rope", "marit"), ("band", "tessaly")], encoder_name=ENCODER.name
-    )
+    reranker = AssociationReranker(encoder=ENCODER, lambda_=0.5, training=config)
+    reranker.fit(list(TEXTS), vectors, [("rope", "marit"), ("band", "tessaly")])
     return str(reranker.save(tmp_path_factory.mktemp("aar") / "model"))
 
 
@@ -163,8 +162,39 @@ def test_a_model_from_another_encoder_fails_at_warm_up(model_path, monkeypatch):
     import rag_multihop.encoders.sentence_transformer as encoders
 
     monkeypatch.setattr(encoders, "default_encoder", lambda **_: HashingEncoder(32, name="minilm"))
-    with pytest.raises(ValueError, match=r"'hashing-test' \(dim 64\) .* 'minilm' \(dim 32\)"):
+    with pytest.raises(ValueError, match=r"'hashing-test' \(dim 64\) .* 'minilm' has dim 32"):
         AssociationRanker(model_path).warm_up()
+
+
+@component
+class ShiftedTextEmbedder:
+    """Another model of the same dimension: words hash to other buckets."""
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str) -> dict[str, list[float]]:
+        return {"embedding": np.roll(hashing_vectors([text], 64)[0], 3).tolist()}
+
+
+def test_the_embedder_is_checked_by_the_saved_fingerprint(model_path):
+    renamed = AssociationRanker(model_path, top_k=2, embedder=HashingTextEmbedder(64))
+    assert len(renamed.run(query=QUESTION, documents=documents())["documents"]) == 2
+    refused = AssociationRanker(model_path, embedder=ShiftedTextEmbedder())
+    with pytest.raises(ValueError, match=r"'ShiftedTextEmbedder' \(also dim 64\) is a different"):
+        refused.warm_up()
+
+
+def test_bundled_minilm_by_path_is_the_model_trained_with_the_hub_name(tmp_path, monkeypatch):
+    from rag_multihop.encoders import sentence_transformer
+
+    monkeypatch.undo()  # the real bundled MiniLM, not the autouse hashing stand-in
+    minilm = sentence_transformer.default_encoder()
+    reranker = AssociationReranker(encoder=minilm, training=TrainingConfig(epochs=2, seed=0))
+    reranker.fit(list(TEXTS), minilm.encode(list(TEXTS.values())), [("rope", "marit")])
+    path = str(reranker.save(tmp_path / "minilm"))
+    ranker = AssociationRanker(path, top_k=2, embedder=minilm.model_name_or_path)
+    assert len(ranker.run(query=QUESTION, documents=documents())["documents"]) == 2
+    with pytest.raises(ValueError, match=r"\(also dim 384\) is a different model"):
+        AssociationRanker(path, embedder=HashingTextEmbedder(384)).warm_up()
 
 
 def test_in_a_pipeline_after_an_embedding_retriever(model_path):
