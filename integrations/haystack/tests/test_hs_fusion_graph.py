@@ -17,6 +17,7 @@ from haystack.components.retrievers.in_memory import (
     InMemoryEmbeddingRetriever,
 )
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.errors import FilterError
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
 from haystack_integrations.components.joiners.rag_multihop import pit_joiner as joiner_module
@@ -260,7 +261,7 @@ def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, c
     assert "c" in {d.id for d in frozen.run(query="Who is Alfred Hitchcock?")["documents"]}
 
 
-def test_graph_retriever_filters_its_results(graph_module):
+def test_graph_retriever_filters_its_seeds_and_results(graph_module):
     EntityGraphRetriever = graph_module.EntityGraphRetriever
     store = InMemoryDocumentStore()
     store.write_documents(
@@ -276,3 +277,33 @@ def test_graph_retriever_filters_its_results(graph_module):
     out = asyncio.run(retriever.run_async(query="Alfred Hitchcock", filters=english))
     assert [d.id for d in out["documents"]] == ["a"]
     assert retriever.to_dict()["init_parameters"]["filters"] == german
+    seeds = [Document(id="a", content="", meta={"lang": "en"}, score=1.0)]  # English
+    german_seeded = retriever.run(query="nothing known", documents=seeds)["documents"]
+    english_seeded = retriever.run(query="nothing known", documents=seeds, filters=english)
+    assert german_seeded == [] and [d.id for d in english_seeded["documents"]][:1] == ["a"]
+    nothing = {"field": "meta.lang", "operator": "==", "value": "fr"}
+    assert retriever.run(query="Alfred Hitchcock", documents=seeds, filters=nothing) == {
+        "documents": []
+    }
+    merging = EntityGraphRetriever(store, filters=german, filter_policy="merge")
+    only_a = {"field": "id", "operator": "==", "value": "a"}
+    assert merging.run(query="Alfred Hitchcock", filters=only_a)["documents"] == []  # de AND a
+    replacing = retriever.run(query="Alfred Hitchcock", filters=only_a)["documents"]
+    assert [d.id for d in replacing] == ["a"]
+    data = merging.to_dict()
+    assert data["init_parameters"]["filter_policy"] == "merge"
+    assert EntityGraphRetriever.from_dict(data).to_dict() == data
+
+
+def test_graph_retriever_refuses_malformed_filters(graph_module):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    no_operator = {"field": "meta.lang", "value": "en"}
+    with pytest.raises(FilterError, match="unknown comparison operator None"):
+        EntityGraphRetriever(make_store(), filters=no_operator)
+    retriever = EntityGraphRetriever(make_store())
+    not_a_condition = {"operator": "OR", "conditions": ["meta.lang == en"]}
+    with pytest.raises(FilterError, match="a condition must be a dict, got 'meta.lang == en'"):
+        retriever.run(query="Alfred Hitchcock", filters=not_a_condition)
+    legacy = {"meta.lang": "en"}  # Haystack 1.x syntax
+    with pytest.raises(FilterError, match="neither a comparison .* nor a logical condition"):
+        asyncio.run(retriever.run_async(query="Alfred Hitchcock", filters=legacy))

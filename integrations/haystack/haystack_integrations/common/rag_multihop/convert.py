@@ -17,6 +17,10 @@ One rule for all of them:
   sentence-transformers model name, or ``None`` (the bundled all-MiniLM-L6-v2) into a
   rag-multihop :class:`~rag_multihop.encoders.Encoder`; a rag-multihop embedder gives back its
   own encoder, so a pipeline's embedder is reused and its model loads once.
+- **Filters.** Haystack filter dicts (``{"field": "meta.lang", "operator": "==", "value":
+  "en"}``, nested under ``AND``/``OR``/``NOT``) are checked whole when given
+  (:func:`check_filters`), so a malformed one fails at once, not on the first document it
+  meets.
 - **Secret → key variable.** An LLM key is an environment-variable ``Secret`` whose name the
   core's LLM client reads at call time (:func:`check_api_key`, :func:`key_variable`).
 
@@ -41,8 +45,11 @@ from typing import Any
 
 import numpy as np
 from haystack import Document
+from haystack.document_stores.types import FilterPolicy
+from haystack.errors import FilterError
 from haystack.utils import Secret
 from haystack.utils.auth import SecretType
+from haystack.utils.filters import COMPARISON_OPERATORS, LOGICAL_OPERATORS
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
@@ -224,6 +231,58 @@ def embedder_to_dict(embedder: Any) -> Any:
     from haystack.core.serialization import component_to_dict
 
     return component_to_dict(embedder, "embedder")
+
+
+def check_filters(filters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``filters`` if ``None``, empty, or valid Haystack filter syntax; else ``FilterError``
+    naming the faulty condition (Haystack itself only notices when a document is matched).
+
+    Example:
+        >>> check_filters({"field": "meta.lang", "operator": "==", "value": "en"})
+        {'field': 'meta.lang', 'operator': '==', 'value': 'en'}
+        >>> check_filters({"field": "meta.lang", "operator": "equals", "value": "en"})
+        Traceback (most recent call last):
+        ...
+        haystack.errors.FilterError: filters: unknown comparison operator 'equals' in {'field': \
+'meta.lang', 'operator': 'equals', 'value': 'en'}; valid: !=, <, <=, ==, >, >=, in, not in
+    """
+    if filters:
+        _check_condition(filters)
+    return filters
+
+
+def as_filter_policy(policy: FilterPolicy | str) -> FilterPolicy:
+    """``policy`` as Haystack's ``FilterPolicy`` (its name, ``"replace"`` or ``"merge"``, as
+    ``from_dict`` gives it, or the enum itself)."""
+    return FilterPolicy.from_str(policy) if isinstance(policy, str) else policy
+
+
+def _check_condition(condition: Any) -> None:
+    if not isinstance(condition, dict):
+        raise FilterError(f"filters: a condition must be a dict, got {condition!r}")
+    if "field" in condition:
+        operator = condition.get("operator")
+        if operator not in COMPARISON_OPERATORS:
+            raise FilterError(
+                f"filters: unknown comparison operator {operator!r} in {condition}; valid: "
+                + ", ".join(sorted(COMPARISON_OPERATORS))
+            )
+        if "value" not in condition:
+            raise FilterError(f"filters: 'value' missing in {condition}")
+        if operator in ("in", "not in") and not isinstance(condition["value"], list):
+            raise FilterError(f"filters: operator {operator!r} needs a list value in {condition}")
+        return
+    operator = condition.get("operator")
+    if operator not in LOGICAL_OPERATORS:
+        raise FilterError(
+            f"filters: {condition} is neither a comparison (with 'field') nor a logical "
+            f"condition (operator {', '.join(sorted(LOGICAL_OPERATORS))} with 'conditions')"
+        )
+    conditions = condition.get("conditions")
+    if not isinstance(conditions, list):
+        raise FilterError(f"filters: 'conditions' of {condition} must be a list of conditions")
+    for inner in conditions:
+        _check_condition(inner)
 
 
 def check_api_key(api_key: Secret | None) -> Secret | None:
