@@ -48,9 +48,11 @@ class TrainingConfig:
 
     ``batch_size`` is an upper bound: with fewer directed pairs than that, one batch holds
     them all (a warning says so). ``threads`` sets torch's intra-op threads for the duration
-    of training (restored afterwards; ``None`` keeps torch's setting). On a machine whose
-    cores other processes also use, ``threads=1`` can be several times faster, because torch's
-    threads no longer wait on each other (measurements in ``docs/association.md``).
+    of training (restored afterwards; ``None`` keeps torch's setting). The default is one
+    thread: a step's matrices (512 × 384) are too small to split well, and on a machine whose
+    cores other processes also use, torch's threads wait on each other at every operation
+    (measured on the 2-core project machine: 265 ms per step with 1 thread, 1,160 ms with
+    2; ``docs/association.md``).
     """
 
     epochs: int = 100
@@ -61,7 +63,7 @@ class TrainingConfig:
     grad_clip: float = 1.0
     residual_init: float = 0.5
     seed: int = 0
-    threads: int | None = None
+    threads: int | None = 1
 
     def __post_init__(self) -> None:
         check_positive_int(self.epochs, "epochs")

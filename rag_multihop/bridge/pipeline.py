@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +81,7 @@ from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import FusionSettings, fuse_candidates
 from rag_multihop.protocols import Retriever
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int, loggable
 from rag_multihop.vectors import PassageVectors
 
@@ -260,8 +260,46 @@ class BridgeRetriever:
 
     # ------------------------------------------------------------------ steps
 
-    def _expansion(self, plan: HopPlan) -> list[Query]:
-        return [Query(text) for text in (*plan.queries, *plan.entities)]
+    def prepare(self, passages: Iterable[Passage], vectors: np.ndarray | None = None) -> int:
+        """Precompute the vectors of every query-independent text a plan may search (the
+        writer's ``passage_texts``: LLM-free entity names and bridge sentences) for
+        ``passages``, so that a query encodes only the texts made from the question.
+
+        The searcher's encoder must be a :class:`~rag_multihop.encoders.cache.MemoEncoder`
+        large enough to hold them (e.g. ``dense.with_encoder(MemoEncoder(encoder))``);
+        ``vectors`` may give them (one row per text of :meth:`preparation_texts`, e.g. from a
+        disk-cached encoder), else it encodes them. Returns how many texts were new; 0 when
+        the writer has no such texts (the LLM writer)."""
+        from rag_multihop.encoders.cache import MemoEncoder
+
+        texts = self.preparation_texts(passages)
+        if not texts:
+            return 0
+        memo = getattr(self.searcher, "encoder", None)
+        if not isinstance(memo, MemoEncoder):
+            raise ValueError(
+                "prepare() keeps vectors in the searcher's MemoEncoder; build the searcher "
+                f"with one (got encoder {type(memo).__name__})"
+            )
+        new = memo.remember(texts, vectors)
+        logger.info("bridge: %d expansion texts precomputed", new)
+        return new
+
+    def preparation_texts(self, passages: Iterable[Passage]) -> list[str]:
+        """The texts :meth:`prepare` precomputes for ``passages`` (none for writers without
+        ``passage_texts``, such as the LLM writer)."""
+        texts_of = getattr(self.writer, "passage_texts", None)
+        if texts_of is None:
+            return []
+        return list(dict.fromkeys(t for p in passages for t in texts_of(p)))
+
+    def _expansion(self, query: Query, plan: HopPlan) -> list[Query]:
+        """One search per query and entity; a query text equal to the question keeps the
+        question's embedding."""
+        return [
+            Query(text, embedding=query.embedding if text == query.text else None)
+            for text in (*plan.queries, *plan.entities)
+        ]
 
     def _pool(
         self, bridge: Candidate, plan: HopPlan, hits: Sequence[Sequence[Candidate]]
@@ -339,7 +377,7 @@ class BridgeRetriever:
             return self._empty(query, start)
         bridge = hop1[0]
         plan = self.writer.plan(query, bridge.passage)
-        expansion = self._expansion(plan)
+        expansion = self._expansion(query, plan)
         depth = max(self.settings.query_k, self.settings.entity_k)
         hits = self.searcher.search(expansion, depth) if expansion else []
         pool = self._pool(bridge, plan, hits)
@@ -359,7 +397,7 @@ class BridgeRetriever:
             return self._empty(query, start)
         bridge = hop1[0]
         plan = await self.writer.aplan(query, bridge.passage)
-        expansion = self._expansion(plan)
+        expansion = self._expansion(query, plan)
         depth = max(self.settings.query_k, self.settings.entity_k)
         hits = await self.searcher.asearch(expansion, depth) if expansion else []
         pool = self._pool(bridge, plan, hits)

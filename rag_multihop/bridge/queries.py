@@ -105,14 +105,19 @@ def key_sentence(question: str, bridge: Passage) -> str:
     >>> key_sentence("Where was the director born?", bridge)
     'It was directed by Ann.'
     """
-    sentences = [s for s in _SENTENCE.split(bridge.text.strip()) if s] or [bridge.text]
     words = {w for w in _WORD.findall(question.lower()) if w not in _STOPWORDS}
 
     def overlap(sentence: str) -> int:
         found = {w for w in _WORD.findall(sentence.lower()) if w not in _STOPWORDS}
         return sum(1 for w in words if any(f.startswith(w[:5]) for f in found))
 
-    return max(sentences, key=overlap)
+    return max(sentences(bridge), key=overlap)
+
+
+def sentences(passage: Passage) -> list[str]:
+    """The sentences of ``passage``'s text (split after ``.``, ``!`` or ``?``), or the
+    whole text when it has none."""
+    return [s for s in _SENTENCE.split(passage.text.strip()) if s] or [passage.text]
 
 
 QueryTemplate = Callable[[str, Passage, Sequence[str]], str]
@@ -131,6 +136,9 @@ QUERY_TEMPLATES: Mapping[str, QueryTemplate] = MappingProxyType(
 question; the residual question followed by the selected entities."""
 
 DEFAULT_TEMPLATES = ("question", "residual", "key-sentence")
+
+NAMES_MEMO_SIZE = 10_000
+"""Bridge passages whose extracted entity names :class:`TemplateQueryWriter` remembers."""
 
 LLM_FREE_ENTITIES = 4
 """Entities the LLM-free writer searches: heuristic entities are noisier than an LLM's two,
@@ -202,9 +210,40 @@ class TemplateQueryWriter:
         self.n_entities = check_int(n_entities, "n_entities", low=0)
         self.templates = check_templates(templates)
         self.extractor = extractor if extractor is not None else HeuristicExtractor()
+        self._names: dict[str, list[str]] = {}
+
+    def _entity_names(self, bridge: Passage) -> list[str]:
+        """The extractor's names of ``bridge``, remembered by text (a passage is often the
+        bridge of several questions; extraction is linear in its length)."""
+        names = self._names.get(bridge.text)
+        if names is None:
+            names = self.extractor.extract([bridge.text])[0]
+            if len(self._names) >= NAMES_MEMO_SIZE:
+                del self._names[next(iter(self._names))]
+            self._names[bridge.text] = names
+        return names
+
+    def passage_texts(self, bridge: Passage) -> list[str]:
+        """The texts a plan for ``bridge`` may search whatever the question: every entity
+        name :func:`select_entities` could keep and, with the ``key-sentence`` template,
+        every sentence. Precompute their vectors with
+        :meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.prepare`.
+
+        >>> writer = TemplateQueryWriter()
+        >>> writer.passage_texts(Passage("p", "Rope is a 1948 film. It stars James Stewart.",
+        ...                              title="Rope"))
+        ['james stewart', 'Rope is a 1948 film.', 'It stars James Stewart.']
+        """
+        texts: list[str] = []
+        if self.n_entities:
+            names = self._entity_names(bridge)
+            texts += list(select_entities("", bridge, names, len(names)))
+        if "key-sentence" in self.templates:
+            texts += [s.strip() for s in sentences(bridge)]
+        return list(dict.fromkeys(t for t in texts if t))
 
     def plan(self, query: Query, bridge: Passage) -> HopPlan:
-        names = self.extractor.extract([bridge.text])[0] if self.n_entities else []
+        names = self._entity_names(bridge) if self.n_entities else []
         entities = select_entities(query.text, bridge, names, self.n_entities)
         if self.n_entities and not entities:
             logger.debug("bridge %r gave no entities to search", bridge.id)

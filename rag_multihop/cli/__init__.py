@@ -1,4 +1,5 @@
-"""The ``rag-multihop`` command line: ``demo``, ``bench``, ``methods``, ``aar`` and ``llm``."""
+"""The ``rag-multihop`` command line: ``demo``, ``bench``, ``methods``, ``aar``, ``llm`` and
+``perf``."""
 
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ def build_parser() -> argparse.ArgumentParser:
     from rag_multihop.cli.bench import add_bench_parsers
     from rag_multihop.cli.demo import add_demo_parser
     from rag_multihop.cli.llm import add_llm_parser
+    from rag_multihop.cli.perf import add_perf_parser
 
     parser = argparse.ArgumentParser(
         prog="rag-multihop",
         description="Multi-hop retrieval: run the demo, benchmark methods on a dataset, "
-        "list the methods, train AAR models, serve the embedded local language model.",
+        "list the methods, train AAR models, serve the embedded local language model, "
+        "measure speed.",
     )
     parser.add_argument("--version", action="version", version=f"rag-multihop {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO level")
@@ -35,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_parsers(sub)
     add_aar_parser(sub)
     add_llm_parser(sub)
+    add_perf_parser(sub)
     return parser
 
 

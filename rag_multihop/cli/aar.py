@@ -22,7 +22,7 @@ from typing import Any
 from rag_multihop.association.model import DEFAULT_LAMBDA, DEFAULT_MODE, SCORING_MODES
 from rag_multihop.association.pairs import PairSet, corpus_pairs, load_pairs
 from rag_multihop.association.training import TrainingConfig
-from rag_multihop.cli.common import DATA_DIR_HELP, data_dir
+from rag_multihop.cli.common import DATA_DIR_HELP, add_encoder_argument, data_dir
 from rag_multihop.corpus import Corpus
 from rag_multihop.io import read_records
 from rag_multihop.types import Passage
@@ -57,6 +57,7 @@ def add_aar_parser(subparsers: Any) -> None:
         help="a file of passage-id lists used together (repeatable)",
     )
     train.add_argument("--out", type=Path, required=True, help="model directory to write")
+    add_encoder_argument(train)
     defaults = TrainingConfig()
     train.add_argument(
         "--epochs", type=int, default=defaults.epochs, help=f"epochs (default {defaults.epochs})"
@@ -71,7 +72,10 @@ def add_aar_parser(subparsers: Any) -> None:
         "--seed", type=int, default=defaults.seed, help=f"random seed (default {defaults.seed})"
     )
     train.add_argument(
-        "--threads", type=int, default=None, help="torch threads while training (default: torch's)"
+        "--threads",
+        type=int,
+        default=defaults.threads,
+        help=f"torch threads while training (default: {defaults.threads})",
     )
     train.add_argument(
         "--lambda", dest="lambda_", type=float, default=DEFAULT_LAMBDA, help="saved blend weight"
@@ -135,13 +139,13 @@ def _pairs(args: argparse.Namespace, corpus: Corpus, questions: list[Any]) -> Pa
 
 def cmd_aar_train(args: argparse.Namespace) -> int:
     from rag_multihop.association.reranker import AssociationReranker
-    from rag_multihop.encoders import CachedEncoder, default_encoder
+    from rag_multihop.cli.common import encoder_from_args
 
     corpus, questions = _passages(args)
     pairs = _pairs(args, corpus, questions)
     stats = pairs.stats()
     print(f"{stats.pairs} pairs over {stats.passages} passages, by source: {stats.sources}")
-    encoder = CachedEncoder(default_encoder(), args.cache_dir)
+    encoder = encoder_from_args(args)
     vectors = encoder.encode(corpus.texts(), show_progress=not args.no_progress)
     config = TrainingConfig(
         epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, threads=args.threads

@@ -26,12 +26,26 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         help="embedding cache folder (default: $RAG_MULTIHOP_CACHE or ~/.cache/rag_multihop)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_encoder_argument(p)
+
+
+def add_encoder_argument(p: argparse.ArgumentParser) -> None:
+    """``--encoder NAME`` (one of :data:`~rag_multihop.encoders.registry.ENCODERS`)."""
+    from rag_multihop.encoders.registry import DEFAULT_ENCODER, ENCODERS
+
+    p.add_argument(
+        "--encoder",
+        choices=sorted(ENCODERS),
+        default=DEFAULT_ENCODER,
+        help="passage and query encoder: "
+        + "; ".join(f"{name}: {text}" for name, text in sorted(ENCODERS.items())),
+    )
 
 
 def encoder_from_args(args: argparse.Namespace) -> CachedEncoder:
-    from rag_multihop.encoders import CachedEncoder, default_encoder
+    from rag_multihop.encoders import CachedEncoder, make_encoder
 
-    return CachedEncoder(default_encoder(), args.cache_dir)
+    return CachedEncoder(make_encoder(getattr(args, "encoder", "minilm")), args.cache_dir)
 
 
 def method_names(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:

@@ -1,5 +1,6 @@
-"""Text encoders: the protocol, the offline MiniLM default, an on-disk embedding cache, an
-in-memory one, and an encoder's fingerprint (its identity by vectors)."""
+"""Text encoders: the protocol, the offline MiniLM default (torch, or ONNX Runtime fp32 / int8),
+an on-disk embedding cache, an in-memory one, and an encoder's fingerprint (its identity by
+vectors)."""
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import (
@@ -13,6 +14,7 @@ from rag_multihop.encoders.fingerprint import (
     PROBE_TEXTS,
     EncoderFingerprint,
 )
+from rag_multihop.encoders.registry import DEFAULT_ENCODER, ENCODERS, make_encoder
 from rag_multihop.encoders.sentence_transformer import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
@@ -21,7 +23,9 @@ from rag_multihop.encoders.sentence_transformer import (
 )
 
 __all__ = [
+    "DEFAULT_ENCODER",
     "DEFAULT_MODEL_NAME",
+    "ENCODERS",
     "FINGERPRINT_TOLERANCE",
     "PROBE_TEXTS",
     "CachedEncoder",
@@ -33,4 +37,5 @@ __all__ = [
     "default_cache_dir",
     "default_encoder",
     "load_encoder",
+    "make_encoder",
 ]

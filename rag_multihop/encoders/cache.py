@@ -205,3 +205,30 @@ class MemoEncoder:
         if not keys:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32)
+
+    def remember(self, texts: Sequence[str], vectors: np.ndarray | None = None) -> int:
+        """Hold the vectors of ``texts`` (``vectors``, one row per text, or the wrapped
+        encoder's for texts not yet held, one call) so later calls find them; returns how
+        many texts were new. Precomputes query-independent texts, e.g.
+        :meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.prepare`."""
+        texts = list(texts)
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            new = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._vectors}
+        if not new:
+            return 0
+        if vectors is None:
+            rows = as_embedding_matrix(
+                self.encoder.encode(list(new.values())), name="encoder output", dim=self.dim
+            )
+        else:
+            matrix = as_embedding_matrix(vectors, name="text vectors", dim=self.dim)
+            if len(matrix) != len(texts):
+                raise ValueError(f"got {len(texts)} texts but {len(matrix)} vectors")
+            position = {k: i for i, k in enumerate(keys)}
+            rows = matrix[[position[k] for k in new]]
+        with self._lock:
+            self._vectors.update(zip(new, rows, strict=True))
+            while len(self._vectors) > self.max_items:
+                self._vectors.popitem(last=False)
+        return len(new)

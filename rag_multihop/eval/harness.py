@@ -1,7 +1,9 @@
 """Run registered methods on one dataset with shared embeddings and score them.
 
 Every method sees the same passage and query vectors (embedded once, cached on disk) and is
-asked for the same number of candidates per question. Latency is the wall time of one
+asked for the same number of candidates per question. A built retriever that saw gold labels
+of the evaluated questions says so with a true ``uses_evaluated_gold`` attribute; the result
+records it and the reports mark the method. Latency is the wall time of one
 ``retrieve`` call with the query vector already computed, so it measures the method, not the
 encoder.
 
@@ -59,6 +61,9 @@ class MethodResult:
     build_seconds: float
     candidates: list[list[Candidate]] = field(repr=False)
     extras: dict[str, Any] = field(default_factory=dict)
+    uses_evaluated_gold: bool = False
+    """The method used gold labels of the evaluated questions (e.g. transductive AAR): its
+    numbers are not comparable with label-free methods; reports mark it."""
 
     @property
     def rankings(self) -> list[list[str]]:
@@ -189,6 +194,7 @@ def run_method(
         build_seconds,
         candidates,
         extras,
+        uses_evaluated_gold=bool(getattr(retriever, "uses_evaluated_gold", False)),
     )
 
 

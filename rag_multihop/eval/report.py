@@ -3,7 +3,10 @@
 ``results.json`` holds, per method, ``"R@k"`` and ``"AllR@k"`` (and ``"LastHopR@k"`` where the
 dataset gives hop order) as percentages, latency median/p95 in ms, build time, and for every
 method other than the reference (``dense`` when present) the paired-bootstrap interval of
-ΔR@5 and the per-question wins/losses against it.
+ΔR@5 and the per-question wins/losses against it, and ``uses_evaluated_gold``: whether the
+method used gold labels of the evaluated questions (transductive AAR, ``bridge-aar`` with a
+transductive model); the markdown table and the plot mark those methods with
+:data:`GOLD_MARK`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ from rag_multihop.eval.metrics import paired_bootstrap, wins_losses
 
 TABLE_KS = (2, 5, 10)
 COMPARE_K = 5
+GOLD_MARK = "†"
+GOLD_NOTE = (
+    f"{GOLD_MARK} used gold labels of the evaluated questions (transductive training): "
+    "not comparable with label-free methods"
+)
+
+
+def _label(name: str, uses_evaluated_gold: bool) -> str:
+    return f"{name} {GOLD_MARK}" if uses_evaluated_gold else name
 
 
 def _pct(value: float) -> float:
@@ -32,7 +44,11 @@ def _reference(result: BenchResult) -> str | None:
 
 
 def method_summary(method: MethodResult, reference: MethodResult | None) -> dict[str, Any]:
-    summary: dict[str, Any] = {"family": method.family, "description": method.description}
+    summary: dict[str, Any] = {
+        "family": method.family,
+        "description": method.description,
+        "uses_evaluated_gold": method.uses_evaluated_gold,
+    }
     summary.update({f"R@{k}": _pct(v) for k, v in method.recall.items()})
     summary.update({f"AllR@{k}": _pct(v) for k, v in method.all_recall.items()})
     summary.update({f"LastHopR@{k}": _pct(v) for k, v in method.last_hop_recall.items()})
@@ -111,7 +127,7 @@ def markdown_table(result: BenchResult) -> str:
         )
         record = f"{versus['wins']}/{versus['losses']}" if versus else "—"
         cells = [
-            name,
+            _label(name, row["uses_evaluated_gold"]),
             *[f"{row.get(f'R@{k}', float('nan')):.1f}" for k in ks],
             *[f"{row.get(key, float('nan')):.1f}" for key in extra],
             delta,
@@ -124,7 +140,9 @@ def markdown_table(result: BenchResult) -> str:
         f"{d['name']}: {d['questions']} questions, {d['passages']} passages, "
         f"encoder {result.encoder_name}"
     )
-    return caption + "\n\n" + "\n".join(lines) + "\n" + _llm_table(summary["methods"])
+    marked = any(row["uses_evaluated_gold"] for row in summary["methods"].values())
+    note = f"\n{GOLD_NOTE}\n" if marked else ""
+    return caption + "\n\n" + "\n".join(lines) + "\n" + note + _llm_table(summary["methods"])
 
 
 def _llm_table(methods: dict[str, Any]) -> str:
@@ -173,7 +191,7 @@ def plot_recall_curves(result: BenchResult, path: str | os.PathLike[str]) -> Non
             [100 * method.recall[k] for k in ks],
             color=colours[i % len(colours)],
             marker=markers[i % len(markers)],
-            label=name,
+            label=_label(name, method.uses_evaluated_gold),
             linestyle="--" if method.family == "peer" else "-",
         )
     ax.set_xscale("log")

@@ -1,6 +1,7 @@
 """Entity graph over a corpus and Personalized PageRank retrieval (HippoRAG-style, label-free).
 
 - :mod:`.extract`: the :class:`EntityExtractor` protocol and the :class:`HeuristicExtractor`;
+  :mod:`.llm_extract`: ``LLMEntityExtractor`` (the ``llm`` extra; not imported here);
 - :mod:`.build`: :class:`EntityGraph` (passages, entities, mention / title-link / synonym
   edges), :func:`build_entity_graph`, save and load;
 - :mod:`.ppr`: Personalized PageRank by sparse power iteration (pure functions);

@@ -5,6 +5,12 @@ provider (``pip install 'rag-multihop[llm]'`` installs it, with pydantic). See
 ``docs/llm.md`` for provider setup, retries, the cache, accounting and the malformed-reply
 fallback.
 
+Modules: :mod:`.settings` (:class:`LLMSettings`), :mod:`.client` (:class:`LLMClient`),
+:mod:`.retry` (the retry policy as pure functions), :mod:`._loop` (the background event loop
+behind ``LLMClient.run``), :mod:`.transport` (one attempt through litellm), :mod:`.replies`,
+:mod:`.streaming`, :mod:`.structured` (JSON replies), :mod:`.prompts`, :mod:`.cache`,
+:mod:`.accounting`, :mod:`.errors`, :mod:`.local` (the embedded llama.cpp model).
+
 Example:
     >>> from rag_multihop.llm import LLMAccount, LLMSettings
     >>> LLMSettings("anthropic/claude-3-5-haiku-latest", api_key_env="ANTHROPIC_API_KEY").timeout
@@ -19,7 +25,6 @@ try:
     from rag_multihop.llm.accounting import LLMAccount
     from rag_multihop.llm.cache import LLMCache, default_cache_path
     from rag_multihop.llm.client import JSONReply, LLMClient, LLMReply, LLMSettings
-    from rag_multihop.llm.entities import LLMEntityExtractor
     from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMError, LLMOutputError
     from rag_multihop.llm.transport import LiteLLMTransport, RawReply, Transport
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
@@ -36,7 +41,6 @@ __all__ = [
     "LLMCallError",
     "LLMClient",
     "LLMConfigError",
-    "LLMEntityExtractor",
     "LLMError",
     "LLMOutputError",
     "LLMReply",

@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import math
 import os
 import random
 import threading
@@ -63,25 +62,28 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from rag_multihop.llm._loop import LoopThread, loop_running
 from rag_multihop.llm.accounting import LLMAccount
 from rag_multihop.llm.cache import LLMCache, cache_key
 from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMOutputError
 from rag_multihop.llm.local import ensure_local_server, is_local_model, local_model_name
 from rag_multihop.llm.prompts import format_repair
+from rag_multihop.llm.replies import JSONReply, LLMReply
+from rag_multihop.llm.retry import backoff, classify
+from rag_multihop.llm.settings import LLMSettings
+from rag_multihop.llm.streaming import AsyncTextStream, Collected, TextStream
 from rag_multihop.llm.structured import parse_reply
 from rag_multihop.llm.transport import (
     LiteLLMTransport,
     RawReply,
-    StreamDelta,
     StreamingTransport,
     Transport,
 )
-from rag_multihop.validation import check_env_var_name, loggable
+from rag_multihop.validation import check_int, check_number, loggable
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +100,6 @@ PLACEHOLDER_API_KEY = "sk-no-key-required"
 JSON_OBJECT: dict[str, str] = {"type": "json_object"}
 """The response format of JSON calls when the schema is not sent."""
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
-"""HTTP statuses retried besides every 5xx (timeout, conflict, rate limit)."""
-
 _ROLES = frozenset({"system", "user", "assistant"})
 
 
@@ -109,164 +108,6 @@ class _Missing(enum.Enum):
 
 
 MISSING = _Missing.MISSING
-
-
-def _number(value: object, name: str, low: float, high: float, *, low_open: bool = False) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        number = float(value)
-        if (number > low if low_open else number >= low) and number <= high:
-            return number
-    bracket = "(" if low_open else "["
-    raise ValueError(f"{name} must be a number in {bracket}{low:g}, {high:g}], got {value!r}")
-
-
-def _integer(value: object, name: str, low: int, high: int | None = None) -> int:
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and value >= low
-        and (high is None or value <= high)
-    ):
-        return value
-    upper = "" if high is None else f", at most {high}"
-    raise ValueError(f"{name} must be an integer >= {low}{upper}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """How to reach a model and how patiently to call it. Serialisable; holds no secret.
-
-    Args:
-        model: litellm model string, e.g. ``"openai/gpt-4o-mini"``,
-            ``"anthropic/claude-3-5-haiku-latest"``, ``"ollama/llama3.1"``, or
-            ``"openai/<served-model-name>"`` together with ``api_base``.
-        api_base: base URL of an OpenAI-compatible server (``http://localhost:8000/v1``).
-        api_key_env: NAME of the environment variable holding the key (never the key).
-            ``None``: the provider's own variable (``OPENAI_API_KEY``, ...); with
-            ``api_base`` and no such variable set, a placeholder key is sent.
-        timeout: seconds per attempt (litellm's default is 6000 s, so it is always set).
-        max_retries: retries after the first attempt on 429, 5xx, timeouts, connection errors.
-        backoff_base: seconds before the first retry; doubles per retry, jittered to 50-100 %.
-        backoff_max: cap on any wait, ``Retry-After`` included.
-        temperature: sampling temperature, 0 for repeatable judging.
-        max_tokens: cap on reply tokens (``None``: the provider's default).
-        max_concurrency: requests in flight at once per client (sync and async counted apart).
-        json_mode: ask for JSON in JSON calls (``response_format``); turn off for servers
-            that reject any response format (parsing is defensive either way).
-        json_schema: with ``json_mode``, send the reply's JSON schema so the provider decodes
-            under it (``{"type": "json_schema", ...}``) instead of ``{"type": "json_object"}``.
-            ``None`` (default): when the provider supports it (the local model does; others
-            as litellm knows them); ``True``/``False``: always / never.
-        input_cost_per_token, output_cost_per_token: US dollars, for models litellm cannot
-            price (local servers: 0). Both or neither.
-
-    >>> s = LLMSettings("openai/gpt-4o-mini", timeout=20)
-    >>> LLMSettings.from_dict(s.to_dict()) == s
-    True
-    >>> LLMSettings("openai/gpt-4o-mini", timeout=0)
-    Traceback (most recent call last):
-    ...
-    ValueError: timeout must be a number in (0, 3600], got 0
-    """
-
-    model: str
-    api_base: str | None = None
-    api_key_env: str | None = None
-    timeout: float = 60.0
-    max_retries: int = 3
-    backoff_base: float = 1.0
-    backoff_max: float = 30.0
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    max_concurrency: int = 8
-    json_mode: bool = True
-    json_schema: bool | None = None
-    input_cost_per_token: float | None = None
-    output_cost_per_token: float | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError(f"model must be a non-empty litellm model string, got {self.model!r}")
-        if is_local_model(self.model):
-            local_model_name(self.model)  # an unknown local name fails here, not at first use
-            if self.api_base is not None:
-                raise ValueError(
-                    f"api_base must be None for the local model {self.model!r}: the library "
-                    "starts its server and knows its address"
-                )
-        if self.api_base is not None and not (
-            isinstance(self.api_base, str) and self.api_base.startswith(("http://", "https://"))
-        ):
-            raise ValueError(f"api_base must be an http(s) URL or None, got {self.api_base!r}")
-        check_env_var_name(self.api_key_env, "api_key_env")  # never echoes a pasted key
-        _number(self.timeout, "timeout", 0, 3600, low_open=True)
-        _integer(self.max_retries, "max_retries", 0, 20)
-        _number(self.backoff_base, "backoff_base", 0, 600)
-        _number(self.backoff_max, "backoff_max", self.backoff_base, 3600)
-        _number(self.temperature, "temperature", 0, 2)
-        if self.max_tokens is not None:
-            _integer(self.max_tokens, "max_tokens", 1)
-        _integer(self.max_concurrency, "max_concurrency", 1, 1024)
-        if not isinstance(self.json_mode, bool):
-            raise ValueError(f"json_mode must be True or False, got {self.json_mode!r}")
-        if self.json_schema is not None and not isinstance(self.json_schema, bool):
-            raise ValueError(f"json_schema must be True, False or None, got {self.json_schema!r}")
-        prices = (self.input_cost_per_token, self.output_cost_per_token)
-        if (prices[0] is None) != (prices[1] is None):
-            raise ValueError(
-                "input_cost_per_token and output_cost_per_token must be given together, "
-                f"got {prices[0]!r} and {prices[1]!r}"
-            )
-        for name, price in zip(
-            ("input_cost_per_token", "output_cost_per_token"), prices, strict=True
-        ):
-            if price is not None:
-                _number(price, name, 0, 1)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field, JSON-ready. The key itself is never part of the settings."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LLMSettings:
-        """The inverse of :meth:`to_dict`; unknown keys raise ``ValueError`` naming them."""
-        names = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(names))
-        if unknown:
-            raise ValueError(f"unknown LLMSettings keys {unknown}; choose from {names}")
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class LLMReply:
-    """A text reply with its account. ``text`` is ``None`` when the provider sent none."""
-
-    text: str | None
-    model: str
-    account: LLMAccount
-    finish_reason: str | None = None
-    refusal: str | None = None
-    cached: bool = False
-
-
-@dataclass(frozen=True)
-class JSONReply(Generic[M]):
-    """A validated reply.
-
-    Attributes:
-        value: the parsed object, or the caller's ``default`` when ``fallback`` is true.
-        account: every attempt's usage (the repair attempt included).
-        raw: the reply text ``value`` was parsed from (the last unusable one on fallback).
-        repaired: ``value`` came from the repair attempt.
-        fallback: ``value`` is the caller's default; ``error`` says why.
-    """
-
-    value: M
-    account: LLMAccount
-    raw: str | None
-    repaired: bool = False
-    fallback: bool = False
-    error: LLMOutputError | None = field(default=None, compare=False)
 
 
 class LLMClient:
@@ -307,7 +148,7 @@ class LLMClient:
         self._thread_slots = threading.BoundedSemaphore(self.settings.max_concurrency)
         self._loop_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._loop_slots = weakref.WeakKeyDictionary()
-        self._loop_thread: _LoopThread | None = None
+        self._loop_thread: LoopThread | None = None
 
     def __repr__(self) -> str:
         return f"LLMClient({self.settings!r}, cache={self.cache!r})"
@@ -497,7 +338,7 @@ class LLMClient:
         sent, api_key = self._prepare(request)
         start = time.perf_counter()
         attempt = 0
-        collected = _Collected()
+        collected = Collected()
         while True:
             try:
                 with self._thread_slots:
@@ -528,7 +369,7 @@ class LLMClient:
         sent, api_key = self._prepare(request)
         start = time.perf_counter()
         attempt = 0
-        collected = _Collected()
+        collected = Collected()
         while True:
             try:
                 async with self._slot():
@@ -548,7 +389,7 @@ class LLMClient:
         yield self._finish(collected.raw(), key, attempt, seconds)
 
     def _stream_retry_delay(
-        self, exc: Exception, attempt: int, collected: _Collected
+        self, exc: Exception, attempt: int, collected: Collected
     ) -> float | None:
         if collected.pieces:
             raise LLMCallError(
@@ -574,7 +415,7 @@ class LLMClient:
         the client's own bound on requests in flight still holds inside ``fn``. The first
         error cancels the remaining items and propagates.
         """
-        bound = _integer(self.settings.max_concurrency if limit is None else limit, "limit", 1)
+        bound = check_int(self.settings.max_concurrency if limit is None else limit, "limit", low=1)
         slots = asyncio.Semaphore(bound)
 
         async def one(item: T) -> R:
@@ -599,7 +440,7 @@ class LLMClient:
     ) -> list[R]:
         """:meth:`map_async` from synchronous code, through :meth:`run`. Inside a running
         event loop, ``await client.map_async(...)`` instead."""
-        if _loop_running():
+        if loop_running():
             raise RuntimeError(
                 "run_batch() cannot be called from a running event loop; "
                 "use `await client.map_async(fn, items)` instead"
@@ -615,7 +456,7 @@ class LLMClient:
         worker alive between calls. Inside a running event loop, ``await`` the coroutine
         instead (this raises ``RuntimeError`` saying so).
         """
-        if _loop_running():
+        if loop_running():
             coroutine.close()
             raise RuntimeError(
                 "LLMClient.run() cannot be called from a running event loop; await the coroutine "
@@ -623,7 +464,7 @@ class LLMClient:
             )
         with self._lock:
             if self._loop_thread is None:
-                self._loop_thread = _LoopThread()
+                self._loop_thread = LoopThread()
                 weakref.finalize(self, self._loop_thread.stop)
             loop_thread = self._loop_thread
         return loop_thread.run(coroutine)
@@ -658,9 +499,9 @@ class LLMClient:
             "messages": _as_messages(messages),
             "temperature": s.temperature
             if temperature is None
-            else _number(temperature, "temperature", 0, 2),
+            else check_number(temperature, "temperature", low=0, high=2),
         }
-        tokens = s.max_tokens if max_tokens is None else _integer(max_tokens, "max_tokens", 1)
+        tokens = s.max_tokens if max_tokens is None else check_int(max_tokens, "max_tokens", low=1)
         if tokens is not None:
             request["max_tokens"] = tokens
         if json_mode and s.json_mode:
@@ -716,28 +557,26 @@ class LLMClient:
         )
 
     def _retry_delay(self, exc: Exception, attempt: int) -> float | None:
-        """Seconds to wait before retrying, or raise the typed error; ``None``: not ours."""
+        """Seconds to wait before retrying (see :mod:`.retry`), or raise the typed error;
+        ``None``: not a provider error, let it through."""
         s = self.settings
-        status = _status_code(exc)
-        key_source = s.api_key_env or "the provider's API key variable"
-        if status in (401, 403):
+        failure = classify(exc)
+        if failure.kind == "not_a_provider_error":
+            return None
+        if failure.kind == "bad_key":
+            key_source = s.api_key_env or "the provider's API key variable"
             raise LLMConfigError(
-                f"the provider rejected the API key for {s.model!r} (HTTP {status}); "
+                f"the provider rejected the API key for {s.model!r} (HTTP {failure.status}); "
                 f"check {key_source}"
             ) from exc
-        if status == 404:
+        if failure.kind == "no_model":
             raise LLMConfigError(
                 f"the provider does not serve model {s.model!r} (HTTP 404); check the model "
                 f"name{' and api_base' if s.api_base else ''}"
             ) from exc
-        retryable = isinstance(exc, TimeoutError | ConnectionError) or (
-            status is not None and (status in RETRYABLE_STATUS or status >= 500)
-        )
-        if not retryable:
-            if status is None:
-                return None  # not a provider error (a bug, a cancellation): let it through
+        if failure.kind == "rejected":
             raise LLMCallError(
-                f"{s.model!r} rejected the request (HTTP {status}): {exc}",
+                f"{s.model!r} rejected the request (HTTP {failure.status}): {exc}",
                 model=s.model,
                 attempts=attempt + 1,
             ) from exc
@@ -749,11 +588,13 @@ class LLMClient:
                 model=s.model,
                 attempts=attempt + 1,
             ) from exc
-        delay = min(s.backoff_max, s.backoff_base * 2**attempt) * (0.5 + 0.5 * self._rng.random())
-        retry_after = _retry_after(exc)
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        delay = min(delay, s.backoff_max)
+        delay = backoff(
+            attempt,
+            failure.retry_after,
+            base=s.backoff_base,
+            cap=s.backoff_max,
+            jitter=self._rng.random(),
+        )
         logger.warning(
             "LLM call to %s failed (%s); retry %d of %d in %.2f s",
             s.model,
@@ -861,141 +702,6 @@ class LLMClient:
         )
 
 
-class TextStream:
-    """Text pieces of a streamed reply (see :meth:`LLMClient.stream`); after the last piece
-    :attr:`reply` holds the whole reply with its account.
-
-    Example (a fake streaming transport):
-        >>> from rag_multihop.llm.transport import RawReply, StreamDelta
-        >>> class Fake:
-        ...     def check_model(self, model): pass
-        ...     def missing_credentials(self, model, api_base): return []
-        ...     def supports_response_schema(self, model): return False
-        ...     def complete(self, request, *, api_key, timeout): return RawReply("hi there")
-        ...     async def acomplete(self, request, *, api_key, timeout): return RawReply("")
-        ...     def stream(self, request, *, api_key, timeout):
-        ...         yield StreamDelta("hi ")
-        ...         yield StreamDelta("there", finish_reason="stop")
-        ...         yield StreamDelta(prompt_tokens=7, completion_tokens=2)
-        ...     async def astream(self, request, *, api_key, timeout):
-        ...         yield StreamDelta("hi")
-        >>> stream = LLMClient("openai/gpt-4o-mini", transport=Fake()).stream("Say hi.")
-        >>> list(stream), stream.reply.text, stream.reply.account.total_tokens
-        (['hi ', 'there'], 'hi there', 9)
-    """
-
-    def __init__(self, pieces: Iterator[str | LLMReply]) -> None:
-        self._pieces = pieces
-        self.reply: LLMReply | None = None
-
-    def __iter__(self) -> Iterator[str]:
-        for item in self._pieces:
-            if isinstance(item, LLMReply):
-                self.reply = item
-            else:
-                yield item
-
-
-class AsyncTextStream:
-    """The async twin of :class:`TextStream` (``async for``)."""
-
-    def __init__(self, pieces: AsyncIterator[str | LLMReply]) -> None:
-        self._pieces = pieces
-        self.reply: LLMReply | None = None
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        async for item in self._pieces:
-            if isinstance(item, LLMReply):
-                self.reply = item
-            else:
-                yield item
-
-
-class _Collected:
-    """What a stream delivered so far, turned into a :class:`RawReply` at its end.
-
-    Without a usage report from the provider, completion tokens are counted as pieces
-    (one token per piece for OpenAI-compatible servers) and prompt tokens stay 0.
-    """
-
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self.finish_reason: str | None = None
-        self.model = ""
-        self.prompt_tokens: int | None = None
-        self.completion_tokens: int | None = None
-
-    def add(self, delta: StreamDelta) -> bool:
-        """Record ``delta``; whether it carries text to pass on."""
-        self.finish_reason = delta.finish_reason or self.finish_reason
-        self.model = delta.model or self.model
-        if delta.prompt_tokens is not None:
-            self.prompt_tokens = delta.prompt_tokens
-        if delta.completion_tokens is not None:
-            self.completion_tokens = delta.completion_tokens
-        if delta.text:
-            self.pieces.append(delta.text)
-            return True
-        return False
-
-    def raw(self) -> RawReply:
-        if self.completion_tokens is None:
-            logger.debug("the stream reported no usage; counting %d pieces", len(self.pieces))
-        return RawReply(
-            text="".join(self.pieces),
-            finish_reason=self.finish_reason,
-            model=self.model,
-            prompt_tokens=self.prompt_tokens or 0,
-            completion_tokens=(
-                self.completion_tokens if self.completion_tokens is not None else len(self.pieces)
-            ),
-        )
-
-
-class _LoopThread:
-    """An event loop running in a daemon thread, for running coroutines from sync code."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._serve, name="rag-multihop-llm", daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-        try:  # stopped: cancel what is left (litellm's logging tasks), then close
-            pending = asyncio.all_tasks(self.loop)
-            for task in pending:
-                task.cancel()
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        finally:
-            self.loop.close()
-
-    def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        try:
-            return future.result()
-        except BaseException:
-            future.cancel()
-            raise
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        if threading.current_thread() is not self.thread:
-            self.thread.join(timeout=10)
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 def _as_messages(messages: Messages) -> list[dict[str, str]]:
     """Plain-dict copies of the messages (a string becomes one user message), validated."""
     if isinstance(messages, str):
@@ -1014,30 +720,6 @@ def _as_messages(messages: Messages) -> list[dict[str, str]]:
     if not out:
         raise ValueError("messages must not be empty")
     return out
-
-
-def _status_code(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) and not isinstance(status, bool) else None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds from a ``Retry-After`` header on a provider error, when it has one."""
-    for headers in (
-        getattr(exc, "litellm_response_headers", None),
-        getattr(getattr(exc, "response", None), "headers", None),
-        getattr(exc, "headers", None),
-    ):
-        if not headers:
-            continue
-        try:
-            value = headers.get("retry-after") or headers.get("Retry-After")
-            seconds = float(value) if value is not None else None
-        except (AttributeError, TypeError, ValueError):
-            continue
-        if seconds is not None and math.isfinite(seconds) and seconds >= 0:
-            return seconds
-    return None
 
 
 def _schema_format(schema: type[BaseModel]) -> dict[str, Any]:

@@ -35,6 +35,21 @@ def test_k_larger_than_corpus_returns_everything():
     assert sorted(ids[0]) == ["a", "b"]
 
 
+def test_small_and_large_searches_agree_and_leave_faiss_threads_as_they_were():
+    import faiss
+
+    from rag_multihop.index.dense import SMALL_SEARCH
+
+    rng = np.random.default_rng(0)
+    index = DenseIndex.build([f"p{i}" for i in range(200)], rng.normal(size=(200, 8)))
+    queries = rng.normal(size=(SMALL_SEARCH + 4, 8)).astype(np.float32)
+    threads_before = faiss.omp_get_max_threads()
+    _, batch_ids = index.search(queries, k=5)  # large: FAISS's own thread count
+    _, small_ids = index.search(queries[:SMALL_SEARCH], k=5)  # small: one thread
+    assert small_ids == batch_ids[:SMALL_SEARCH]
+    assert faiss.omp_get_max_threads() == threads_before
+
+
 @pytest.mark.parametrize(
     ("ids", "vectors", "message"),
     [

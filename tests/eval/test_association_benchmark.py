@@ -210,3 +210,33 @@ def test_cli_train_errors(tmp_path, hashing_default_encoder, capsys, args, messa
     argv = ["aar", "train", *[paths.get(a, a) for a in args], "--out", str(tmp_path / "m")]
     assert main(argv) == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_methods_trained_on_the_evaluated_gold_are_labelled(demo):
+    from rag_multihop.eval.report import GOLD_MARK, markdown_table, to_json
+
+    options = {**FAST, "aar_candidates": "10"}
+    transductive = run_benchmark(
+        demo,
+        ["dense", "aar", "bridge", "bridge-aar"],
+        encoder=HashingEncoder(),
+        ks=(5,),
+        options=options,
+    )
+    methods = to_json(transductive)["methods"]
+    assert [
+        methods[m]["uses_evaluated_gold"] for m in ("dense", "aar", "bridge", "bridge-aar")
+    ] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    table = markdown_table(transductive)
+    assert f"| aar {GOLD_MARK} |" in table and f"| bridge-aar {GOLD_MARK} |" in table
+    assert "| bridge |" in table and "used gold labels of the evaluated questions" in table
+    label_free = run_benchmark(
+        demo, ["aar"], encoder=HashingEncoder(), ks=(5,), options={**options, "pairs": "corpus"}
+    )
+    assert to_json(label_free)["methods"]["aar"]["uses_evaluated_gold"] is False
+    assert GOLD_MARK not in markdown_table(label_free)

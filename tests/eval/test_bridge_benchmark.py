@@ -79,7 +79,10 @@ def test_bridge_does_not_depend_on_the_other_methods_of_the_run(hashing_encoder)
         ({"bridge_alpha": "x"}, "option bridge_alpha must be a number, got 'x'"),
         ({"bridge_position": "last"}, "bridge_position must be one of \\['first', 'judged'\\]"),
         ({"bridge_entities": "-1"}, "entities must be an integer >= 0, got -1"),
-        ({"llm": "openai/x", "llm_concurrency": "0"}, "max_concurrency must be an integer >= 1"),
+        (
+            {"llm": "openai/x", "llm_concurrency": "0"},
+            "max_concurrency must be an integer in \\[1, 1024\\]",
+        ),
         ({"bridge_templates": "question,nope"}, "templates must name at least one of"),
         ({"bridge_judge_weights": "1,0,1"}, "option bridge_judge_weights must be 4 comma"),
         ({"bridge_judge_weights": "0,0,0,0"}, "JudgeWeights must not all be 0"),

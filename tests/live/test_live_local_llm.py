@@ -15,8 +15,9 @@ import pytest
 
 from rag_multihop import Corpus, Passage, Query
 from rag_multihop.bridge import BridgeRetriever
+from rag_multihop.graph.llm_extract import LLMEntityExtractor
 from rag_multihop.index.dense import DenseRetriever
-from rag_multihop.llm import LLMClient, LLMConfigError, LLMEntityExtractor, LLMSettings, local
+from rag_multihop.llm import LLMClient, LLMConfigError, LLMSettings, local
 from rag_multihop.llm.prompts import (
     BridgeEntities,
     JudgeScore,

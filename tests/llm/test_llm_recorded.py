@@ -18,7 +18,8 @@ import os
 import pytest
 from vcr.cassette import Cassette
 
-from rag_multihop.llm import LLMClient, LLMEntityExtractor, LLMSettings
+from rag_multihop.graph.llm_extract import LLMEntityExtractor
+from rag_multihop.llm import LLMClient, LLMSettings
 from rag_multihop.llm.prompts import (
     BridgeEntities,
     JudgeScore,

@@ -12,7 +12,7 @@ trained model per setting through ``context.artifacts``. Options (``--option KEY
   ``aar_lambda`` (λ, 0.5), ``aar_candidates`` (K, 100);
 - the training hyperparameters (:class:`~rag_multihop.association.training.TrainingConfig`):
   ``aar_epochs`` (100), ``aar_seed`` (0; also seeds the ``shuffled`` control),
-  ``aar_threads`` (torch threads while training; default torch's), ``aar_batch_size``,
+  ``aar_threads`` (torch threads while training; default 1), ``aar_batch_size``,
   ``aar_learning_rate``, ``aar_weight_decay``, ``aar_temperature``, ``aar_grad_clip``,
   ``aar_residual_init``.
 
@@ -240,6 +240,11 @@ class AssociationBenchRetriever:
         self.scoring_ms.append((t3 - t2) * 1000.0)
         self.rerank_ms.append((t4 - t2) * 1000.0)
         return ranked
+
+    @property
+    def uses_evaluated_gold(self) -> bool:
+        """Whether the models saw gold labels of the questions they evaluate."""
+        return self.settings.uses_evaluated_gold
 
     def bench_extras(self) -> dict[str, Any]:
         """Settings, per-model training report and leakage, and per-query timings."""

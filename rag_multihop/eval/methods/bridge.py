@@ -21,7 +21,10 @@ Options (``--option KEY=VALUE``): the fields of
 :class:`~rag_multihop.bridge.judges.JudgeWeights`)); and the LLM (:class:`LLMOptions`):
 ``llm`` (a litellm model string), ``llm_api_base``, ``llm_api_key_env`` (the NAME of the
 key's variable), ``llm_concurrency`` (default 8), ``llm_cache`` (a SQLite path, or
-``default`` for ``~/.cache/rag_multihop/llm``; off by default so costs are real).
+``default`` for ``~/.cache/rag_multihop/llm``; off by default so costs are real). Bench
+only: ``prepare_bridge`` (0 or 1, default 0: 1 precomputes the vectors of the corpus's
+query-independent expansion texts with the run's disk-cached encoder, see
+:meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.prepare`; same rankings, faster queries).
 
 ``bench_extras()`` reports the settings, the pool (mean size, coverage = share of gold
 passages in bridge + pool, the same share for a dense top list of the same size, how often
@@ -58,12 +61,19 @@ from rag_multihop.bridge.pipeline import BridgeRetriever, BridgeTrace
 from rag_multihop.bridge.queries import LLMQueryWriter, QueryWriter, TemplateQueryWriter
 from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.cache import CachedEncoder
+from rag_multihop.encoders.cache import CachedEncoder, MemoEncoder
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.harness import FoldRouter
+from rag_multihop.eval.methods.association import AAR_OPTIONS
+from rag_multihop.eval.methods.association import build as build_aar
 from rag_multihop.eval.metrics import recall_at_k
 from rag_multihop.eval.options import OPTION
-from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
+from rag_multihop.eval.registry import (
+    BenchContext,
+    declare_options,
+    declare_settings,
+    register_method,
+)
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.vectors import PassageVectors
 
@@ -71,6 +81,11 @@ if TYPE_CHECKING:
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
+
+declare_options("bridge", "prepare_bridge")
+
+MEMO_TEXTS = 500_000
+"""Texts whose vectors the bench's bridge searcher keeps (a prepared corpus holds ~60,000)."""
 
 UNTYPED = "untyped"
 """The question-type group of datasets that give no types (2Wiki's HippoRAG copy)."""
@@ -163,8 +178,6 @@ def _vectors(context: BenchContext) -> PassageVectors:
 
 def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, list[dict[str, Any]]]:
     """Association judges from the AAR benchmark's models (trained once per run)."""
-    from rag_multihop.eval.methods.association import build as build_aar
-
     aar = build_aar(context, "mixed")
     if aar.settings.uses_evaluated_gold:
         logger.warning(
@@ -213,8 +226,10 @@ class BridgeBenchRetriever:
         mode: str,
         llm: LLMOptions,
         aar: list[dict[str, Any]] | None = None,
+        uses_evaluated_gold: bool = False,
     ) -> None:
         self.pipeline = pipeline
+        self.uses_evaluated_gold = uses_evaluated_gold
         self.mode = mode
         self.llm = llm
         self.aar = aar
@@ -325,12 +340,28 @@ class BridgeBenchRetriever:
         }
 
 
+def _flag(value: object, name: str) -> bool:
+    """A 0/1 bench option."""
+    if str(value) not in ("0", "1"):
+        raise ValueError(f"option {name} must be 0 or 1, got {value!r}")
+    return str(value) == "1"
+
+
+def _prepare(context: BenchContext, pipeline: BridgeRetriever) -> None:
+    """Precompute the corpus's expansion texts with the run's (disk-cached) encoder."""
+    texts = pipeline.preparation_texts(context.dataset.corpus)
+    if texts:
+        pipeline.prepare(context.dataset.corpus, context.encoder.encode(texts))
+
+
 def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
     """The bench retriever with ``judge`` in ``auto``, ``embedding`` or ``association``."""
     settings = BRIDGE_OPTIONS.read(context.options)
     llm = LLM_OPTIONS.read(context.options)
-    searcher = context.dense.with_encoder(_raw_encoder(context))
+    # query-time texts are remembered in memory (repeated entities, sentences, prepare())
+    searcher = context.dense.with_encoder(MemoEncoder(_raw_encoder(context), MEMO_TEXTS))
     aar_report = None
+    gold = False
     writer: QueryWriter
     chosen: Judge
     if judge == "auto" and llm.model is not None:
@@ -340,11 +371,19 @@ def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
         mode, writer = "llm-free", settings.template_writer()
         if judge == "association":
             chosen, aar_report = _aar_judge(context, settings.judge_weights)
+            gold = AAR_OPTIONS.read(context.options).uses_evaluated_gold
         else:
             chosen = EmbeddingJudge(_vectors(context), weights=settings.judge_weights)
     pipeline = BridgeRetriever(searcher, judge=chosen, writer=writer, settings=settings)
+    if _flag(context.options.get("prepare_bridge", "0"), "prepare_bridge"):
+        _prepare(context, pipeline)
     return BridgeBenchRetriever(
-        pipeline, context.dataset.questions, mode=mode, llm=llm, aar=aar_report
+        pipeline,
+        context.dataset.questions,
+        mode=mode,
+        llm=llm,
+        aar=aar_report,
+        uses_evaluated_gold=gold,
     )
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from rag_multihop.graph.extract import EntityExtractor
-from rag_multihop.llm import LLMClient, LLMEntityExtractor, LLMOutputError, LLMSettings, RawReply
+from rag_multihop.graph.llm_extract import LLMEntityExtractor
+from rag_multihop.llm import LLMClient, LLMOutputError, LLMSettings, RawReply
 
 
 class EntityTransport:

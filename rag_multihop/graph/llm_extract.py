@@ -1,9 +1,9 @@
-"""An entity extractor backed by an LLM, for the entity graph.
+"""An entity extractor backed by an LLM, for the entity graph (needs the ``llm`` extra).
 
 :class:`LLMEntityExtractor` implements :class:`rag_multihop.graph.extract.EntityExtractor`
 (``name`` and ``extract(texts) -> list[list[str]]``) with the :data:`GRAPH_ENTITIES
-<rag_multihop.llm.prompts.GRAPH_ENTITIES>` prompt. Names are normalised with the graph's
-:func:`~rag_multihop.graph.extract.normalize_entity`, so LLM-extracted and heuristic entities
+<rag_multihop.llm.prompts.GRAPH_ENTITIES>` prompt. Names are normalised with
+:func:`~rag_multihop.text.normalize_entity`, so LLM-extracted and heuristic entities
 of queries and passages meet on the same keys. Texts of a batch are sent concurrently (at most
 the client's ``max_concurrency`` at once); an empty text costs no call.
 
