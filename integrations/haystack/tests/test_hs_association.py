@@ -102,6 +102,46 @@ def test_unknown_documents_use_their_embedding_or_the_encoder(model_path):
     assert {"new", "vec"} <= {d.id for d in result["documents"]}
 
 
+def test_id_key_maps_store_ids_to_trained_ids_and_unknown_texts_embed_once(
+    model_path, monkeypatch, caplog
+):
+    class CountingEncoder(HashingEncoder):
+        def __init__(self) -> None:
+            super().__init__(64, name="hashing-test")
+            self.texts: list[str] = []
+
+        def encode(self, texts, *, show_progress=False):
+            self.texts.extend(texts)
+            return super().encode(texts)
+
+    import rag_multihop.encoders.sentence_transformer as encoders
+
+    counting = CountingEncoder()
+    monkeypatch.setattr(encoders, "default_encoder", lambda **_: counting)
+
+    def passage_texts_embedded() -> int:  # the encoder check also embeds the probe texts
+        return sum(text in TEXTS.values() for text in counting.texts)
+
+    uuid_documents = [
+        Document(id=f"uuid-{i}", content=TEXTS[pid], meta={"doc_id": pid}, score=1.0 - i / 10)
+        for i, pid in enumerate(TEXTS)
+    ]
+    keyed = AssociationRanker(model_path, top_k=3, id_key="doc_id")
+    expected = [
+        d.id for d in AssociationRanker(model_path, top_k=3).run(QUESTION, documents())["documents"]
+    ]
+    got = keyed.run(query=QUESTION, documents=uuid_documents)["documents"]
+    assert [d.meta["doc_id"] for d in got] == expected and passage_texts_embedded() == 0
+    assert got[0].id.startswith("uuid-")  # the store's documents come back
+    unkeyed = AssociationRanker(model_path, top_k=3)
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            unkeyed.run(query=QUESTION, documents=uuid_documents)
+    assert passage_texts_embedded() == len(TEXTS)  # each unknown text once, then remembered
+    warnings = [r for r in caplog.records if "not in the association model" in r.message]
+    assert len(warnings) == 1 and "id_key" in warnings[0].message
+
+
 def test_warm_up_is_idempotent_and_empty_input(model_path):
     ranker = AssociationRanker(model_path)
     assert ranker.run(query=QUESTION, documents=[]) == {"documents": []}
@@ -119,7 +159,7 @@ def test_run_async_matches_run(model_path):
 
 
 def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path):
-    ranker = AssociationRanker(model_path, top_k=4, lambda_=0.25, mode="reverse")
+    ranker = AssociationRanker(model_path, top_k=4, lambda_=0.25, mode="reverse", id_key="doc")
     data = ranker.to_dict()
     assert data == {
         "type": "haystack_integrations.components.rankers.rag_multihop.association."
@@ -130,6 +170,7 @@ def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path
             "lambda_": 0.25,
             "mode": "reverse",
             "embedder": None,
+            "id_key": "doc",
         },
     }
     assert AssociationRanker.from_dict(data).to_dict() == data

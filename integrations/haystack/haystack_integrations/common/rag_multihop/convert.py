@@ -66,10 +66,19 @@ DOCUMENT_KEY = "haystack_document"
 """Passage metadata key under which the source document travels through the core."""
 
 
-def document_to_passage(document: Document) -> Passage:
-    """The passage of ``document`` (see the module docstring)."""
+def document_to_passage(document: Document, *, id_key: str | None = None) -> Passage:
+    """The passage of ``document`` (see the module docstring); the document rides in its
+    metadata.
+
+    The passage id is ``Document.id``, or ``document.meta[id_key]`` when ``id_key`` is given
+    and the document has it (e.g. a document id a model was trained on, behind a store that
+    assigns its own ids).
+    """
+    passage_id = document.id
+    if id_key is not None and document.meta.get(id_key) not in (None, ""):
+        passage_id = str(document.meta[id_key])
     return Passage(
-        document.id,
+        passage_id,
         document.content or "",
         title=str(document.meta.get(TITLE_KEY, "") or ""),
         metadata={DOCUMENT_KEY: document},
@@ -85,12 +94,15 @@ def document_signals(document: Document) -> dict[str, float]:
 
 
 def document_to_candidate(
-    document: Document, *, signals: Mapping[str, float] | None = None
+    document: Document,
+    *,
+    signals: Mapping[str, float] | None = None,
+    id_key: str | None = None,
 ) -> Candidate:
-    """The candidate of ``document``: its passage, its score, its earlier signals (plus
-    ``signals``)."""
+    """The candidate of ``document``: its passage (``id_key`` as for
+    :func:`document_to_passage`), its score, its earlier signals (plus ``signals``)."""
     return Candidate(
-        document_to_passage(document),
+        document_to_passage(document, id_key=id_key),
         0.0 if document.score is None else float(document.score),
         signals={**document_signals(document), **(signals or {})},
     )
