@@ -156,17 +156,6 @@ def test_in_a_vector_index_query_where_nodes_come_back_without_embeddings(model_
     assert all(n.node.metadata[SIGNALS_KEY]["retrieval_score"] > 0 for n in reranked)
 
 
-@pytest.fixture
-def settings_embed_model():
-    """``Settings.embed_model`` set to the hashing embed model for one test."""
-    from llama_index.core import Settings
-
-    before = Settings._embed_model
-    Settings.embed_model = HashingEmbedding()
-    yield Settings.embed_model
-    Settings._embed_model = before
-
-
 def test_falls_back_to_settings_embed_model_in_postprocess_nodes(model_path, settings_embed_model):
     plain = AssociationRerank(model_path=model_path, top_n=3)
     explicit = AssociationRerank(model_path=model_path, top_n=3, embed_model=HashingEmbedding())

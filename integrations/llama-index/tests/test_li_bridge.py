@@ -194,3 +194,8 @@ def test_postprocessor_serialises_settings_never_a_key() -> None:
 def test_default_judge_encoder_is_the_bundled_minilm_loaded_lazily() -> None:
     encoder = judge_encoder(None)
     assert isinstance(encoder, SentenceTransformerEncoder) and encoder._model is None
+
+
+def test_the_judge_falls_back_to_settings_embed_model(settings_embed_model) -> None:
+    encoder = judge_encoder(None)
+    assert encoder.name == settings_embed_model.model_name and encoder.dim == 64  # not MiniLM

@@ -262,6 +262,11 @@ def test_graph_retriever_refuses_filters_it_cannot_match():
         EntityGraphRetriever.from_nodes(nodes, filters=MetadataFilters(filters=[text_match]))
 
 
+def test_graph_synonym_edges_use_settings_embed_model(settings_embed_model):
+    retriever = EntityGraphRetriever.from_nodes(list(NODES.values()))
+    assert retriever.graph.settings["encoder"] == settings_embed_model.model_name
+
+
 def test_graph_retriever_errors_and_saved_graphs(tmp_path):
     nodes = list(NODES.values())
     retriever = EntityGraphRetriever.from_nodes(nodes, seed_retriever=Fixed([("rope", 1.0)]))
