@@ -21,6 +21,7 @@ from haystack.errors import FilterError
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
 from haystack_integrations.components.joiners.rag_multihop import pit_joiner as joiner_module
+from hs_fakes import HashingTextEmbedder
 
 
 @pytest.fixture
@@ -237,6 +238,21 @@ def test_graph_retriever_round_trip_and_errors(graph_module):
 def test_docstring_examples_run(graph_module):
     for module in (joiner_module, graph_module):
         assert doctest.testmod(module).failed == 0
+
+
+def test_graph_retriever_builds_synonym_edges_with_the_given_embedder(graph_module):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    assert EntityGraphRetriever(make_store()).graph.settings["encoder"] is None
+    with_embedder = EntityGraphRetriever(make_store(), embedder=HashingTextEmbedder())
+    assert with_embedder.graph.settings["encoder"] is not None
+    by_name = EntityGraphRetriever(make_store(), embedder="some/model", synonym_threshold=0.8)
+    data = by_name.to_dict()
+    assert data["init_parameters"]["embedder"] == "some/model"
+    assert EntityGraphRetriever.from_dict(by_name.to_dict()).to_dict() == data
+    with pytest.raises(ValueError, match="synonym_threshold"):
+        EntityGraphRetriever(make_store(), synonym_threshold=1.5)
+    with pytest.raises(TypeError, match="embedder must be None"):
+        EntityGraphRetriever(make_store(), embedder=42)
 
 
 def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, caplog):

@@ -10,9 +10,9 @@ differ (``auto_refresh=False`` warns once instead; :meth:`refresh` rebuilds on d
 filter syntax, checked when given, matched in memory by Haystack's own rule; the walk runs
 over the whole graph); ``filter_policy`` says whether ``run(filters=...)`` replaces or merges
 with the init filters, as for Haystack's own retrievers. A
-saved graph of other documents is an error at warm-up: delete the folder to rebuild. For
-synonym edges, build the graph with
-:func:`rag_multihop.graph.build_entity_graph` and an encoder, save it, and pass its folder.
+saved graph of other documents is an error at warm-up: delete the folder to rebuild.
+Synonym edges between entity names need ``embedder`` (the pipeline's own text or document
+embedder, or a model name); without one the graph has none.
 
 Inputs: ``query``, optional ``documents`` (seed documents, e.g. the output of an embedding
 retriever over the same store: their top ``seed_top_n`` seed the walk next to the query's
@@ -44,17 +44,21 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils.filters import document_matches_filter
 from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
     as_filter_policy,
     candidate_to_document,
+    check_embedder,
     check_filters,
     document_signals,
     documents_to_corpus,
+    embedder_to_dict,
 )
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.graph import EntityGraph, GraphRetriever, GraphSettings, build_entity_graph
+from rag_multihop.graph.build import DEFAULT_SYNONYM_THRESHOLD
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import check_fraction, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +84,10 @@ class EntityGraphRetriever:
         filters: Haystack filters the seed and returned documents must match.
         filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
             (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
+        embedder: embeds entity names for synonym edges when the graph is built: a Haystack
+            text or document embedder component or a sentence-transformers model name;
+            ``None`` (default) builds no synonym edges.
+        synonym_threshold: cosine above which two entity names are linked as synonyms.
     """
 
     def __init__(
@@ -95,6 +103,8 @@ class EntityGraphRetriever:
         auto_refresh: bool = True,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+        embedder: Any = None,
+        synonym_threshold: float = DEFAULT_SYNONYM_THRESHOLD,
     ) -> None:
         self.document_store = document_store
         self.top_k = check_positive_int(top_k, "top_k")
@@ -109,6 +119,8 @@ class EntityGraphRetriever:
         self.auto_refresh = auto_refresh
         self.filters = check_filters(filters)
         self.filter_policy = as_filter_policy(filter_policy)
+        self.embedder = check_embedder(embedder)
+        self.synonym_threshold = check_fraction(synonym_threshold, "synonym_threshold")
         self._retriever: GraphRetriever | None = None
         self._warned_stale = False
 
@@ -128,10 +140,20 @@ class EntityGraphRetriever:
         if load_saved and folder is not None and EntityGraph.is_saved(folder):
             graph = EntityGraph.load(folder, corpus)
         else:
-            graph = build_entity_graph(corpus, show_progress=self.show_progress)
+            graph = build_entity_graph(
+                corpus,
+                encoder=None if self.embedder is None else as_encoder(self.embedder),
+                synonym_threshold=self.synonym_threshold,
+                show_progress=self.show_progress,
+            )
             if folder is not None:
                 graph.save(folder)
         return GraphRetriever(graph, corpus, settings=self.settings)
+
+    @property
+    def graph(self) -> EntityGraph:
+        """The entity graph of the store's documents (built or loaded on first use)."""
+        return self._ready().graph
 
     def _ready(self) -> GraphRetriever:
         if self._retriever is None:
@@ -176,6 +198,8 @@ class EntityGraphRetriever:
             auto_refresh=self.auto_refresh,
             filters=self.filters,
             filter_policy=self.filter_policy.value,
+            embedder=embedder_to_dict(self.embedder),
+            synonym_threshold=self.synonym_threshold,
         )
 
     @classmethod
