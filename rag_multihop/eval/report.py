@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from rag_multihop._version import __version__
+from rag_multihop.eval.groups import UNTYPED
 from rag_multihop.eval.harness import BenchResult, MethodResult
 from rag_multihop.eval.metrics import paired_bootstrap, wins_losses
 
@@ -31,7 +32,6 @@ TABLE_KS = (2, 5, 10)
 COMPARE_K = 5
 TYPE_KS = (2, 5)
 RANKING_DEPTH = 10
-UNTYPED = "untyped"
 GOLD_MARK = "†"
 GOLD_NOTE = (
     f"{GOLD_MARK} used gold labels of the evaluated questions (transductive training): "

@@ -19,27 +19,21 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from rag_multihop.eval.datasets import QAExample
+from rag_multihop.eval.groups import grouped_percentages
 from rag_multihop.eval.methods.graph_fusion import shared_graph
 from rag_multihop.eval.metrics import recall_at_k
 from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
 from rag_multihop.multihop import MultiHopRetriever, MultiHopSettings, MultiHopTrace
 from rag_multihop.types import Candidate, Query
 
-UNTYPED = "untyped"
-
 MULTIHOP_OPTIONS = declare_settings("multihop", MultiHopSettings, prefix="multihop_")
 """Every :class:`~rag_multihop.multihop.MultiHopSettings` field as ``multihop_<field>``."""
-
-
-def _pct(values: Sequence[float]) -> float:
-    return round(100.0 * float(np.mean(values)), 2) if values else float("nan")
 
 
 class MultiHopBenchRetriever:
@@ -64,8 +58,7 @@ class MultiHopBenchRetriever:
         return result.candidates
 
     def _groups(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        by_type: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        by_gold: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        rows = []
         for trace, ranking in zip(self.traces, self.rankings, strict=True):
             question = self._questions.get(trace.query_id)
             if question is None:
@@ -77,21 +70,8 @@ class MultiHopBenchRetriever:
                 "pair_all_gold": float(bool(trace.pair) and set(trace.pair) <= set(gold)),
                 "named_gold": float(any(i in gold for _, ids in trace.mentions for i in ids)),
             }
-            for table, group in (
-                (by_type, "all"),
-                (by_type, question.type or UNTYPED),
-                (by_gold, f"{len(set(gold))} gold"),
-            ):
-                for key, value in row.items():
-                    table[group][key].append(value)
-
-        def summary(table: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
-            return {
-                group: {"questions": len(rows["R@2"]), **{k: _pct(v) for k, v in rows.items()}}
-                for group, rows in table.items()
-            }
-
-        return summary(by_type), summary(by_gold)
+            rows.append((question, row))
+        return grouped_percentages(rows)
 
     def bench_extras(self) -> dict[str, Any]:
         """Settings, link graph, build times and the per-type and per-gold-count tables."""
