@@ -250,8 +250,9 @@ class ChatCorpus:
                     f"{len(pairs)} such pair(s) (at least {MIN_AAR_PAIRS}): pick another method"
                 )
             logger.info("training the association model on %d label-free pairs", len(pairs))
-            AssociationReranker(training=TrainingConfig(seed=0, threads=1)).fit(
-                self.corpus.ids, self.vectors, pairs, encoder_name=self.encoder.name
+            training = TrainingConfig(seed=0, threads=1)
+            AssociationReranker(encoder=self.encoder, training=training).fit(
+                self.corpus.ids, self.vectors, pairs
             ).save(path)
         return path
 

@@ -3,11 +3,16 @@
 Layout (no pickle anywhere; arrays are read with ``allow_pickle=False``):
 
 - ``config.json``: ``kind``, ``format_version``, ``rag_multihop_version``, ``encoder``
-  (``name``, ``dim``), ``scoring`` (``lambda``, ``mode``), ``training`` (hyperparameters),
-  ``training_stats``, ``pair_stats``, ``passages``;
+  (``name``, ``dim`` and, when the model knows its encoder, ``probe_texts``), ``scoring``
+  (``lambda``, ``mode``), ``training`` (hyperparameters), ``training_stats``, ``pair_stats``,
+  ``passages``;
 - ``model.safetensors``: the weights of f under torch's parameter names;
 - ``passage_vectors.npy`` / ``passage_transformed.npy``: the raw passage embeddings ``P``
-  and ``f(P)``, one float32 row per id of ``passage_ids.json``.
+  and ``f(P)``, one float32 row per id of ``passage_ids.json``;
+- ``encoder_fingerprint.npy`` (with ``probe_texts``): the encoder's embeddings of the probe
+  texts, one float32 row each (:class:`~rag_multihop.encoders.fingerprint.EncoderFingerprint`).
+  The fingerprint is optional within format version 1: models saved without it load (the
+  encoder is then checked by name), and older rag-multihop versions ignore it.
 
 Writes go to a temporary sibling directory that replaces the target in one rename, so a
 crash never leaves a half-written model; an existing directory that is not a saved
@@ -39,6 +44,7 @@ from rag_multihop._atomic import artifact_path, atomic_directory
 from rag_multihop._optional import require
 from rag_multihop._version import __version__
 from rag_multihop.association.model import AssociationWeights
+from rag_multihop.encoders.fingerprint import EncoderFingerprint
 
 KIND = "rag_multihop.association"
 FORMAT_VERSION = 1
@@ -47,18 +53,22 @@ WEIGHTS_FILE = "model.safetensors"
 VECTORS_FILE = "passage_vectors.npy"
 TRANSFORMED_FILE = "passage_transformed.npy"
 IDS_FILE = "passage_ids.json"
+FINGERPRINT_FILE = "encoder_fingerprint.npy"
 FILES = (CONFIG_FILE, WEIGHTS_FILE, VECTORS_FILE, TRANSFORMED_FILE, IDS_FILE)
+"""The files every saved model holds (:data:`FINGERPRINT_FILE` only with ``probe_texts``)."""
 
 
 @dataclass(frozen=True)
 class SavedModel:
-    """Everything a model directory holds. ``config`` needs at least ``encoder.name/dim``."""
+    """Everything a model directory holds. ``config`` needs at least ``encoder.name/dim``;
+    ``fingerprint`` is the encoder's, when known."""
 
     weights: AssociationWeights
     config: Mapping[str, Any]
     passage_ids: tuple[str, ...]
     passage_vectors: np.ndarray
     passage_transformed: np.ndarray
+    fingerprint: EncoderFingerprint | None = None
 
 
 def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
@@ -72,8 +82,12 @@ def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
             f"{target} exists and is not a saved association model; refusing to overwrite it "
             "(choose a new or empty directory)"
         )
+    encoder = {key: value for key, value in model.config["encoder"].items() if key != "probe_texts"}
+    if model.fingerprint is not None:
+        encoder["probe_texts"] = list(model.fingerprint.texts)
     config = {
         **model.config,
+        "encoder": encoder,
         "kind": KIND,
         "format_version": FORMAT_VERSION,
         "rag_multihop_version": __version__,
@@ -90,6 +104,8 @@ def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
             staging / TRANSFORMED_FILE, np.ascontiguousarray(model.passage_transformed, "float32")
         )
         (staging / IDS_FILE).write_text(json.dumps(list(model.passage_ids), ensure_ascii=False))
+        if model.fingerprint is not None:
+            np.save(staging / FINGERPRINT_FILE, np.ascontiguousarray(model.fingerprint.vectors))
     return target
 
 
@@ -126,6 +142,13 @@ def read_config(directory: str | os.PathLike[str]) -> dict[str, Any]:
     dim = encoder.get("dim") if isinstance(encoder, dict) else None
     if not isinstance(name, str) or not isinstance(dim, int) or dim <= 0:
         raise ValueError(f"{path} is corrupted: 'encoder' must hold a name and a positive dim")
+    texts = encoder.get("probe_texts")  # type: ignore[union-attr]
+    if texts is not None and (
+        not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t for t in texts)
+    ):
+        raise ValueError(
+            f"{path} is corrupted: 'encoder.probe_texts' must be a list of non-empty strings"
+        )
     return config
 
 
@@ -162,10 +185,25 @@ def load_model(directory: str | os.PathLike[str]) -> SavedModel:
     arrays = [
         _load_matrix(source / name, len(ids), dim) for name in (VECTORS_FILE, TRANSFORMED_FILE)
     ]
-    return SavedModel(weights, config, tuple(ids), arrays[0], arrays[1])
+    return SavedModel(
+        weights, config, tuple(ids), arrays[0], arrays[1], _load_fingerprint(source, config)
+    )
 
 
-def _load_matrix(path: Path, rows: int, dim: int) -> np.ndarray:
+def _load_fingerprint(source: Path, config: Mapping[str, Any]) -> EncoderFingerprint | None:
+    texts = config["encoder"].get("probe_texts")
+    if texts is None:
+        return None
+    path = source / FINGERPRINT_FILE
+    if not path.is_file():
+        raise ValueError(f"{source} is an incomplete association model: missing {FINGERPRINT_FILE}")
+    return EncoderFingerprint(
+        tuple(texts),
+        _load_matrix(path, len(texts), config["encoder"]["dim"], "encoder.probe_texts"),
+    )
+
+
+def _load_matrix(path: Path, rows: int, dim: int, rows_from: str = IDS_FILE) -> np.ndarray:
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -173,7 +211,7 @@ def _load_matrix(path: Path, rows: int, dim: int) -> np.ndarray:
     if array.dtype != np.float32 or array.shape != (rows, dim):
         raise ValueError(
             f"{path} holds a {array.dtype} array of shape {array.shape}; expected float32 "
-            f"({rows}, {dim}) to match {IDS_FILE} and the encoder dimension"
+            f"({rows}, {dim}) to match {rows_from} and the encoder dimension"
         )
     if not np.isfinite(array).all():
         raise ValueError(f"{path} contains NaN or inf values")

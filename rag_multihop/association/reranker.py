@@ -33,7 +33,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -57,6 +57,7 @@ from rag_multihop.association.persistence import CONFIG_FILE, SavedModel, load_m
 from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.encoders.base import Encoder
+from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import (
     as_embedding_matrix,
@@ -71,7 +72,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _Store:
-    """A fitted model: weights, the encoder it belongs to, and P / f(P) by passage id.
+    """A fitted model: weights, the encoder it belongs to (name and, when known, fingerprint),
+    and P / f(P) by passage id.
 
     Immutable (read-only arrays), so rerankers made by :meth:`AssociationReranker.with_settings`
     share it safely, also across threads.
@@ -83,6 +85,7 @@ class _Store:
     vectors: np.ndarray
     transformed: np.ndarray
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    fingerprint: EncoderFingerprint | None = None
     position: Mapping[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -126,9 +129,18 @@ def rescore_candidates(
 class AssociationReranker:
     """Association-augmented reranking (AAR) of a candidate list.
 
+    **Which encoder belongs to a model.** A model fitted with an encoder records that
+    encoder's :class:`~rag_multihop.encoders.fingerprint.EncoderFingerprint` (its embeddings
+    of fixed probe texts) and saves it; any encoder that reproduces it is accepted, whatever
+    its name (the bundled MiniLM by path and ``sentence-transformers/all-MiniLM-L6-v2`` are
+    one model), and any other, even of the same dimension, is refused with a ``ValueError``.
+    A model without a fingerprint (saved by an older version, or fitted from vectors with
+    ``encoder_name`` only) checks the encoder's name, says so in a warning, and records the
+    fingerprint of the first encoder that passes, so saving it again upgrades it.
+
     Args:
         encoder: embeds queries that carry no embedding and passages the model does not
-            store; must be the encoder the model was trained with (name and dimension).
+            store; must be the encoder the model was trained with (see above).
         settings: :class:`~rag_multihop.association.settings.AssociationSettings` (λ, the
             scoring mode).
         lambda_, mode: override the same-named field of ``settings``.
@@ -170,6 +182,11 @@ class AssociationReranker:
         return self._fitted.encoder_name
 
     @property
+    def fingerprint(self) -> EncoderFingerprint | None:
+        """The fingerprint of the model's encoder (``None`` when it is not known)."""
+        return self._fitted.fingerprint
+
+    @property
     def dim(self) -> int:
         return self._fitted.weights.dim
 
@@ -204,10 +221,13 @@ class AssociationReranker:
             ),
             training=self.training,
         )
-        if self._store is not None:
-            self._check_encoder(self._store, encoder)
-        other._store = self._store
+        other._store = None if self._store is None else self._checked(self._store, encoder)
         return other
+
+    def check_encoder(self, encoder: Encoder) -> None:
+        """``ValueError`` unless ``encoder`` is the model's encoder (by fingerprint; by name
+        for a model without one), e.g. an app's embedder before its vectors are used."""
+        self._checked(self._fitted, encoder)
 
     def stores(self, passage_id: str) -> bool:
         """Whether the model stores a vector and f(p) for ``passage_id``."""
@@ -236,6 +256,7 @@ class AssociationReranker:
 
         ``passage_vectors`` holds one embedding per id (rows are L2-normalised here).
         ``encoder_name`` names the encoder that made them (default: ``encoder.name``).
+        With an ``encoder`` the model records its fingerprint (see the class docstring).
         """
         from rag_multihop.association.training import train_association
 
@@ -258,9 +279,11 @@ class AssociationReranker:
             "pair_stats": pair_set.stats().to_dict(),
         }
         transformed = association_transform(matrix, weights)
-        store = _Store(weights, encoder_name, tuple(ids), matrix, transformed, provenance)
-        self._check_encoder(store, self.encoder)
-        self._store, self._vectors = store, None
+        fingerprint = None if self.encoder is None else EncoderFingerprint.of(self.encoder)
+        store = _Store(
+            weights, encoder_name, tuple(ids), matrix, transformed, provenance, fingerprint
+        )
+        self._store, self._vectors = self._checked(store, self.encoder), None
         return self
 
     def add_passages(
@@ -284,6 +307,7 @@ class AssociationReranker:
             np.concatenate([vectors, matrix[new]]),
             np.concatenate([stored_f, transformed[new]]),
             store.provenance,
+            store.fingerprint,
         )
         logger.info("added %d passages, replaced %d", len(new), len(known))
         return other
@@ -308,15 +332,48 @@ class AssociationReranker:
         return ids, l2_normalize(matrix)
 
     @staticmethod
-    def _check_encoder(store: _Store, encoder: Encoder | None) -> None:
+    def _checked(store: _Store, encoder: Encoder | None) -> _Store:
+        """``store`` once ``encoder`` is known to be its encoder (``ValueError`` otherwise);
+        a store without a fingerprint comes back with ``encoder``'s."""
         if encoder is None:
-            return
-        if encoder.name != store.encoder_name or encoder.dim != store.weights.dim:
+            return store
+        trained = f"the association model was trained with encoder {store.encoder_name!r}"
+        if encoder.dim != store.weights.dim:
             raise ValueError(
-                f"the association model was trained with encoder {store.encoder_name!r} "
-                f"(dim {store.weights.dim}) but the given encoder is {encoder.name!r} "
-                f"(dim {encoder.dim}); use the same encoder or retrain"
+                f"{trained} (dim {store.weights.dim}) but the given encoder {encoder.name!r} "
+                f"has dim {encoder.dim}; use the encoder the model was trained with, or retrain"
             )
+        if store.fingerprint is not None:
+            similarity = store.fingerprint.similarity(encoder)
+            if similarity < 1.0 - FINGERPRINT_TOLERANCE:
+                raise ValueError(
+                    f"{trained} but the given encoder {encoder.name!r} (also dim "
+                    f"{encoder.dim}) is a different model: it embeds the model's probe texts "
+                    f"differently (lowest cosine {similarity:.3f}; the same model gives at "
+                    f"least {1.0 - FINGERPRINT_TOLERANCE:.2f}). Use the encoder the model was "
+                    "trained with, or retrain"
+                )
+            if encoder.name != store.encoder_name:
+                logger.info(
+                    "encoder %r reproduces the fingerprint of %r: accepted as the same model",
+                    encoder.name,
+                    store.encoder_name,
+                )
+            return store
+        if encoder.name != store.encoder_name:
+            raise ValueError(
+                f"{trained} but the given encoder is {encoder.name!r}. The model has no "
+                "encoder fingerprint (saved by an older rag-multihop, or fitted from vectors "
+                "without an encoder), so only names can be compared: use an encoder named "
+                f"{store.encoder_name!r}, or retrain to record the fingerprint"
+            )
+        logger.warning(
+            "the association model has no encoder fingerprint (saved by an older rag-multihop, "
+            "or fitted from vectors without an encoder): encoder %r is accepted by its name "
+            "only; save the model again to record this encoder's fingerprint",
+            encoder.name,
+        )
+        return replace(store, fingerprint=EncoderFingerprint.of(encoder))
 
     # --- reranking ----------------------------------------------------------------------------
 
@@ -433,7 +490,9 @@ class AssociationReranker:
             **store.provenance,
         }
         ids = tuple(store.ids)
-        saved = SavedModel(store.weights, config, ids, store.vectors, store.transformed)
+        saved = SavedModel(
+            store.weights, config, ids, store.vectors, store.transformed, store.fingerprint
+        )
         return save_model(saved, directory)
 
     @classmethod
@@ -447,8 +506,9 @@ class AssociationReranker:
     ) -> AssociationReranker:
         """A saved reranker; ``lambda_`` / ``mode`` override the saved scoring settings.
 
-        Raises ``ValueError`` when ``encoder`` differs (name or dimension) from the one the
-        model was trained with, or when the directory is corrupted or not a model.
+        Raises ``ValueError`` when ``encoder`` is not the one the model was trained with (by
+        fingerprint; by name for a model saved without one), or when the directory is
+        corrupted or not a model.
         """
         saved = load_model(directory)
         scoring = saved.config.get("scoring") or {}
@@ -474,7 +534,7 @@ class AssociationReranker:
             saved.passage_vectors,
             saved.passage_transformed,
             provenance,
+            saved.fingerprint,
         )
-        cls._check_encoder(store, encoder)
-        reranker._store = store
+        reranker._store = cls._checked(store, encoder)
         return reranker

@@ -150,10 +150,10 @@ def cmd_aar_train(args: argparse.Namespace) -> int:
     config = TrainingConfig(
         epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, threads=args.threads
     )
-    reranker = AssociationReranker(lambda_=args.lambda_, mode=args.mode, training=config)
-    reranker.fit(
-        corpus.ids, vectors, pairs, encoder_name=encoder.name, show_progress=not args.no_progress
+    reranker = AssociationReranker(
+        encoder=encoder, lambda_=args.lambda_, mode=args.mode, training=config
     )
+    reranker.fit(corpus.ids, vectors, pairs, show_progress=not args.no_progress)
     path = reranker.save(args.out)
     trained = reranker.provenance["training_stats"]
     print(

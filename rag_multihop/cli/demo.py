@@ -7,8 +7,10 @@ from typing import Any
 
 from rag_multihop.cli.common import add_common_arguments, encoder_from_args, method_names
 
-# The demo shows one representative of each family; `--methods all` shows every ablation.
+# The demo shows one representative of each family, headed by multihop (the LLM-free
+# multi-hop retriever); `--methods all` shows every ablation.
 DEMO_METHODS = (
+    "multihop",
     "dense",
     "bm25",
     "li-fusion-dbsf",

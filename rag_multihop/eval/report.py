@@ -6,7 +6,12 @@ method other than the reference (``dense`` when present) the paired-bootstrap in
 ΔR@5 and the per-question wins/losses against it, and ``uses_evaluated_gold``: whether the
 method used gold labels of the evaluated questions (transductive AAR, ``bridge-aar`` with a
 transductive model); the markdown table and the plot mark those methods with
-:data:`GOLD_MARK`.
+:data:`GOLD_MARK`. ``"by_type"`` holds R@2 / R@5 / AllR@5 per question group and method,
+and a second markdown table shows them: the questions' type where they carry one (the
+official 2Wiki files' comparison / compositional / inference / bridge-comparison, HotpotQA's
+bridge / comparison, MuSiQue's hop count), else their gold count where it varies (the shared
+2Wiki file). ``rankings.jsonl`` keeps, per question, its id, type, gold ids and each method's
+top :data:`RANKING_DEPTH` ids (to read the failures behind a number).
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from typing import Any
 import numpy as np
 
 from rag_multihop._version import __version__
+from rag_multihop.eval.groups import UNTYPED
 from rag_multihop.eval.harness import BenchResult, MethodResult
 from rag_multihop.eval.metrics import paired_bootstrap, wins_losses
 
 TABLE_KS = (2, 5, 10)
 COMPARE_K = 5
+TYPE_KS = (2, 5)
+RANKING_DEPTH = 10
 GOLD_MARK = "†"
 GOLD_NOTE = (
     f"{GOLD_MARK} used gold labels of the evaluated questions (transductive training): "
@@ -82,6 +90,77 @@ def method_summary(method: MethodResult, reference: MethodResult | None) -> dict
     return summary
 
 
+def question_groups(result: BenchResult) -> list[str] | None:
+    """Each question's type, in dataset order; where no question carries one, its gold count
+    (``"2 gold"``, ``"4 gold"``: 2Wiki's question file has no type, and its four-gold
+    questions are the comparisons through one hop each); ``None`` when neither varies."""
+    questions = result.dataset.questions
+    if any(q.type for q in questions):
+        return [q.type or UNTYPED for q in questions]
+    counts = [f"{len(q.gold_ids)} gold" for q in questions]
+    return counts if len(set(counts)) > 1 else None
+
+
+def by_type(result: BenchResult) -> dict[str, dict[str, Any]]:
+    """Per question type (or gold count, :func:`question_groups`): its question count and
+    each method's R@2 / R@5 / AllR@5 (percent); empty when there are no groups."""
+    types = question_groups(result)
+    if types is None:
+        return {}
+    labels = np.array(types)
+    table: dict[str, dict[str, Any]] = {}
+    for name in sorted(set(types)):
+        mask = labels == name
+        row: dict[str, Any] = {"questions": int(mask.sum()), "methods": {}}
+        for method_name, method in result.methods.items():
+            scores = {
+                f"R@{k}": _pct(float(method.per_question_recall[k][mask].mean()))
+                for k in TYPE_KS
+                if k in method.per_question_recall
+            }
+            if COMPARE_K in method.per_question_all_recall:
+                all_recall = method.per_question_all_recall[COMPARE_K][mask].mean()
+                scores[f"AllR@{COMPARE_K}"] = _pct(float(all_recall))
+            row["methods"][method_name] = scores
+        table[name] = row
+    return table
+
+
+def type_table(result: BenchResult) -> str:
+    """The markdown table of :func:`by_type` (empty when there are no groups)."""
+    table = by_type(result)
+    if not table:
+        return ""
+    header = ["method", *[f"{name} ({row['questions']} q)" for name, row in table.items()]]
+    keys = [f"R@{k}" for k in TYPE_KS] + [f"AllR@{COMPARE_K}"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for method_name, method in result.methods.items():
+        cells = [_label(method_name, method.uses_evaluated_gold)]
+        for row in table.values():
+            scores = row["methods"][method_name]
+            cells.append(" / ".join(f"{scores[key]:.1f}" for key in keys if key in scores))
+        lines.append("| " + " | ".join(cells) + " |")
+    kind = "type" if any(q.type for q in result.dataset.questions) else "gold count"
+    return f"\nBy question {kind} ({' / '.join(keys)})\n\n" + "\n".join(lines) + "\n"
+
+
+def rankings_jsonl(result: BenchResult) -> str:
+    """One JSON line per question: id, type, gold ids and each method's top
+    :data:`RANKING_DEPTH` passage ids."""
+    rankings = {name: method.rankings for name, method in result.methods.items()}
+    lines = []
+    for i, question in enumerate(result.dataset.questions):
+        record = {
+            "id": question.id,
+            "type": question.type,
+            "question": question.question,
+            "gold": list(question.gold_ids),
+            "top": {name: ranked[i][:RANKING_DEPTH] for name, ranked in rankings.items()},
+        }
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return "\n".join(lines) + "\n"
+
+
 def to_json(result: BenchResult) -> dict[str, Any]:
     ref_name = _reference(result)
     reference = result.methods.get(ref_name) if ref_name else None
@@ -100,6 +179,7 @@ def to_json(result: BenchResult) -> dict[str, Any]:
         "embed_seconds": round(result.embed_seconds, 2),
         "ks": list(result.ks),
         "methods": {name: method_summary(m, reference) for name, m in result.methods.items()},
+        "by_type": by_type(result),
     }
 
 
@@ -147,7 +227,15 @@ def markdown_table(result: BenchResult) -> str:
     )
     marked = any(row["uses_evaluated_gold"] for row in summary["methods"].values())
     note = f"\n{GOLD_NOTE}\n" if marked else ""
-    return caption + "\n\n" + "\n".join(lines) + "\n" + note + _llm_table(summary["methods"])
+    return (
+        caption
+        + "\n\n"
+        + "\n".join(lines)
+        + "\n"
+        + note
+        + type_table(result)
+        + _llm_table(summary["methods"])
+    )
 
 
 def _llm_table(methods: dict[str, Any]) -> str:
@@ -213,15 +301,18 @@ def plot_recall_curves(result: BenchResult, path: str | os.PathLike[str]) -> Non
 
 
 def write_report(result: BenchResult, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write ``results.json``, ``results.md`` and ``recall.png`` into ``out_dir``."""
+    """Write ``results.json``, ``results.md``, ``rankings.jsonl`` and ``recall.png`` into
+    ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {
         "json": out / "results.json",
         "markdown": out / "results.md",
         "plot": out / "recall.png",
+        "rankings": out / "rankings.jsonl",
     }
     paths["json"].write_text(json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n")
     paths["markdown"].write_text(markdown_table(result))
+    paths["rankings"].write_text(rankings_jsonl(result))
     plot_recall_curves(result, paths["plot"])
     return paths

@@ -86,7 +86,7 @@ def test_demo_defaults_to_available_representatives_and_all_means_all():
     from rag_multihop.eval.registry import available_methods
 
     chosen = _method_names(argparse.Namespace(methods=None), DEMO_METHODS)
-    assert chosen[:2] == ["dense", "bm25"]
+    assert chosen[:3] == ["multihop", "dense", "bm25"]
     assert set(chosen) <= set(DEMO_METHODS) & set(available_methods())
     assert _method_names(argparse.Namespace(methods="all"), DEMO_METHODS) == list(
         available_methods()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -90,6 +91,59 @@ def test_report_files_and_comparison_against_dense(dataset, hashing_encoder, tmp
     table = markdown_table(result)
     assert table.splitlines()[0].startswith("toy: 2 questions, 4 passages")
     assert "| dense |" in table and "| bm25 |" in table
+
+
+def test_report_by_question_type_and_rankings_file(dataset, hashing_encoder, tmp_path):
+    typed = Dataset(
+        "toy",
+        dataset.corpus,
+        (dataclasses.replace(QUESTIONS[0], type="comparison"), QUESTIONS[1]),
+        "native",
+    )
+    result = run_benchmark(typed, ["dense"], encoder=hashing_encoder, ks=(2, 5))
+    paths = write_report(result, tmp_path / "out")
+    by_type = json.loads(paths["json"].read_text())["by_type"]
+    assert {name: row["questions"] for name, row in by_type.items()} == {
+        "bridge": 1,
+        "comparison": 1,
+    }
+    dense = result.methods["dense"]
+    assert by_type["bridge"]["methods"]["dense"]["R@2"] == round(
+        100 * float(dense.per_question_recall[2][1]), 1
+    )
+    assert set(by_type["comparison"]["methods"]["dense"]) == {"R@2", "R@5", "AllR@5"}
+    assert "By question type (R@2 / R@5 / AllR@5)" in paths["markdown"].read_text()
+    lines = [json.loads(line) for line in paths["rankings"].read_text().splitlines()]
+    assert [(r["id"], r["type"], r["gold"]) for r in lines] == [
+        ("q1", "comparison", ["ropeworks", "solberg"]),
+        ("q2", "bridge", ["orchard", "tessaly"]),
+    ]
+    assert lines[0]["top"]["dense"] == dense.rankings[0][:10]
+
+
+def test_untyped_questions_give_no_type_table(dataset, hashing_encoder):
+    untyped = Dataset(
+        "toy",
+        dataset.corpus,
+        tuple(dataclasses.replace(q, type=None) for q in QUESTIONS),
+        "native",
+    )
+    result = run_benchmark(untyped, ["dense"], encoder=hashing_encoder, ks=(2, 5))
+    assert to_json(result)["by_type"] == {}  # one gold count: no groups
+    assert "By question" not in markdown_table(result)
+
+
+def test_untyped_questions_are_grouped_by_gold_count_when_it_varies(dataset, hashing_encoder):
+    three = dataclasses.replace(
+        QUESTIONS[0], type=None, gold_ids=("ropeworks", "solberg", "tessaly"), hop_ordered=False
+    )
+    untyped = Dataset(
+        "toy", dataset.corpus, (three, dataclasses.replace(QUESTIONS[1], type=None)), "native"
+    )
+    result = run_benchmark(untyped, ["dense"], encoder=hashing_encoder, ks=(2, 5))
+    groups = to_json(result)["by_type"]
+    assert {name: row["questions"] for name, row in groups.items()} == {"2 gold": 1, "3 gold": 1}
+    assert "By question gold count (R@2 / R@5 / AllR@5)" in markdown_table(result)
 
 
 def test_percentages_match_hand_computation(dataset, hashing_encoder):

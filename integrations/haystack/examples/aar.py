@@ -44,8 +44,8 @@ def main() -> None:
     vectors = ENCODER.encode(data.corpus.texts())
 
     pairs = PairSet.from_gold(data.questions)
-    reranker = AssociationReranker(training=TrainingConfig(epochs=100, seed=0))
-    reranker.fit(data.corpus.ids, vectors, pairs, encoder_name=ENCODER.name)
+    reranker = AssociationReranker(encoder=ENCODER, training=TrainingConfig(epochs=100, seed=0))
+    reranker.fit(data.corpus.ids, vectors, pairs)  # records the encoder's fingerprint
     model_dir = reranker.save(os.path.join(tempfile.mkdtemp(), "aar-demo"))
     stats = reranker.provenance["training_stats"]
     print(f"trained on {len(pairs)} gold pairs in {stats['seconds']:.1f} s -> {model_dir}\n")

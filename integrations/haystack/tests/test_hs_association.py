@@ -7,12 +7,12 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hs_fakes import HashingEncoder
+from hs_fakes import HashingEncoder, HashingTextEmbedder, hashing_vectors
 
 pytest.importorskip("torch")
 pytest.importorskip("haystack")
 
-from haystack import Document, Pipeline
+from haystack import Document, Pipeline, component
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
@@ -45,9 +45,8 @@ def hashing_default_encoder(monkeypatch):
 def model_path(tmp_path_factory):
     vectors = ENCODER.encode(list(TEXTS.values()))
     config = TrainingConfig(epochs=20, batch_size=8, learning_rate=1e-2, seed=0)
-    reranker = AssociationReranker(lambda_=0.5, training=config).fit(
-        list(TEXTS), vectors, [("rope", "marit"), ("band", "tessaly")], encoder_name=ENCODER.name
-    )
+    reranker = AssociationReranker(encoder=ENCODER, lambda_=0.5, training=config)
+    reranker.fit(list(TEXTS), vectors, [("rope", "marit"), ("band", "tessaly")])
     return str(reranker.save(tmp_path_factory.mktemp("aar") / "model"))
 
 
@@ -103,6 +102,46 @@ def test_unknown_documents_use_their_embedding_or_the_encoder(model_path):
     assert {"new", "vec"} <= {d.id for d in result["documents"]}
 
 
+def test_id_key_maps_store_ids_to_trained_ids_and_unknown_texts_embed_once(
+    model_path, monkeypatch, caplog
+):
+    class CountingEncoder(HashingEncoder):
+        def __init__(self) -> None:
+            super().__init__(64, name="hashing-test")
+            self.texts: list[str] = []
+
+        def encode(self, texts, *, show_progress=False):
+            self.texts.extend(texts)
+            return super().encode(texts)
+
+    import rag_multihop.encoders.sentence_transformer as encoders
+
+    counting = CountingEncoder()
+    monkeypatch.setattr(encoders, "default_encoder", lambda **_: counting)
+
+    def passage_texts_embedded() -> int:  # the encoder check also embeds the probe texts
+        return sum(text in TEXTS.values() for text in counting.texts)
+
+    uuid_documents = [
+        Document(id=f"uuid-{i}", content=TEXTS[pid], meta={"doc_id": pid}, score=1.0 - i / 10)
+        for i, pid in enumerate(TEXTS)
+    ]
+    keyed = AssociationRanker(model_path, top_k=3, id_key="doc_id")
+    expected = [
+        d.id for d in AssociationRanker(model_path, top_k=3).run(QUESTION, documents())["documents"]
+    ]
+    got = keyed.run(query=QUESTION, documents=uuid_documents)["documents"]
+    assert [d.meta["doc_id"] for d in got] == expected and passage_texts_embedded() == 0
+    assert got[0].id.startswith("uuid-")  # the store's documents come back
+    unkeyed = AssociationRanker(model_path, top_k=3)
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            unkeyed.run(query=QUESTION, documents=uuid_documents)
+    assert passage_texts_embedded() == len(TEXTS)  # each unknown text once, then remembered
+    warnings = [r for r in caplog.records if "not in the association model" in r.message]
+    assert len(warnings) == 1 and "id_key" in warnings[0].message
+
+
 def test_warm_up_is_idempotent_and_empty_input(model_path):
     ranker = AssociationRanker(model_path)
     assert ranker.run(query=QUESTION, documents=[]) == {"documents": []}
@@ -120,7 +159,7 @@ def test_run_async_matches_run(model_path):
 
 
 def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path):
-    ranker = AssociationRanker(model_path, top_k=4, lambda_=0.25, mode="reverse")
+    ranker = AssociationRanker(model_path, top_k=4, lambda_=0.25, mode="reverse", id_key="doc")
     data = ranker.to_dict()
     assert data == {
         "type": "haystack_integrations.components.rankers.rag_multihop.association."
@@ -131,6 +170,7 @@ def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path
             "lambda_": 0.25,
             "mode": "reverse",
             "embedder": None,
+            "id_key": "doc",
         },
     }
     assert AssociationRanker.from_dict(data).to_dict() == data
@@ -163,8 +203,39 @@ def test_a_model_from_another_encoder_fails_at_warm_up(model_path, monkeypatch):
     import rag_multihop.encoders.sentence_transformer as encoders
 
     monkeypatch.setattr(encoders, "default_encoder", lambda **_: HashingEncoder(32, name="minilm"))
-    with pytest.raises(ValueError, match=r"'hashing-test' \(dim 64\) .* 'minilm' \(dim 32\)"):
+    with pytest.raises(ValueError, match=r"'hashing-test' \(dim 64\) .* 'minilm' has dim 32"):
         AssociationRanker(model_path).warm_up()
+
+
+@component
+class ShiftedTextEmbedder:
+    """Another model of the same dimension: words hash to other buckets."""
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str) -> dict[str, list[float]]:
+        return {"embedding": np.roll(hashing_vectors([text], 64)[0], 3).tolist()}
+
+
+def test_the_embedder_is_checked_by_the_saved_fingerprint(model_path):
+    renamed = AssociationRanker(model_path, top_k=2, embedder=HashingTextEmbedder(64))
+    assert len(renamed.run(query=QUESTION, documents=documents())["documents"]) == 2
+    refused = AssociationRanker(model_path, embedder=ShiftedTextEmbedder())
+    with pytest.raises(ValueError, match=r"'ShiftedTextEmbedder' \(also dim 64\) is a different"):
+        refused.warm_up()
+
+
+def test_bundled_minilm_by_path_is_the_model_trained_with_the_hub_name(tmp_path, monkeypatch):
+    from rag_multihop.encoders import sentence_transformer
+
+    monkeypatch.undo()  # the real bundled MiniLM, not the autouse hashing stand-in
+    minilm = sentence_transformer.default_encoder()
+    reranker = AssociationReranker(encoder=minilm, training=TrainingConfig(epochs=2, seed=0))
+    reranker.fit(list(TEXTS), minilm.encode(list(TEXTS.values())), [("rope", "marit")])
+    path = str(reranker.save(tmp_path / "minilm"))
+    ranker = AssociationRanker(path, top_k=2, embedder=minilm.model_name_or_path)
+    assert len(ranker.run(query=QUESTION, documents=documents())["documents"]) == 2
+    with pytest.raises(ValueError, match=r"\(also dim 384\) is a different model"):
+        AssociationRanker(path, embedder=HashingTextEmbedder(384)).warm_up()
 
 
 def test_in_a_pipeline_after_an_embedding_retriever(model_path):

@@ -81,9 +81,7 @@ def aar_model(tmp_path_factory) -> str:
     vectors = encoder.encode(corpus.texts())
     config = TrainingConfig(epochs=30, batch_size=4, seed=0)
     pairs = [("polish-wedding", SECOND_HOP), ("rope", "hitchcock")]
-    model = AssociationReranker(training=config).fit(
-        corpus.ids, vectors, pairs, encoder_name=encoder.name
-    )
+    model = AssociationReranker(encoder=encoder, training=config).fit(corpus.ids, vectors, pairs)
     return str(model.save(tmp_path_factory.mktemp("aar") / "model"))
 
 

@@ -9,6 +9,7 @@ import pytest
 from haystack import Document
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.errors import FilterError
 from haystack_integrations.common.rag_multihop.convert import as_encoder
 from haystack_integrations.components.embedders.rag_multihop import RagMultihopTextEmbedder
 from haystack_integrations.components.rankers.rag_multihop import (
@@ -123,3 +124,34 @@ def test_filters_reach_every_search_sync_and_async():
     found = asyncio.run(bridge.run_async(query=QUESTION, filters=others))["documents"]
     assert found and all(d.id.startswith("other-") for d in found)
     assert bridge.to_dict()["init_parameters"]["filters"] == only_films
+    nothing = {"field": "meta.category", "operator": "==", "value": "none"}
+    assert bridge.run(query=QUESTION, filters=nothing)["documents"] == []
+    merging = BridgeRetriever(
+        InMemoryEmbeddingRetriever(store),
+        embedder=HashingTextEmbedder(),
+        filters=only_films,
+        filter_policy="merge",
+    )
+    rope = {"field": "meta.title", "operator": "==", "value": "Rope"}
+    found = merging.run(query=QUESTION, filters=rope)["documents"]
+    assert [d.id for d in found] == ["rope"]  # films AND Rope: other-rope is not a film
+    serialised = BridgeRetriever(InMemoryEmbeddingRetriever(store), filter_policy="merge")
+    data = serialised.to_dict()
+    assert data["init_parameters"]["filter_policy"] == "merge"
+    assert BridgeRetriever.from_dict(serialised.to_dict()).to_dict() == data
+
+
+def test_malformed_filters_fail_with_a_clear_error():
+    retriever = InMemoryEmbeddingRetriever(InMemoryDocumentStore())
+    wrong_operator = {"field": "meta.category", "operator": "equals", "value": "film"}
+    with pytest.raises(FilterError, match="unknown comparison operator 'equals'.*valid: !="):
+        BridgeRetriever(retriever, filters=wrong_operator)
+    bridge = BridgeRetriever(retriever, embedder=HashingTextEmbedder())
+    no_list = {"field": "meta.category", "operator": "in", "value": "film"}
+    with pytest.raises(FilterError, match="operator 'in' needs a list value"):
+        bridge.run(query=QUESTION, filters=no_list)
+    no_conditions = {"operator": "AND", "conditions": {"field": "meta.category"}}
+    with pytest.raises(FilterError, match="'conditions' of .* must be a list"):
+        asyncio.run(bridge.run_async(query=QUESTION, filters=no_conditions))
+    with pytest.raises(ValueError, match="Unknown FilterPolicy type 'both'"):
+        BridgeRetriever(retriever, filter_policy="both")

@@ -17,9 +17,11 @@ from haystack.components.retrievers.in_memory import (
     InMemoryEmbeddingRetriever,
 )
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.errors import FilterError
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
 from haystack_integrations.components.joiners.rag_multihop import pit_joiner as joiner_module
+from hs_fakes import HashingTextEmbedder
 
 
 @pytest.fixture
@@ -238,6 +240,21 @@ def test_docstring_examples_run(graph_module):
         assert doctest.testmod(module).failed == 0
 
 
+def test_graph_retriever_builds_synonym_edges_with_the_given_embedder(graph_module):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    assert EntityGraphRetriever(make_store()).graph.settings["encoder"] is None
+    with_embedder = EntityGraphRetriever(make_store(), embedder=HashingTextEmbedder())
+    assert with_embedder.graph.settings["encoder"] is not None
+    by_name = EntityGraphRetriever(make_store(), embedder="some/model", synonym_threshold=0.8)
+    data = by_name.to_dict()
+    assert data["init_parameters"]["embedder"] == "some/model"
+    assert EntityGraphRetriever.from_dict(by_name.to_dict()).to_dict() == data
+    with pytest.raises(ValueError, match="synonym_threshold"):
+        EntityGraphRetriever(make_store(), synonym_threshold=1.5)
+    with pytest.raises(TypeError, match="embedder must be None"):
+        EntityGraphRetriever(make_store(), embedder=42)
+
+
 def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, caplog):
     EntityGraphRetriever = graph_module.EntityGraphRetriever
     store = InMemoryDocumentStore()
@@ -260,7 +277,7 @@ def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, c
     assert "c" in {d.id for d in frozen.run(query="Who is Alfred Hitchcock?")["documents"]}
 
 
-def test_graph_retriever_filters_its_results(graph_module):
+def test_graph_retriever_filters_its_seeds_and_results(graph_module):
     EntityGraphRetriever = graph_module.EntityGraphRetriever
     store = InMemoryDocumentStore()
     store.write_documents(
@@ -276,3 +293,33 @@ def test_graph_retriever_filters_its_results(graph_module):
     out = asyncio.run(retriever.run_async(query="Alfred Hitchcock", filters=english))
     assert [d.id for d in out["documents"]] == ["a"]
     assert retriever.to_dict()["init_parameters"]["filters"] == german
+    seeds = [Document(id="a", content="", meta={"lang": "en"}, score=1.0)]  # English
+    german_seeded = retriever.run(query="nothing known", documents=seeds)["documents"]
+    english_seeded = retriever.run(query="nothing known", documents=seeds, filters=english)
+    assert german_seeded == [] and [d.id for d in english_seeded["documents"]][:1] == ["a"]
+    nothing = {"field": "meta.lang", "operator": "==", "value": "fr"}
+    assert retriever.run(query="Alfred Hitchcock", documents=seeds, filters=nothing) == {
+        "documents": []
+    }
+    merging = EntityGraphRetriever(store, filters=german, filter_policy="merge")
+    only_a = {"field": "id", "operator": "==", "value": "a"}
+    assert merging.run(query="Alfred Hitchcock", filters=only_a)["documents"] == []  # de AND a
+    replacing = retriever.run(query="Alfred Hitchcock", filters=only_a)["documents"]
+    assert [d.id for d in replacing] == ["a"]
+    data = merging.to_dict()
+    assert data["init_parameters"]["filter_policy"] == "merge"
+    assert EntityGraphRetriever.from_dict(data).to_dict() == data
+
+
+def test_graph_retriever_refuses_malformed_filters(graph_module):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    no_operator = {"field": "meta.lang", "value": "en"}
+    with pytest.raises(FilterError, match="unknown comparison operator None"):
+        EntityGraphRetriever(make_store(), filters=no_operator)
+    retriever = EntityGraphRetriever(make_store())
+    not_a_condition = {"operator": "OR", "conditions": ["meta.lang == en"]}
+    with pytest.raises(FilterError, match="a condition must be a dict, got 'meta.lang == en'"):
+        retriever.run(query="Alfred Hitchcock", filters=not_a_condition)
+    legacy = {"meta.lang": "en"}  # Haystack 1.x syntax
+    with pytest.raises(FilterError, match="neither a comparison .* nor a logical condition"):
+        asyncio.run(retriever.run_async(query="Alfred Hitchcock", filters=legacy))

@@ -40,8 +40,8 @@ def main() -> None:
     vectors = encoder.encode(data.corpus.texts())
 
     pairs = PairSet.from_gold(data.questions)
-    reranker = AssociationReranker(training=TrainingConfig(epochs=100, seed=0))
-    reranker.fit(data.corpus.ids, vectors, pairs, encoder_name=encoder.name)
+    reranker = AssociationReranker(encoder=encoder, training=TrainingConfig(epochs=100, seed=0))
+    reranker.fit(data.corpus.ids, vectors, pairs)  # records the encoder's fingerprint
     model_dir = reranker.save(os.path.join(tempfile.mkdtemp(), "aar-demo"))
     stats = reranker.provenance["training_stats"]
     print(f"trained on {len(pairs)} gold pairs in {stats['seconds']:.1f} s -> {model_dir}\n")

@@ -24,6 +24,17 @@ def hashing_embedding() -> HashingEmbedding:
     return HashingEmbedding(model_name="hashing-test")
 
 
+@pytest.fixture
+def settings_embed_model():
+    """``Settings.embed_model`` set to the hashing embed model for one test."""
+    from llama_index.core import Settings
+
+    before = Settings._embed_model
+    Settings.embed_model = HashingEmbedding()
+    yield Settings.embed_model
+    Settings._embed_model = before
+
+
 @pytest.fixture(scope="session")
 def minilm_embedding():
     """The bundled MiniLM as a LlamaIndex embed model (loads in a few seconds, no network)."""

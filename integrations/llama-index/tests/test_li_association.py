@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from li_fakes import HashingEmbedding, HashingEncoder
+from li_fakes import HashingEmbedding, HashingEncoder, hashing_vectors
 
 pytest.importorskip("torch")
 pytest.importorskip("llama_index.core")
@@ -34,9 +34,8 @@ def model_path(tmp_path_factory):
     ids = list(TEXTS)
     vectors = HashingEncoder(DIM).encode(list(TEXTS.values()))
     config = TrainingConfig(epochs=20, batch_size=8, learning_rate=1e-2, seed=0)
-    reranker = AssociationReranker(lambda_=0.5, training=config).fit(
-        ids, vectors, [("rope", "marit"), ("band", "tessaly")], encoder_name="hashing-test"
-    )
+    reranker = AssociationReranker(encoder=HashingEncoder(DIM), lambda_=0.5, training=config)
+    reranker.fit(ids, vectors, [("rope", "marit"), ("band", "tessaly")])
     return str(reranker.save(tmp_path_factory.mktemp("aar") / "model"))
 
 
@@ -157,17 +156,6 @@ def test_in_a_vector_index_query_where_nodes_come_back_without_embeddings(model_
     assert all(n.node.metadata[SIGNALS_KEY]["retrieval_score"] > 0 for n in reranked)
 
 
-@pytest.fixture
-def settings_embed_model():
-    """``Settings.embed_model`` set to the hashing embed model for one test."""
-    from llama_index.core import Settings
-
-    before = Settings._embed_model
-    Settings.embed_model = HashingEmbedding()
-    yield Settings.embed_model
-    Settings._embed_model = before
-
-
 def test_falls_back_to_settings_embed_model_in_postprocess_nodes(model_path, settings_embed_model):
     plain = AssociationRerank(model_path=model_path, top_n=3)
     explicit = AssociationRerank(model_path=model_path, top_n=3, embed_model=HashingEmbedding())
@@ -193,11 +181,14 @@ def test_works_in_a_condense_plus_context_chat_engine(model_path, settings_embed
 
 def test_id_key_maps_store_node_ids_to_trained_ids_and_unknown_texts_embed_once(model_path, caplog):
     class CountingEmbedding(HashingEmbedding):
-        texts: int = 0
+        texts: list[str] = []  # noqa: RUF012 - a pydantic field: copied per instance
 
         def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-            self.texts += len(texts)
+            self.texts.extend(texts)
             return [self._get_text_embedding(t) for t in texts]
+
+    def passage_texts_embedded() -> int:  # the encoder check also embeds the probe texts
+        return sum(text in TEXTS.values() for text in embed_model.texts)
 
     uuid_nodes = [
         NodeWithScore(
@@ -213,11 +204,65 @@ def test_id_key_maps_store_node_ids_to_trained_ids_and_unknown_texts_embed_once(
     by_id = AssociationRerank(model_path=model_path, top_n=3, embed_model=embed_model)
     expected = [n.node.node_id for n in by_id.postprocess_nodes(nodes(), query_str=QUESTION)]
     got = keyed.postprocess_nodes(uuid_nodes, query_str=QUESTION)
-    assert [n.node.metadata["doc_id"] for n in got] == expected and embed_model.texts == 0
+    assert [n.node.metadata["doc_id"] for n in got] == expected and passage_texts_embedded() == 0
     unkeyed = AssociationRerank(model_path=model_path, top_n=3, embed_model=embed_model)
     with caplog.at_level("WARNING"):
         for _ in range(3):
             unkeyed.postprocess_nodes(uuid_nodes, query_str=QUESTION)
-    assert embed_model.texts == len(TEXTS)  # each unknown text embedded once, then remembered
+    assert passage_texts_embedded() == len(TEXTS)  # each unknown text once, then remembered
     warnings = [r for r in caplog.records if "not in the association model" in r.message]
     assert len(warnings) == 1 and "id_key" in warnings[0].message
+
+
+class ShiftedEmbedding(HashingEmbedding):
+    """Another model of the same dimension: words hash to other buckets."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return np.roll(hashing_vectors([query], self.dim)[0], 3).tolist()
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return np.roll(hashing_vectors([text], self.dim)[0], 3).tolist()
+
+
+def test_the_embed_model_is_checked_by_the_saved_fingerprint(model_path):
+    renamed = HashingEmbedding(model_name="my-own-name-for-the-same-model")
+    kept = AssociationRerank(model_path=model_path, top_n=2, embed_model=renamed)
+    assert len(kept.postprocess_nodes(nodes(), query_str=QUESTION)) == 2
+    refused = AssociationRerank(model_path=model_path, top_n=2, embed_model=ShiftedEmbedding())
+    with pytest.raises(ValueError, match=r"given encoder 'unknown' \(also dim 64\) is a different"):
+        refused.postprocess_nodes(nodes(), query_str=QUESTION)
+
+
+def test_a_model_saved_without_fingerprint_compares_names_and_says_so(tmp_path, caplog):
+    vectors = HashingEncoder(DIM).encode(list(TEXTS.values()))
+    old = AssociationReranker(training=TrainingConfig(epochs=2, batch_size=8, seed=0))
+    path = old.fit(list(TEXTS), vectors, [("rope", "marit")], encoder_name="hashing-test")
+    path = str(path.save(tmp_path / "old"))
+    with pytest.raises(ValueError, match="no encoder fingerprint .* only names can be compared"):
+        AssociationRerank(model_path=path, embed_model=HashingEmbedding()).postprocess_nodes(
+            nodes(), query_str=QUESTION
+        )
+    same_name = HashingEmbedding(model_name="hashing-test")
+    with caplog.at_level("WARNING"):
+        AssociationRerank(model_path=path, embed_model=same_name).postprocess_nodes(
+            nodes(), query_str=QUESTION
+        )
+    assert "accepted by its name only" in caplog.text
+
+
+def test_bundled_minilm_under_another_name_is_the_same_model(minilm_embedding, tmp_path):
+    from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
+
+    encoder = minilm_embedding.encoder
+    reranker = AssociationReranker(encoder=encoder, training=TrainingConfig(epochs=2, seed=0))
+    reranker.fit(list(TEXTS), encoder.encode(list(TEXTS.values())), [("rope", "marit")])
+    path = str(reranker.save(tmp_path / "minilm"))
+    by_path = RagMultihopEmbedding(model_name=encoder.model_name_or_path)
+    assert by_path.model_name != minilm_embedding.model_name
+    found = AssociationRerank(model_path=path, top_n=2, embed_model=by_path).postprocess_nodes(
+        nodes(), query_str=QUESTION
+    )
+    assert len(found) == 2
+    same_dim = AssociationRerank(model_path=path, embed_model=HashingEmbedding(dim=384))
+    with pytest.raises(ValueError, match=r"\(also dim 384\) is a different model"):
+        same_dim.postprocess_nodes(nodes(), query_str=QUESTION)

@@ -14,10 +14,11 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.postprocessor.rag_multihop import BridgeJudgeRerank
 from llama_index.retrievers.rag_multihop import SIGNALS_KEY, BridgeRetriever
-from llama_index.retrievers.rag_multihop.bridge import judge_encoder
+from llama_index.retrievers.rag_multihop.bridge import NodeSearcher, judge_encoder
 
 from rag_multihop.encoders import SentenceTransformerEncoder
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
+from rag_multihop.types import Query
 
 DOCS = {
     "polish-wedding": (
@@ -67,6 +68,66 @@ def test_retriever_async_matches_sync(base) -> None:
     sync = [(n.node.node_id, n.score) for n in bridge.retrieve(QUESTION)]
     async_ = asyncio.run(bridge.aretrieve(QueryBundle(QUESTION)))
     assert [(n.node.node_id, n.score) for n in async_] == sync
+
+
+class CountingEmbedding(HashingEmbedding):
+    """Counts query embeddings and text batches; ``query_prefix`` makes queries embed
+    differently from texts (as instruction-tuned models do)."""
+
+    query_prefix: str = ""
+    queries: int = 0
+    batches: int = 0
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        self.queries += 1
+        return super()._get_query_embedding(self.query_prefix + query)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self.batches += 1
+        return [self._get_text_embedding(t) for t in texts]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._get_text_embeddings(texts)
+
+
+def bridge_over(embed_model, *, batched: bool = True) -> BridgeRetriever:
+    vector_retriever = VectorStoreIndex(text_nodes(), embed_model=embed_model).as_retriever(
+        similarity_top_k=10
+    )
+    bridge = BridgeRetriever(vector_retriever, similarity_top_k=4, embed_model=HashingEmbedding())
+    if not batched:  # the retriever embeds each search text itself
+        bridge.core.searcher = NodeSearcher(vector_retriever)
+    return bridge
+
+
+def test_each_search_step_embeds_its_texts_in_one_batch_with_the_indexs_model() -> None:
+    embed_model = CountingEmbedding()
+    bridge = bridge_over(embed_model)
+    expected = [
+        (n.node.node_id, n.score)
+        for n in bridge_over(HashingEmbedding(), batched=False).retrieve(QUESTION)
+    ]
+    embed_model.queries = embed_model.batches = 0
+    assert [(n.node.node_id, n.score) for n in bridge.retrieve(QUESTION)] == expected
+    assert (embed_model.queries, embed_model.batches) == (1, 2)  # the check, hop 1, expansion
+    again = asyncio.run(bridge.aretrieve(QueryBundle(QUESTION)))
+    assert [(n.node.node_id, n.score) for n in again] == expected
+    assert (embed_model.queries, embed_model.batches) == (1, 4)
+
+
+def test_a_model_that_embeds_queries_differently_embeds_each_query_as_a_query() -> None:
+    embed_model = CountingEmbedding(query_prefix="represent the question ")
+    expected = bridge_over(embed_model, batched=False).retrieve(QUESTION)
+    bridge = bridge_over(embed_model)
+    assert bridge.core.searcher.search([], k=3) == [] and bridge.core.searcher._batches is None
+    trace = bridge.core.run(Query(QUESTION), 4).trace
+    embed_model.queries = embed_model.batches = 0
+    found = bridge.retrieve(QUESTION)
+    assert [(n.node.node_id, n.score) for n in found] == [
+        (n.node.node_id, n.score) for n in expected
+    ]
+    assert bridge.core.searcher._batches is False and embed_model.batches == 0
+    assert embed_model.queries == 1 + len(trace.queries) + len(trace.entities)  # one per text
 
 
 class FakeLLM:
@@ -133,3 +194,8 @@ def test_postprocessor_serialises_settings_never_a_key() -> None:
 def test_default_judge_encoder_is_the_bundled_minilm_loaded_lazily() -> None:
     encoder = judge_encoder(None)
     assert isinstance(encoder, SentenceTransformerEncoder) and encoder._model is None
+
+
+def test_the_judge_falls_back_to_settings_embed_model(settings_embed_model) -> None:
+    encoder = judge_encoder(None)
+    assert encoder.name == settings_embed_model.model_name and encoder.dim == 64  # not MiniLM

@@ -4,7 +4,6 @@ each rag-multihop component as a one-line change, in sync and async."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("chromadb")
@@ -77,13 +76,11 @@ def index(chroma_server, nodes):
 def aar_model(tmp_path_factory, nodes, index) -> str:
     """An association model trained on the corpus (``rag-multihop aar train`` does this)."""
     corpus = nodes_to_corpus(nodes)
-    embed_model = Settings.embed_model  # set by the index fixture
-    vectors = np.asarray(embed_model.get_text_embedding_batch(corpus.texts()))
+    encoder = Settings.embed_model.encoder  # set by the index fixture (RagMultihopEmbedding)
+    vectors = encoder.encode(corpus.texts())
     config = TrainingConfig(epochs=30, batch_size=4, seed=0)
     pairs = [("polish-wedding", SECOND_HOP), ("rope", "hitchcock")]
-    model = AssociationReranker(training=config).fit(
-        corpus.ids, vectors, pairs, encoder_name=embed_model.model_name
-    )
+    model = AssociationReranker(encoder=encoder, training=config).fit(corpus.ids, vectors, pairs)
     return str(model.save(tmp_path_factory.mktemp("aar") / "model"))
 
 

@@ -11,6 +11,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
 from llama_index.retrievers.rag_multihop import (
     SIGNALS_KEY,
     EntityGraphRetriever,
@@ -222,6 +223,48 @@ def test_graph_retriever_fused_with_a_vector_retriever():
     # the second hop (connelly, dense rank 4) moves up to 3 with the graph's evidence
     assert [n.node.node_id for n in top] == ["wedding", "rope", "connelly"]
     assert set(top[2].node.metadata[SIGNALS_KEY]) == {"dense", "dense_cal", "graph", "graph_cal"}
+
+
+def test_graph_retriever_filters_its_seeds_and_results():
+    nodes = list(NODES.values())
+    question = "Who is the director of Polish Wedding?"
+    only_connelly = MetadataFilters(filters=[MetadataFilter(key="title", value="Theresa Connelly")])
+    graph = EntityGraphRetriever.from_nodes(nodes, similarity_top_k=2, filters=only_connelly)
+    assert [n.node.node_id for n in graph.retrieve(question)] == ["connelly"]
+    not_rope = MetadataFilters(
+        filters=[MetadataFilter(key="title", operator=FilterOperator.NE, value="Rope")]
+    )
+    seeds = Fixed([("rope", 0.9), ("wedding", 0.5)])
+    unfiltered = EntityGraphRetriever(graph.graph, nodes, seed_retriever=seeds, use_entities=False)
+    assert [n.node.node_id for n in unfiltered.retrieve("x")][:2] == ["rope", "wedding"]
+    filtered = EntityGraphRetriever(
+        graph.graph, nodes, seed_retriever=seeds, use_entities=False, filters=not_rope
+    )
+    found = [n.node.node_id for n in filtered.retrieve("x")]
+    assert found[:2] == ["wedding", "connelly"] and "rope" not in found  # rope did not seed
+    assert [n.node.node_id for n in asyncio.run(filtered.aretrieve("x"))] == found
+    nobody = MetadataFilters(filters=[MetadataFilter(key="title", value="Nobody")])
+    excluded = EntityGraphRetriever(graph.graph, nodes, seed_retriever=seeds, filters=nobody)
+    assert excluded.retrieve(question) == [] and asyncio.run(excluded.aretrieve(question)) == []
+
+
+def test_graph_retriever_refuses_filters_it_cannot_match():
+    nodes = list(NODES.values())
+    haystack_style = {"field": "meta.title", "operator": "==", "value": "Rope"}
+    with pytest.raises(TypeError, match="filters must be LlamaIndex MetadataFilters.*got dict"):
+        EntityGraphRetriever.from_nodes(nodes, filters=haystack_style)
+    rope = MetadataFilters(filters=[MetadataFilter(key="title", value="Rope")])
+    nested = MetadataFilters(filters=[rope, MetadataFilter(key="title", value="Polish Wedding")])
+    with pytest.raises(ValueError, match="nested MetadataFilters are not supported"):
+        EntityGraphRetriever.from_nodes(nodes, filters=nested)
+    text_match = MetadataFilter(key="year", operator=FilterOperator.TEXT_MATCH, value=1948)
+    with pytest.raises(ValueError, match="'year' with operator 'text_match' needs a string"):
+        EntityGraphRetriever.from_nodes(nodes, filters=MetadataFilters(filters=[text_match]))
+
+
+def test_graph_synonym_edges_use_settings_embed_model(settings_embed_model):
+    retriever = EntityGraphRetriever.from_nodes(list(NODES.values()))
+    assert retriever.graph.settings["encoder"] == settings_embed_model.model_name
 
 
 def test_graph_retriever_errors_and_saved_graphs(tmp_path):

@@ -42,7 +42,6 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,6 +62,7 @@ from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.cache import CachedEncoder, MemoEncoder
 from rag_multihop.eval.datasets import QAExample
+from rag_multihop.eval.groups import grouped_percentages, percent
 from rag_multihop.eval.harness import FoldRouter
 from rag_multihop.eval.methods.association import AAR_OPTIONS
 from rag_multihop.eval.methods.association import build as build_aar
@@ -87,7 +87,6 @@ declare_options("bridge", "prepare_bridge")
 MEMO_TEXTS = 500_000
 """Texts whose vectors the bench's bridge searcher keeps (a prepared corpus holds ~60,000)."""
 
-UNTYPED = "untyped"
 """The question-type group of datasets that give no types (2Wiki's HippoRAG copy)."""
 
 
@@ -213,10 +212,6 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def _pct(values: Sequence[float]) -> float:
-    return round(100.0 * float(np.mean(values)), 2) if values else float("nan")
-
-
 class BridgeBenchRetriever:
     """Runs a :class:`BridgeRetriever` per question and keeps its traces for the report."""
 
@@ -247,8 +242,7 @@ class BridgeBenchRetriever:
 
     def _groups(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         """Per question type and per number of gold passages: recall, coverage, bridge."""
-        by_type: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        by_gold: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        rows = []
         for trace, ranking in zip(self.traces, self.rankings, strict=True):
             question = self._questions.get(trace.query_id)
             if question is None:
@@ -264,21 +258,8 @@ class BridgeBenchRetriever:
                 "dense_coverage_same_size": recall_at_k(list(trace.hop1_ids), gold, len(reach)),
                 "bridge_is_gold": float(trace.bridge_id in gold),
             }
-            for table, group in (
-                (by_type, "all"),
-                (by_type, question.type or UNTYPED),
-                (by_gold, f"{len(set(gold))} gold"),
-            ):
-                for key, value in row.items():
-                    table[group][key].append(value)
-
-        def summary(table: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Any]]:
-            return {
-                group: {"questions": len(rows["R@2"]), **{k: _pct(v) for k, v in rows.items()}}
-                for group, rows in table.items()
-            }
-
-        return summary(by_type), summary(by_gold)
+            rows.append((question, row))
+        return grouped_percentages(rows)
 
     def bench_extras(self) -> dict[str, Any]:
         """Settings, pool statistics, per-type recall and, in LLM mode, the LLM accounts."""
@@ -298,7 +279,7 @@ class BridgeBenchRetriever:
             "pool": {
                 "size": _summary([len(t.pool_ids) for t in self.traces]),
                 "entities": _summary([len(t.entities) for t in self.traces]),
-                "no_entities_share": _pct([float(not t.entities) for t in self.traces]),
+                "no_entities_share": percent([float(not t.entities) for t in self.traces]),
                 "queries": _summary([len(t.queries) for t in self.traces]),
             },
         }

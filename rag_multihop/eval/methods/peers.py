@@ -3,7 +3,8 @@
 dense and BM25 retrievers.
 
 Registering them imports neither framework: each factory imports its module of
-:mod:`rag_multihop.eval.peers` (and the framework with it) when the peer is built. Without the
+:mod:`rag_multihop.eval.peers` (and the framework with it) when the peer is built, by a
+deferred import that tools see. Without the
 framework installed, building the peer raises ``ImportError`` naming the install command.
 
 Example:
@@ -14,9 +15,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from types import ModuleType
 
 from rag_multihop.eval.registry import BenchContext, peer_child_k, register_method
 from rag_multihop.protocols import Retriever
@@ -52,20 +51,20 @@ HAYSTACK_PEERS: dict[str, tuple[str, str]] = {
 """Peer name -> (``DocumentJoiner`` join mode, description)."""
 
 
-def _peer_module(name: str, framework: str) -> ModuleType:
-    try:
-        return importlib.import_module(f"rag_multihop.eval.peers.{name}")
-    except ImportError as exc:
-        raise ImportError(
-            f"this benchmark peer runs {framework}, which is not installed ({exc}); install it "
-            "with: pip install 'rag-multihop[peers]'"
-        ) from exc
+def _missing(framework: str, exc: ImportError) -> ImportError:
+    return ImportError(
+        f"this benchmark peer runs {framework}, which is not installed ({exc}); install it "
+        "with: pip install 'rag-multihop[peers]'"
+    )
 
 
 def _llama_index(mode: str) -> Callable[[BenchContext], Retriever]:
     def build(context: BenchContext) -> Retriever:
-        peers = _peer_module("llama_index", "llama-index-core")
-        return peers.LlamaIndexFusionPeer(
+        try:
+            from rag_multihop.eval.peers.llama_index import LlamaIndexFusionPeer
+        except ImportError as exc:
+            raise _missing("llama-index-core", exc) from exc
+        return LlamaIndexFusionPeer(
             context.dataset.corpus,
             context.dense,
             context.bm25,
@@ -79,8 +78,11 @@ def _llama_index(mode: str) -> Callable[[BenchContext], Retriever]:
 
 def _haystack(join_mode: str) -> Callable[[BenchContext], Retriever]:
     def build(context: BenchContext) -> Retriever:
-        peers = _peer_module("haystack", "haystack-ai")
-        return peers.HaystackJoinerPeer(
+        try:
+            from rag_multihop.eval.peers.haystack import HaystackJoinerPeer
+        except ImportError as exc:
+            raise _missing("haystack-ai", exc) from exc
+        return HaystackJoinerPeer(
             context.dataset.corpus,
             context.dense,
             context.bm25,

@@ -17,6 +17,10 @@ One rule for all of them:
   sentence-transformers model name, or ``None`` (the bundled all-MiniLM-L6-v2) into a
   rag-multihop :class:`~rag_multihop.encoders.Encoder`; a rag-multihop embedder gives back its
   own encoder, so a pipeline's embedder is reused and its model loads once.
+- **Filters.** Haystack filter dicts (``{"field": "meta.lang", "operator": "==", "value":
+  "en"}``, nested under ``AND``/``OR``/``NOT``) are checked whole when given
+  (:func:`check_filters`), so a malformed one fails at once, not on the first document it
+  meets.
 - **Secret → key variable.** An LLM key is an environment-variable ``Secret`` whose name the
   core's LLM client reads at call time (:func:`check_api_key`, :func:`key_variable`).
 
@@ -41,8 +45,11 @@ from typing import Any
 
 import numpy as np
 from haystack import Document
+from haystack.document_stores.types import FilterPolicy
+from haystack.errors import FilterError
 from haystack.utils import Secret
 from haystack.utils.auth import SecretType
+from haystack.utils.filters import COMPARISON_OPERATORS, LOGICAL_OPERATORS
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
@@ -59,10 +66,19 @@ DOCUMENT_KEY = "haystack_document"
 """Passage metadata key under which the source document travels through the core."""
 
 
-def document_to_passage(document: Document) -> Passage:
-    """The passage of ``document`` (see the module docstring)."""
+def document_to_passage(document: Document, *, id_key: str | None = None) -> Passage:
+    """The passage of ``document`` (see the module docstring); the document rides in its
+    metadata.
+
+    The passage id is ``Document.id``, or ``document.meta[id_key]`` when ``id_key`` is given
+    and the document has it (e.g. a document id a model was trained on, behind a store that
+    assigns its own ids).
+    """
+    passage_id = document.id
+    if id_key is not None and document.meta.get(id_key) not in (None, ""):
+        passage_id = str(document.meta[id_key])
     return Passage(
-        document.id,
+        passage_id,
         document.content or "",
         title=str(document.meta.get(TITLE_KEY, "") or ""),
         metadata={DOCUMENT_KEY: document},
@@ -78,12 +94,15 @@ def document_signals(document: Document) -> dict[str, float]:
 
 
 def document_to_candidate(
-    document: Document, *, signals: Mapping[str, float] | None = None
+    document: Document,
+    *,
+    signals: Mapping[str, float] | None = None,
+    id_key: str | None = None,
 ) -> Candidate:
-    """The candidate of ``document``: its passage, its score, its earlier signals (plus
-    ``signals``)."""
+    """The candidate of ``document``: its passage (``id_key`` as for
+    :func:`document_to_passage`), its score, its earlier signals (plus ``signals``)."""
     return Candidate(
-        document_to_passage(document),
+        document_to_passage(document, id_key=id_key),
         0.0 if document.score is None else float(document.score),
         signals={**document_signals(document), **(signals or {})},
     )
@@ -224,6 +243,58 @@ def embedder_to_dict(embedder: Any) -> Any:
     from haystack.core.serialization import component_to_dict
 
     return component_to_dict(embedder, "embedder")
+
+
+def check_filters(filters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``filters`` if ``None``, empty, or valid Haystack filter syntax; else ``FilterError``
+    naming the faulty condition (Haystack itself only notices when a document is matched).
+
+    Example:
+        >>> check_filters({"field": "meta.lang", "operator": "==", "value": "en"})
+        {'field': 'meta.lang', 'operator': '==', 'value': 'en'}
+        >>> check_filters({"field": "meta.lang", "operator": "equals", "value": "en"})
+        Traceback (most recent call last):
+        ...
+        haystack.errors.FilterError: filters: unknown comparison operator 'equals' in {'field': \
+'meta.lang', 'operator': 'equals', 'value': 'en'}; valid: !=, <, <=, ==, >, >=, in, not in
+    """
+    if filters:
+        _check_condition(filters)
+    return filters
+
+
+def as_filter_policy(policy: FilterPolicy | str) -> FilterPolicy:
+    """``policy`` as Haystack's ``FilterPolicy`` (its name, ``"replace"`` or ``"merge"``, as
+    ``from_dict`` gives it, or the enum itself)."""
+    return FilterPolicy.from_str(policy) if isinstance(policy, str) else policy
+
+
+def _check_condition(condition: Any) -> None:
+    if not isinstance(condition, dict):
+        raise FilterError(f"filters: a condition must be a dict, got {condition!r}")
+    if "field" in condition:
+        operator = condition.get("operator")
+        if operator not in COMPARISON_OPERATORS:
+            raise FilterError(
+                f"filters: unknown comparison operator {operator!r} in {condition}; valid: "
+                + ", ".join(sorted(COMPARISON_OPERATORS))
+            )
+        if "value" not in condition:
+            raise FilterError(f"filters: 'value' missing in {condition}")
+        if operator in ("in", "not in") and not isinstance(condition["value"], list):
+            raise FilterError(f"filters: operator {operator!r} needs a list value in {condition}")
+        return
+    operator = condition.get("operator")
+    if operator not in LOGICAL_OPERATORS:
+        raise FilterError(
+            f"filters: {condition} is neither a comparison (with 'field') nor a logical "
+            f"condition (operator {', '.join(sorted(LOGICAL_OPERATORS))} with 'conditions')"
+        )
+    conditions = condition.get("conditions")
+    if not isinstance(conditions, list):
+        raise FilterError(f"filters: 'conditions' of {condition} must be a list of conditions")
+    for inner in conditions:
+        _check_condition(inner)
 
 
 def check_api_key(api_key: Secret | None) -> Secret | None:

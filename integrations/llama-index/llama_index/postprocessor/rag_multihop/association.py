@@ -12,6 +12,11 @@ modified.
 ``node.metadata[id_key]`` (train the model on those ids, e.g. a document id you store as
 metadata, when the vector store assigns its own node ids such as UUIDs).
 
+**Encoder identity.** The embed model must be the model's encoder: it is checked once per
+embed model against the fingerprint the saved model recorded (its embeddings of fixed probe
+texts), so the same model under another name is accepted and a different model, even of
+the same dimension, is a ``ValueError`` (models saved without a fingerprint compare names).
+
 **Vectors.** A node the saved model stores uses its stored vector and precomputed f(p). Any
 other node uses ``node.embedding`` when the vector store returned it, else the embed model
 embeds its ``title + "\\n" + text``, remembered by content hash so each text is embedded once;
@@ -104,13 +109,18 @@ class AssociationRerank(BaseNodePostprocessor):
             )
         return self._reranker
 
-    def _encoder(self, embed_model: BaseEmbedding | None) -> Encoder | None:
-        """``embed_model`` as an encoder that remembers what it embedded, or None."""
+    def _encoder(
+        self, embed_model: BaseEmbedding | None, reranker: AssociationReranker
+    ) -> Encoder | None:
+        """``embed_model`` as an encoder that remembers what it embedded, or None; checked
+        once to be the model's encoder (``ValueError`` otherwise)."""
         if embed_model is None:
             return None
         key = id(embed_model)
         if key not in self._encoders:
-            self._encoders = {key: MemoEncoder(as_encoder(embed_model))}
+            encoder = MemoEncoder(as_encoder(embed_model))
+            reranker.check_encoder(encoder)
+            self._encoders = {key: encoder}
         return self._encoders[key]
 
     def _postprocess_nodes(
@@ -122,6 +132,7 @@ class AssociationRerank(BaseNodePostprocessor):
             return []
         reranker = self._load()
         embed_model = self.embed_model or settings_embed_model()
+        encoder = self._encoder(embed_model, reranker)
         candidates = [
             node_to_candidate(
                 n,
@@ -142,7 +153,7 @@ class AssociationRerank(BaseNodePostprocessor):
                 EventPayload.TOP_K: self.top_n,
             },
         ) as event:
-            vectors = self._vectors(candidates, reranker, self._encoder(embed_model))
+            vectors = self._vectors(candidates, reranker, encoder)
             ranked = reranker.rerank(query, candidates, top_n=self.top_n, vectors=vectors)
             new_nodes = [candidate_to_node(c) for c in ranked]
             event.on_end(payload={EventPayload.NODES: new_nodes})

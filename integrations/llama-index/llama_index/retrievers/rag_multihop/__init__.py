@@ -7,6 +7,8 @@
 - :class:`CoopRetriever`: CoopRAG's unrolling-augmented retrieval, RaLa reranking and
   KeyExtract around a retriever; :class:`UnrollingQueryTransform` (question unrolling into
   ``custom_embedding_strs``) and :class:`CoopQueryEngine` (chain completion and answer).
+- :class:`MultiHopRetriever`: the LLM-free multi-hop retriever (best pair for ranks 1-2, title
+  links, entity-graph tail) over nodes.
 - :func:`nodes_to_corpus`: the rag-multihop corpus of nodes (to train an association model or
   build an entity graph over an index's nodes); :data:`SIGNALS_KEY`, the node metadata key
   under which every component of this package writes its signals.
@@ -25,6 +27,7 @@ from llama_index.retrievers.rag_multihop.coop import (
 )
 from llama_index.retrievers.rag_multihop.fusion import PITFusionRetriever
 from llama_index.retrievers.rag_multihop.graph import EntityGraphRetriever
+from llama_index.retrievers.rag_multihop.multihop import MultiHopRetriever
 
 try:
     __version__ = version("llama-index-rag-multihop")
@@ -37,6 +40,7 @@ __all__ = [
     "CoopQueryEngine",
     "CoopRetriever",
     "EntityGraphRetriever",
+    "MultiHopRetriever",
     "PITFusionRetriever",
     "UnrollingQueryTransform",
     "__version__",

@@ -18,6 +18,9 @@ One rule for all of them:
   length); a :class:`~llama_index.embeddings.rag_multihop.RagMultihopEmbedding` gives back its
   own encoder. Every component that embeds takes ``embed_model``, else LlamaIndex's
   ``Settings.embed_model`` (:func:`settings_embed_model`).
+- **Filters.** ``MetadataFilters`` are matched on node metadata by LlamaIndex's own in-memory
+  rule (the one ``SimpleVectorStore`` applies); :func:`check_metadata_filters` refuses, when
+  they are given, what that rule cannot match.
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -38,6 +41,7 @@ from typing import Any
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
+from llama_index.core.vector_stores.types import FilterOperator, MetadataFilters
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
@@ -180,3 +184,43 @@ def settings_embed_model() -> BaseEmbedding | None:
         return Settings.embed_model
     except ImportError:
         return None
+
+
+_TEXT_OPERATORS = (FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE)
+
+
+def check_metadata_filters(filters: Any) -> MetadataFilters | None:
+    """``filters`` if ``None`` or ``MetadataFilters`` that LlamaIndex's in-memory rule can
+    match; else ``TypeError`` (not ``MetadataFilters``) or ``ValueError`` (nested
+    ``MetadataFilters``, or a text-match filter on a non-string value), naming the fix.
+
+    Example:
+        >>> from llama_index.core.vector_stores.types import MetadataFilter
+        >>> english = MetadataFilters(filters=[MetadataFilter(key="lang", value="en")])
+        >>> check_metadata_filters(english) is english
+        True
+        >>> check_metadata_filters({"lang": "en"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: filters must be LlamaIndex MetadataFilters, e.g. ... got dict
+    """
+    if filters is None:
+        return None
+    if not isinstance(filters, MetadataFilters):
+        raise TypeError(
+            "filters must be LlamaIndex MetadataFilters, e.g. MetadataFilters(filters=["
+            f"MetadataFilter(key='lang', value='en')]), got {type(filters).__name__}"
+        )
+    for item in filters.filters:
+        if isinstance(item, MetadataFilters):
+            raise ValueError(
+                "nested MetadataFilters are not supported: nodes are matched by LlamaIndex's "
+                "in-memory rule (as in SimpleVectorStore), which has none; use one flat "
+                "MetadataFilters with a condition (and, or, not)"
+            )
+        if item.operator in _TEXT_OPERATORS and not isinstance(item.value, str):
+            raise ValueError(
+                f"filter on {item.key!r} with operator {item.operator.value!r} needs a string "
+                f"value, got {item.value!r}"
+            )
+    return filters

@@ -8,7 +8,11 @@ this file only translates.
 - **Searches**: ``retriever.retrieve`` / ``aretrieve`` (concurrently in async code) with a
   fresh ``QueryBundle`` per text; each result list is cut to the depth the core asks for
   (``similarity_top_k`` for hop 1, 5 per expansion search), so give the wrapped retriever a
-  ``similarity_top_k`` of at least ``max(similarity_top_k, 5)``.
+  ``similarity_top_k`` of at least ``max(similarity_top_k, 5)``. When the wrapped retriever
+  embeds queries itself (a ``VectorIndexRetriever``, e.g. ``index.as_retriever()``), the texts
+  of each search step are embedded in **one batched call** of its embed model
+  (``get_text_embedding_batch``, when that model embeds queries and texts alike; otherwise one
+  ``get_query_embedding`` per text) and each search runs on its vector.
 - **Nodes**: node id = passage id, ``get_content(MetadataMode.NONE)`` = text,
   ``metadata["title"]`` = title (the title-mention judge signal needs it). Returned nodes are
   copies of the retrieved ones with the BridgeRAG score and every signal under
@@ -38,9 +42,11 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.indices.vector_store.retrievers.retriever import VectorIndexRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.retrievers.rag_multihop._convert import (
     as_encoder,
@@ -61,24 +67,74 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class NodeSearcher:
-    """A LlamaIndex retriever as a core searcher: one (a)retrieve per text, cut to ``k``."""
+QUERY_TEXT_TOLERANCE = 1e-5
+"""Largest ``1 − cosine`` between an embed model's query and text embedding of one string
+for which its queries are embedded as texts, in batches."""
 
-    def __init__(self, retriever: BaseRetriever) -> None:
+
+class NodeSearcher:
+    """A LlamaIndex retriever as a core searcher: one (a)retrieve per text, cut to ``k``.
+
+    With ``embed_model`` (the model the retriever embeds queries with), the texts of one
+    search are embedded together first and each retrieve gets its ``QueryBundle.embedding``:
+    one ``get_text_embedding_batch`` call when the model embeds a query as it embeds a text
+    (checked once, on the first text), else one ``get_query_embedding`` per text.
+    """
+
+    def __init__(self, retriever: BaseRetriever, embed_model: BaseEmbedding | None = None) -> None:
         self.retriever = retriever
+        self.embed_model = embed_model
+        self._batches: bool | None = None
+
+    @classmethod
+    def of(cls, retriever: BaseRetriever) -> NodeSearcher:
+        """The searcher of ``retriever``, batching with its embed model when it has one."""
+        if isinstance(retriever, VectorIndexRetriever):
+            return cls(retriever, retriever._embed_model)
+        return cls(retriever)
+
+    def _batches_queries(self, embed_model: BaseEmbedding, text: str) -> bool:
+        if self._batches is None:
+            query = np.asarray(embed_model.get_query_embedding(text), dtype=np.float64)
+            as_text = np.asarray(embed_model.get_text_embedding(text), dtype=np.float64)
+            norms = float(np.linalg.norm(query) * np.linalg.norm(as_text))
+            cosine = float(query @ as_text) / norms if norms else 0.0
+            self._batches = cosine >= 1.0 - QUERY_TEXT_TOLERANCE
+        return self._batches
+
+    def _bundles(self, queries: Sequence[Query]) -> list[QueryBundle]:
+        texts = [q.text for q in queries]
+        model = self.embed_model
+        if model is None or not texts:
+            return [QueryBundle(text) for text in texts]
+        if self._batches_queries(model, texts[0]):
+            vectors = model.get_text_embedding_batch(texts)
+        else:
+            vectors = [model.get_query_embedding(text) for text in texts]
+        return [QueryBundle(t, embedding=v) for t, v in zip(texts, vectors, strict=True)]
+
+    async def _abundles(self, queries: Sequence[Query]) -> list[QueryBundle]:
+        texts = [q.text for q in queries]
+        model = self.embed_model
+        if model is None or not texts:
+            return [QueryBundle(text) for text in texts]
+        if await asyncio.to_thread(self._batches_queries, model, texts[0]):
+            vectors = await model.aget_text_embedding_batch(texts)
+        else:
+            vectors = await asyncio.gather(*(model.aget_query_embedding(t) for t in texts))
+        return [QueryBundle(t, embedding=v) for t, v in zip(texts, vectors, strict=True)]
 
     def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
         check_positive_int(k, "k")
         return [
-            [node_to_candidate(n) for n in self.retriever.retrieve(QueryBundle(q.text))[:k]]
-            for q in queries
+            [node_to_candidate(n) for n in self.retriever.retrieve(bundle)[:k]]
+            for bundle in self._bundles(queries)
         ]
 
     async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
         check_positive_int(k, "k")
-        found = await asyncio.gather(
-            *(self.retriever.aretrieve(QueryBundle(q.text)) for q in queries)
-        )
+        bundles = await self._abundles(queries)
+        found = await asyncio.gather(*(self.retriever.aretrieve(b) for b in bundles))
         return [[node_to_candidate(n) for n in nodes[:k]] for nodes in found]
 
 
@@ -127,7 +183,7 @@ class BridgeRetriever(BaseRetriever):
     ) -> None:
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         settings = BridgeSettings(alpha=alpha, bridge_position=bridge_position)
-        searcher = NodeSearcher(retriever)
+        searcher = NodeSearcher.of(retriever)
         if llm is None:
             vectors = PassageVectors(judge_encoder(embed_model))
             self.core = CoreBridgeRetriever.llm_free(searcher, vectors=vectors, settings=settings)

@@ -16,6 +16,13 @@ writes ``./storage/rag_multihop_entity_graph/``, and
 ``EntityGraphRetriever.from_persist_dir("./storage")`` reloads it with the nodes of the
 persisted docstore (or the ``nodes`` you pass).
 
+``filters`` (LlamaIndex ``MetadataFilters``) decide which nodes seed the walk and which come
+back, matched on node metadata with LlamaIndex's own in-memory rule (the one
+``SimpleVectorStore`` applies); the walk itself runs over the whole graph. A LlamaIndex
+retriever takes its filters when it is built, not per query, so the graph retriever cannot
+pass them to ``seed_retriever``: build that one with the same filters
+(``index.as_retriever(filters=filters)``) so it does not spend its top nodes on excluded ones.
+
 Example:
     >>> from llama_index.core.schema import TextNode
     >>> nodes = [
@@ -40,9 +47,13 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
+from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 from llama_index.retrievers.rag_multihop._convert import (
+    NODE_KEY,
     as_encoder,
     candidate_to_node,
+    check_metadata_filters,
     node_signals,
     nodes_to_corpus,
     settings_embed_model,
@@ -75,6 +86,8 @@ class EntityGraphRetriever(BaseRetriever):
         seed_retriever: optional retriever whose top ``seed_top_n`` nodes seed the walk.
         extractor: query entity extractor; use the one the graph was built with.
         similarity_top_k: nodes returned.
+        filters: ``MetadataFilters`` the seed and returned nodes must match (module
+            docstring); nested ones are refused.
         seed_top_n, entity_share, use_entities, damping: fields of
             :class:`rag_multihop.graph.GraphSettings` (its defaults and checks); the
             retriever keeps them as :attr:`settings`.
@@ -92,6 +105,7 @@ class EntityGraphRetriever(BaseRetriever):
         entity_share: float = GraphSettings.entity_share,
         use_entities: bool = GraphSettings.use_entities,
         damping: float = GraphSettings.damping,
+        filters: MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -104,6 +118,10 @@ class EntityGraphRetriever(BaseRetriever):
         )
         self._graph = GraphRetriever(graph, self._corpus, extractor=extractor, settings=settings)
         self._seed_retriever = seed_retriever
+        self.filters = check_metadata_filters(filters)
+        self._matches = build_metadata_filter_fn(
+            lambda node_id: self._corpus[node_id].metadata[NODE_KEY].metadata, filters
+        )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -195,9 +213,13 @@ class EntityGraphRetriever(BaseRetriever):
     def _rank(
         self, query_bundle: QueryBundle, seeds: Sequence[NodeWithScore]
     ) -> list[NodeWithScore]:
-        ranked = self._graph.rank(
-            Query(query_bundle.query_str), self._seeds(seeds), k=self.similarity_top_k
-        )
+        query = Query(query_bundle.query_str)
+        kept = [seed for seed in self._seeds(seeds) if self._matches(seed.id)]
+        if self.filters is None or not self.filters.filters:
+            ranked = self._graph.rank(query, kept, k=self.similarity_top_k)
+        else:
+            walked = self._graph.rank(query, kept, k=len(self._corpus))
+            ranked = [c for c in walked if self._matches(c.id)][: self.similarity_top_k]
         return [candidate_to_node(c) for c in ranked]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

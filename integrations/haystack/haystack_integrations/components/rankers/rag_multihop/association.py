@@ -8,9 +8,15 @@ passage id, text and title by the package's one rule, see
 ``association``, ``cosine`` and ``retrieval_score`` (the incoming score) in
 ``meta["rag_multihop_signals"]``, next to any earlier rag-multihop signals.
 
-Vectors: a document the saved model stores (by id) uses the stored vector and f(p); any
-other uses ``Document.embedding`` when set, else the encoder (embedding
-``title + "\n" + content``). The query vector is the
+Which passage a document is: by default ``Document.id``; with ``id_key`` the value of
+``meta[id_key]`` (train the model on those ids, e.g. a document id kept as metadata, when the
+store assigns its own ids such as UUIDs).
+
+Vectors: a document the saved model stores uses the stored vector and f(p); any other uses
+``Document.embedding`` when set (Chroma's and other stores' embedding retrievers return it),
+else the encoder embeds ``title + "\n" + content``, remembered by content hash so each text is
+embedded once; the first such fallback logs a warning (it is slower, and the model has not
+seen the passage). The query vector is the
 ``query_embedding`` input when connected, else the encoder's embedding of ``query``. The
 encoder is ``embedder``: a Haystack text or document embedder component (the pipeline's own,
 so its model loads once), a sentence-transformers model name, or ``None`` for the bundled
@@ -28,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -42,8 +49,11 @@ from haystack_integrations.common.rag_multihop.convert import (
 from rag_multihop._settings import resolve_settings
 from rag_multihop.association import AssociationReranker
 from rag_multihop.association.settings import AssociationSettings
-from rag_multihop.types import Query
+from rag_multihop.encoders import MemoEncoder
+from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
+
+logger = logging.getLogger(__name__)
 
 RETRIEVAL_SCORE_KEY = "retrieval_score"
 """Signal holding the score a document had before reranking."""
@@ -64,6 +74,8 @@ class AssociationRanker:
         embedder: embeds queries and unstored documents: a Haystack text or document embedder
             component, a sentence-transformers model name or path, or ``None`` for the
             bundled all-MiniLM-L6-v2.
+        id_key: ``meta`` key holding the passage id the model was trained on; ``None`` uses
+            ``Document.id``.
     """
 
     def __init__(
@@ -74,6 +86,7 @@ class AssociationRanker:
         lambda_: float | None = None,
         mode: str | None = None,
         embedder: Any = None,
+        id_key: str | None = None,
     ) -> None:
         self.model_path = str(model_path)
         self.top_k = check_positive_int(top_k, "top_k")
@@ -81,7 +94,9 @@ class AssociationRanker:
         self.lambda_ = lambda_
         self.mode = mode
         self.embedder = check_embedder(embedder)
+        self.id_key = id_key
         self._reranker: AssociationReranker | None = None
+        self._warned = False
 
     def warm_up(self) -> None:
         """Load the model and its encoder (idempotent)."""
@@ -91,7 +106,7 @@ class AssociationRanker:
         if self._reranker is None:
             self._reranker = AssociationReranker.load(
                 self.model_path,
-                encoder=as_encoder(self.embedder),
+                encoder=MemoEncoder(as_encoder(self.embedder)),
                 lambda_=self.lambda_,
                 mode=self.mode,
             )
@@ -105,6 +120,7 @@ class AssociationRanker:
             lambda_=self.lambda_,
             mode=self.mode,
             embedder=embedder_to_dict(self.embedder),
+            id_key=self.id_key,
         )
 
     @classmethod
@@ -126,15 +142,41 @@ class AssociationRanker:
         reranker = self._loaded()
         candidates = [
             document_to_candidate(
-                doc, signals={} if doc.score is None else {RETRIEVAL_SCORE_KEY: float(doc.score)}
+                doc,
+                signals={} if doc.score is None else {RETRIEVAL_SCORE_KEY: float(doc.score)},
+                id_key=self.id_key,
             )
             for doc in documents
         ]
-        vectors = {doc.id: doc.embedding for doc in documents if doc.embedding is not None}
+        vectors = {
+            c.id: doc.embedding
+            for c, doc in zip(candidates, documents, strict=True)
+            if doc.embedding is not None
+        }
+        self._warn_once_when_embedding(candidates, vectors, reranker)
         ranked = reranker.rerank(
             Query(query, embedding=query_embedding), candidates, top_n=top_k, vectors=vectors
         )
         return {"documents": [candidate_to_document(c) for c in ranked]}
+
+    def _warn_once_when_embedding(
+        self, candidates: list[Candidate], vectors: dict[str, Any], reranker: AssociationReranker
+    ) -> None:
+        if self._warned:
+            return
+        to_embed = [c.id for c in candidates if c.id not in vectors and not reranker.stores(c.id)]
+        if to_embed:
+            self._warned = True
+            logger.warning(
+                "AssociationRanker: %d of %d documents are not in the association model and "
+                "came without an embedding (e.g. %r); embedding them with %s (remembered by "
+                "content hash). Train the model on these ids, or set id_key to the meta field "
+                "holding the trained ids, to use the model's own vectors.",
+                len(to_embed),
+                len(candidates),
+                to_embed[0],
+                reranker.encoder.name if reranker.encoder is not None else "the encoder",
+            )
 
     @component.output_types(documents=list[Document])
     async def run_async(

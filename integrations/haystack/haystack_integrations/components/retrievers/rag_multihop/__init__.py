@@ -3,6 +3,8 @@
 - :class:`EntityGraphRetriever`: Personalized PageRank over an entity graph of a store.
 - :class:`BridgeRetriever`: bridge-conditioned pool widening and judging (BridgeRAG).
 - :class:`CoopRetriever`: CoopRAG's unrolling-augmented retrieval, RaLa and KeyExtract.
+- :class:`MultiHopRetriever`: the LLM-free multi-hop retriever (best pair for ranks 1-2,
+  title links, entity-graph tail) over a store.
 """
 
 from __future__ import annotations
@@ -12,5 +14,6 @@ from haystack_integrations.components.retrievers.rag_multihop.coop import CoopRe
 from haystack_integrations.components.retrievers.rag_multihop.graph_retriever import (
     EntityGraphRetriever,
 )
+from haystack_integrations.components.retrievers.rag_multihop.multihop import MultiHopRetriever
 
-__all__ = ["BridgeRetriever", "CoopRetriever", "EntityGraphRetriever"]
+__all__ = ["BridgeRetriever", "CoopRetriever", "EntityGraphRetriever", "MultiHopRetriever"]

@@ -6,8 +6,9 @@ does every search: hop 1 on the question (its top document is the bridge), then 
 per bridge entity and per generated query. The texts are embedded in one batch per step by
 ``embedder`` (a Haystack text or document embedder component, a sentence-transformers model
 name, or by default the bundled all-MiniLM-L6-v2), which must be the model that embedded the
-store's documents. ``filters`` (init, or per run, which replaces them) go to every search
-of the wrapped retriever. Plan, pool, judge and PIT fusion are rag-multihop's core
+store's documents. ``filters`` (checked when given; init and per run, combined by
+``filter_policy`` as in Haystack's own retrievers) go to every search of the wrapped
+retriever. Plan, pool, judge and PIT fusion are rag-multihop's core
 :class:`rag_multihop.bridge.BridgeRetriever`.
 
 - Without ``llm``: the LLM-free mode (template queries, heuristic entities, embedding +
@@ -39,12 +40,15 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import (
     as_encoder,
+    as_filter_policy,
     candidate_to_document,
     check_api_key,
     check_embedder,
+    check_filters,
     document_to_candidate,
     embedder_to_dict,
     key_variable,
@@ -124,7 +128,9 @@ class BridgeRetriever:
         bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
             :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
             core's), kept as :attr:`settings`.
-        filters: Haystack filters for every search (``run(filters=...)`` replaces them).
+        filters: Haystack filters for every search.
+        filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
+            (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
     """
 
     def __init__(
@@ -139,6 +145,7 @@ class BridgeRetriever:
         alpha: float = BridgeSettings.alpha,
         bridge_position: str = BridgeSettings.bridge_position,
         filters: dict[str, Any] | None = None,
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
     ) -> None:
         if not callable(getattr(retriever, "run", None)):
             raise TypeError(
@@ -151,7 +158,8 @@ class BridgeRetriever:
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)
-        self.filters = filters
+        self.filters = check_filters(filters)
+        self.filter_policy = as_filter_policy(filter_policy)
         self.settings = BridgeSettings(alpha=alpha, bridge_position=bridge_position)
         self._core: CoreBridgeRetriever | None = None
 
@@ -191,20 +199,24 @@ class BridgeRetriever:
             alpha=self.settings.alpha,
             bridge_position=self.settings.bridge_position,
             filters=self.filters,
+            filter_policy=self.filter_policy.value,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BridgeRetriever:
         return default_from_dict(cls, data)
 
+    def _filters(self, filters: dict[str, Any] | None) -> dict[str, Any] | None:
+        return apply_filter_policy(self.filter_policy, self.filters, check_filters(filters))
+
     @component.output_types(documents=list[Document], trace=dict[str, Any])
     def run(
         self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """The ``top_k`` best documents for ``query`` and the query's trace; ``filters``
-        replace the init filters for this run's searches."""
+        combine with the init filters by ``filter_policy`` for this run's searches."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        token = _FILTERS.set(self.filters if filters is None else filters)
+        token = _FILTERS.set(self._filters(filters))
         try:
             result = self._ready().run(Query(query), limit)
         finally:
@@ -220,7 +232,7 @@ class BridgeRetriever:
     ) -> dict[str, Any]:
         """The async twin of :meth:`run` (LLM calls and searches concurrent)."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        token = _FILTERS.set(self.filters if filters is None else filters)
+        token = _FILTERS.set(self._filters(filters))
         try:
             result = await self._ready().arun(Query(query), limit)
         finally:

@@ -6,10 +6,13 @@ loaded from ``graph_path`` when that folder holds a graph of exactly these docum
 freshly built graph is saved there. Documents written to the store later are noticed: every
 run compares the store's document count with the graph's and rebuilds the graph when they
 differ (``auto_refresh=False`` warns once instead; :meth:`refresh` rebuilds on demand).
-``filters`` restrict the returned documents (Haystack filter syntax, matched in memory). A
-saved graph of other documents is an error at warm-up: delete the folder to rebuild. For
-synonym edges, build the graph with
-:func:`rag_multihop.graph.build_entity_graph` and an encoder, save it, and pass its folder.
+``filters`` decide which seed documents seed the walk and which documents come back (Haystack
+filter syntax, checked when given, matched in memory by Haystack's own rule; the walk runs
+over the whole graph); ``filter_policy`` says whether ``run(filters=...)`` replaces or merges
+with the init filters, as for Haystack's own retrievers. A
+saved graph of other documents is an error at warm-up: delete the folder to rebuild.
+Synonym edges between entity names need ``embedder`` (the pipeline's own text or document
+embedder, or a model name); without one the graph has none.
 
 Inputs: ``query``, optional ``documents`` (seed documents, e.g. the output of an embedding
 retriever over the same store: their top ``seed_top_n`` seed the walk next to the query's
@@ -38,17 +41,24 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils.filters import document_matches_filter
 from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
+    as_filter_policy,
     candidate_to_document,
+    check_embedder,
+    check_filters,
     document_signals,
     documents_to_corpus,
+    embedder_to_dict,
 )
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.graph import EntityGraph, GraphRetriever, GraphSettings, build_entity_graph
+from rag_multihop.graph.build import DEFAULT_SYNONYM_THRESHOLD
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import check_fraction, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +81,13 @@ class EntityGraphRetriever:
         auto_refresh: rebuild the graph when the store's document count changed since it was
             built (checked on every run); ``False`` warns once that the graph is stale and
             keeps it until :meth:`refresh`.
-        filters: Haystack filters the returned documents must match (``run(filters=...)``
-            replaces them).
+        filters: Haystack filters the seed and returned documents must match.
+        filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
+            (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
+        embedder: embeds entity names for synonym edges when the graph is built: a Haystack
+            text or document embedder component or a sentence-transformers model name;
+            ``None`` (default) builds no synonym edges.
+        synonym_threshold: cosine above which two entity names are linked as synonyms.
     """
 
     def __init__(
@@ -87,6 +102,9 @@ class EntityGraphRetriever:
         show_progress: bool = False,
         auto_refresh: bool = True,
         filters: dict[str, Any] | None = None,
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+        embedder: Any = None,
+        synonym_threshold: float = DEFAULT_SYNONYM_THRESHOLD,
     ) -> None:
         self.document_store = document_store
         self.top_k = check_positive_int(top_k, "top_k")
@@ -99,7 +117,10 @@ class EntityGraphRetriever:
         self.graph_path = graph_path
         self.show_progress = show_progress
         self.auto_refresh = auto_refresh
-        self.filters = filters
+        self.filters = check_filters(filters)
+        self.filter_policy = as_filter_policy(filter_policy)
+        self.embedder = check_embedder(embedder)
+        self.synonym_threshold = check_fraction(synonym_threshold, "synonym_threshold")
         self._retriever: GraphRetriever | None = None
         self._warned_stale = False
 
@@ -119,10 +140,20 @@ class EntityGraphRetriever:
         if load_saved and folder is not None and EntityGraph.is_saved(folder):
             graph = EntityGraph.load(folder, corpus)
         else:
-            graph = build_entity_graph(corpus, show_progress=self.show_progress)
+            graph = build_entity_graph(
+                corpus,
+                encoder=None if self.embedder is None else as_encoder(self.embedder),
+                synonym_threshold=self.synonym_threshold,
+                show_progress=self.show_progress,
+            )
             if folder is not None:
                 graph.save(folder)
         return GraphRetriever(graph, corpus, settings=self.settings)
+
+    @property
+    def graph(self) -> EntityGraph:
+        """The entity graph of the store's documents (built or loaded on first use)."""
+        return self._ready().graph
 
     def _ready(self) -> GraphRetriever:
         if self._retriever is None:
@@ -166,6 +197,9 @@ class EntityGraphRetriever:
             show_progress=self.show_progress,
             auto_refresh=self.auto_refresh,
             filters=self.filters,
+            filter_policy=self.filter_policy.value,
+            embedder=embedder_to_dict(self.embedder),
+            synonym_threshold=self.synonym_threshold,
         )
 
     @classmethod
@@ -199,14 +233,17 @@ class EntityGraphRetriever:
         filters: dict[str, Any] | None = None,
     ) -> dict[str, list[Document]]:
         """The ``top_k`` documents by PPR from the query's entities and the seed documents,
-        among those matching ``filters`` (which replace the init filters for this run)."""
+        both restricted to those matching the filters (``filters`` combined with the init
+        filters by ``filter_policy``)."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
+        active = apply_filter_policy(self.filter_policy, self.filters, check_filters(filters))
         retriever = self._current()
-        seeds = self._seeds(retriever.corpus, documents or [])
-        active = self.filters if filters is None else filters
         if not active:
+            seeds = self._seeds(retriever.corpus, documents or [])
             ranked = retriever.rank(Query(query), seeds, k=limit)
             return {"documents": [candidate_to_document(c) for c in ranked]}
+        matching = [d for d in documents or [] if document_matches_filter(active, d)]
+        seeds = self._seeds(retriever.corpus, matching)
         ranked = retriever.rank(Query(query), seeds, k=len(retriever.corpus))
         found = [candidate_to_document(c) for c in ranked]
         return {"documents": [d for d in found if document_matches_filter(active, d)][:limit]}

@@ -1,0 +1,172 @@
+"""``MultiHopRetriever``: rag-multihop's LLM-free multi-hop retriever as a component.
+
+It retrieves from every document of ``document_store`` (``filter_documents()``). The
+method (title links, the best pair for ranks 1-2, the link fill, the entity-graph tail) is the
+core :class:`rag_multihop.multihop.MultiHopRetriever`; this file only translates.
+
+- **Documents**: ``Document.id`` = passage id, ``content`` = text, ``meta["title"]`` = title
+  (the title names and links need it). Returned documents are new ones
+  (``dataclasses.replace``) with the score and every signal in
+  ``meta["rag_multihop_signals"]``.
+- **Vectors**: the documents' own ``embedding`` when every document has one (the output of
+  the pipeline's document embedder), else ``embedder`` embeds ``title + "\\n" + content``.
+  The query: ``run(query_embedding=...)`` (a text embedder's output), else ``embedder``
+  embeds the query text. ``embedder`` is a Haystack text or document embedder component, a
+  sentence-transformers model name, or ``None``: the bundled all-MiniLM-L6-v2 when it has
+  documents to embed, none when they came embedded (then give ``query_embedding``); it must
+  be the model that embedded the documents.
+- **Lifecycle**: everything is built in :meth:`warm_up` (called by the pipeline, or on the
+  first ``run``) and rebuilt when the store's document count changes.
+- **Settings**: ``settings``, a :class:`rag_multihop.multihop.MultiHopSettings` or a dict of
+  its fields (defaults and checks are the core's); ``to_dict`` stores the dict.
+
+Example:
+    >>> from haystack import Document
+    >>> from haystack.document_stores.in_memory import InMemoryDocumentStore
+    >>> store = InMemoryDocumentStore()
+    >>> _ = store.write_documents([
+    ...     Document(id="pw", content="Polish Wedding is a film by Theresa Connelly.",
+    ...              meta={"title": "Polish Wedding"}, embedding=[1.0, 0.0, 0.0]),
+    ...     Document(id="tc", content="Theresa Connelly was born in Philadelphia.",
+    ...              meta={"title": "Theresa Connelly"}, embedding=[0.6, 0.8, 0.0]),
+    ...     Document(id="x", content="Rope is a film.", meta={"title": "Rope"},
+    ...              embedding=[0.0, 0.0, 1.0]),
+    ... ])
+    >>> retriever = MultiHopRetriever(store, top_k=2)
+    >>> out = retriever.run(query="Where was the director of Polish Wedding born?",
+    ...                     query_embedding=[0.9, 0.3, 0.1])
+    >>> [d.id for d in out["documents"]], out["trace"]["pair"]
+    (['pw', 'tc'], ['pw', 'tc'])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.common.rag_multihop.convert import (
+    as_encoder,
+    candidate_to_document,
+    check_embedder,
+    documents_to_corpus,
+    embedder_to_dict,
+)
+
+from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
+from rag_multihop.multihop import MultiHopSettings
+from rag_multihop.types import Query
+from rag_multihop.validation import check_positive_int
+
+logger = logging.getLogger(__name__)
+
+
+def _settings(settings: MultiHopSettings | Mapping[str, Any] | None) -> MultiHopSettings:
+    if settings is None:
+        return MultiHopSettings()
+    if isinstance(settings, MultiHopSettings):
+        return settings
+    if isinstance(settings, Mapping):
+        return MultiHopSettings(**settings)
+    raise TypeError(
+        f"settings must be a MultiHopSettings or a dict of its fields, got "
+        f"{type(settings).__name__}"
+    )
+
+
+@component
+class MultiHopRetriever:
+    """The LLM-free multi-hop retriever over a document store (see the module docstring).
+
+    Args:
+        document_store: any Haystack document store.
+        top_k: documents returned (``run(top_k=...)`` overrides it).
+        embedder: embeds documents without an embedding and queries without
+            ``query_embedding`` (see the module docstring).
+        settings: :class:`rag_multihop.multihop.MultiHopSettings` or a dict of its fields.
+    """
+
+    def __init__(
+        self,
+        document_store: Any,
+        *,
+        top_k: int = 10,
+        embedder: Any = None,
+        settings: MultiHopSettings | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.document_store = document_store
+        self.top_k = check_positive_int(top_k, "top_k")
+        self.embedder = check_embedder(embedder)
+        self.settings = _settings(settings)
+        self._core: CoreMultiHopRetriever | None = None
+
+    def warm_up(self) -> None:
+        """Build the retriever over the store's documents (once; again when they change)."""
+        self._current()
+
+    def _build(self) -> CoreMultiHopRetriever:
+        documents = self.document_store.filter_documents()
+        corpus = documents_to_corpus(documents)
+        given = [d.embedding for d in documents]
+        if all(vector is not None for vector in given):
+            encoder = None if self.embedder is None else as_encoder(self.embedder)
+            vectors = np.asarray(given, dtype=np.float32)
+        else:
+            encoder = as_encoder(self.embedder)
+            vectors = encoder.encode(corpus.texts())
+        return CoreMultiHopRetriever(corpus, vectors, encoder=encoder, settings=self.settings)
+
+    def _current(self) -> CoreMultiHopRetriever:
+        if self._core is None or self.document_store.count_documents() != len(self._core.corpus):
+            if self._core is not None:
+                logger.info("the document store changed: rebuilding the multi-hop retriever")
+            self._core = self._build()
+        return self._core
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            top_k=self.top_k,
+            embedder=embedder_to_dict(self.embedder),
+            settings=dataclasses.asdict(self.settings),
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MultiHopRetriever:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document], trace=dict[str, Any])
+    def run(
+        self,
+        query: str,
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any]:
+        """The ``top_k`` best documents for ``query`` and the query's trace."""
+        limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
+        core = self._current()
+        if query_embedding is None and core.encoder is None:
+            raise ValueError(
+                "no query_embedding and no embedder: the documents came embedded, so connect "
+                "the text embedder of their model to query_embedding, or pass embedder=..."
+            )
+        vector = None if query_embedding is None else np.asarray(query_embedding, np.float32)
+        result = core.run(Query(query, embedding=vector), limit)
+        return {
+            "documents": [candidate_to_document(c) for c in result.candidates],
+            "trace": result.trace.to_dict(),
+        }
+
+    @component.output_types(documents=list[Document], trace=dict[str, Any])
+    async def run_async(
+        self,
+        query: str,
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any]:
+        """The same as :meth:`run` (in-memory work)."""
+        return self.run(query=query, query_embedding=query_embedding, top_k=top_k)

@@ -1,0 +1,129 @@
+"""``MultiHopRetriever`` as a Haystack component: the core's ranking, new documents with
+signals, the store's embeddings or an embedder, a pipeline, serialisation, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("haystack")
+
+from haystack import Document, Pipeline
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, documents_to_corpus
+from haystack_integrations.components.retrievers.rag_multihop import MultiHopRetriever
+from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder, hashing_vectors
+
+from rag_multihop import Query
+from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
+from rag_multihop.multihop import MultiHopSettings
+
+TEXTS = [
+    ("pw", "Polish Wedding", "Polish Wedding is a 1998 film directed by Theresa Connelly."),
+    ("tc", "Theresa Connelly", "Theresa Connelly is an American director born in Philadelphia."),
+    ("ph", "Philadelphia", "Philadelphia is a city in Pennsylvania."),
+    ("rope", "Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
+    ("ah", "Alfred Hitchcock", "Alfred Hitchcock was an English director born in London."),
+]
+QUESTION = "Where was the director of the film Polish Wedding born?"
+
+
+def _store(embedded: bool = True) -> InMemoryDocumentStore:
+    store = InMemoryDocumentStore()
+    vectors = hashing_vectors([f"{t}\n{x}" for _, t, x in TEXTS])
+    store.write_documents(
+        [
+            Document(
+                id=i,
+                content=x,
+                meta={"title": t},
+                embedding=v.tolist() if embedded else None,
+            )
+            for (i, t, x), v in zip(TEXTS, vectors, strict=True)
+        ]
+    )
+    return store
+
+
+def test_the_ranking_is_the_cores_and_documents_are_new(hashing_encoder):
+    store = _store()
+    retriever = MultiHopRetriever(store, top_k=3)
+    query_embedding = hashing_vectors([QUESTION])[0].tolist()
+    out = retriever.run(query=QUESTION, query_embedding=query_embedding)
+    documents = store.filter_documents()
+    core = CoreMultiHopRetriever.from_corpus(documents_to_corpus(documents), hashing_encoder)
+    expected = core.retrieve(Query(QUESTION), k=3)
+    assert [d.id for d in out["documents"]] == [c.id for c in expected]
+    assert [d.id for d in out["documents"]][:2] == ["pw", "tc"]
+    assert out["documents"][0].meta[SIGNALS_KEY]["named"] == 1.0
+    assert out["trace"]["pair"] == ["pw", "tc"]
+    assert all(SIGNALS_KEY not in d.meta for d in store.filter_documents())
+
+
+def test_an_embedder_embeds_documents_and_queries():
+    retriever = MultiHopRetriever(_store(embedded=False), top_k=2, embedder=HashingTextEmbedder())
+    assert [d.id for d in retriever.run(query=QUESTION)["documents"]] == ["pw", "tc"]
+    documents = MultiHopRetriever(_store(embedded=False), embedder=HashingDocumentEmbedder())
+    assert len(documents.run(query=QUESTION, top_k=4)["documents"]) == 4
+
+
+def test_in_a_pipeline_with_a_text_embedder():
+    pipeline = Pipeline()
+    pipeline.add_component("embedder", HashingTextEmbedder())
+    pipeline.add_component("multihop", MultiHopRetriever(_store(), top_k=2))
+    pipeline.connect("embedder.embedding", "multihop.query_embedding")
+    out = pipeline.run({"embedder": {"text": QUESTION}, "multihop": {"query": QUESTION}})
+    assert [d.id for d in out["multihop"]["documents"]] == ["pw", "tc"]
+
+
+def test_new_documents_in_the_store_are_picked_up():
+    store = _store()
+    retriever = MultiHopRetriever(store, top_k=10)
+    embedding = hashing_vectors([QUESTION])[0].tolist()
+    assert len(retriever.run(query=QUESTION, query_embedding=embedding)["documents"]) == 5
+    store.write_documents(
+        [
+            Document(
+                id="ln",
+                content="London is a city.",
+                meta={"title": "London"},
+                embedding=hashing_vectors(["London\nLondon is a city."])[0].tolist(),
+            )
+        ]
+    )
+    assert len(retriever.run(query=QUESTION, query_embedding=embedding)["documents"]) == 6
+
+
+def test_to_dict_round_trips_with_the_settings():
+    retriever = MultiHopRetriever(
+        _store(), top_k=4, embedder="some/model", settings={"first_hops": 3, "graph_tail": False}
+    )
+    data = retriever.to_dict()
+    assert data["init_parameters"]["settings"]["first_hops"] == 3
+    again = MultiHopRetriever.from_dict(data)
+    assert again.settings == MultiHopSettings(first_hops=3, graph_tail=False)
+    assert again.top_k == 4 and again.embedder == "some/model"
+
+
+@pytest.mark.anyio
+async def test_run_async_gives_the_sync_result():
+    retriever = MultiHopRetriever(_store(), top_k=3)
+    embedding = hashing_vectors([QUESTION])[0].tolist()
+    sync = retriever.run(query=QUESTION, query_embedding=embedding)
+    result = await retriever.run_async(query=QUESTION, query_embedding=embedding)
+    assert [d.id for d in result["documents"]] == [d.id for d in sync["documents"]]
+
+
+def test_bad_input_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="top_k must be a positive integer, got 0"):
+        MultiHopRetriever(_store(), top_k=0)
+    with pytest.raises(ValueError, match="first_hops must be a positive integer, got 0"):
+        MultiHopRetriever(_store(), settings={"first_hops": 0})
+    with pytest.raises(TypeError, match="settings must be a MultiHopSettings or a dict"):
+        MultiHopRetriever(_store(), settings=[1, 2])
+    with pytest.raises(TypeError, match="embedder must be None"):
+        MultiHopRetriever(_store(), embedder=42)
+    retriever = MultiHopRetriever(_store())
+    with pytest.raises(ValueError, match="no query_embedding and no embedder"):
+        retriever.run(query=QUESTION)
+    with pytest.raises(ValueError, match="dimension 3, expected 64"):
+        retriever.run(query=QUESTION, query_embedding=[1.0, 0.0, 0.0])

@@ -1,0 +1,142 @@
+"""``MultiHopRetriever``: rag-multihop's LLM-free multi-hop retriever over LlamaIndex nodes.
+
+Build it from the nodes you index. Everything (title links, the best pair for ranks 1-2, the
+link fill, the entity-graph tail) is the core :class:`rag_multihop.multihop.MultiHopRetriever`;
+this file only translates.
+
+- **Nodes**: node id = passage id, ``get_content(MetadataMode.NONE)`` = text,
+  ``metadata["title"]`` = title (the title names and links need it: on nodes without titles
+  the method reduces to dense retrieval plus shared entities and the graph). Returned nodes
+  are copies of the given ones with the score and every signal under
+  ``metadata["rag_multihop_signals"]`` (hidden from the LLM and the embedder).
+- **Vectors**: the nodes' own ``embedding`` when every node has one, else ``embed_model``
+  (else ``Settings.embed_model``, else the bundled all-MiniLM-L6-v2) embeds
+  ``title + "\\n" + text``. The query is embedded by the same model
+  (``get_query_embedding``) unless the ``QueryBundle`` carries an embedding.
+- **Settings**: ``settings=`` a :class:`rag_multihop.multihop.MultiHopSettings` and/or
+  keyword overrides of its fields (defaults and checks are the core's).
+
+Example:
+    >>> from llama_index.core.schema import TextNode
+    >>> nodes = [
+    ...     TextNode(id_="pw", text="Polish Wedding is a film by Theresa Connelly.",
+    ...              metadata={"title": "Polish Wedding"}, embedding=[1.0, 0.0, 0.0]),
+    ...     TextNode(id_="tc", text="Theresa Connelly was born in Philadelphia.",
+    ...              metadata={"title": "Theresa Connelly"}, embedding=[0.6, 0.8, 0.0]),
+    ...     TextNode(id_="x", text="Rope is a film.", metadata={"title": "Rope"},
+    ...              embedding=[0.0, 0.0, 1.0]),
+    ... ]
+    >>> retriever = MultiHopRetriever(nodes, similarity_top_k=2)
+    >>> query = QueryBundle("Where was the director of Polish Wedding born?",
+    ...                     embedding=[0.9, 0.3, 0.1])
+    >>> [n.node.node_id for n in retriever.retrieve(query)]
+    ['pw', 'tc']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.retrievers.rag_multihop._convert import (
+    as_encoder,
+    candidate_to_node,
+    nodes_to_corpus,
+    settings_embed_model,
+)
+
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.graph import EntityGraph
+from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
+from rag_multihop.multihop import MultiHopSettings
+from rag_multihop.types import Query
+from rag_multihop.validation import check_positive_int
+
+
+def _encoder(embed_model: BaseEmbedding | None) -> tuple[BaseEmbedding | None, Encoder]:
+    """The embed model in use (``embed_model``, else ``Settings.embed_model``) and its
+    encoder; the bundled MiniLM when neither is set."""
+    embed_model = embed_model or settings_embed_model()
+    if embed_model is not None:
+        return embed_model, as_encoder(embed_model)
+    from rag_multihop.encoders import default_encoder
+
+    return None, default_encoder()
+
+
+class MultiHopRetriever(BaseRetriever):
+    """The LLM-free multi-hop retriever over ``nodes`` (see the module docstring).
+
+    Args:
+        nodes: the nodes to retrieve from (ids unique); results are copies of them.
+        similarity_top_k: nodes returned (``> 0``).
+        embed_model: embeds nodes without an embedding and queries (default:
+            ``Settings.embed_model``, else the bundled MiniLM).
+        graph: an entity graph of ``nodes`` (built when needed and not given).
+        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``overrides`` replace
+            single fields of it.
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[BaseNode],
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        graph: EntityGraph | None = None,
+        settings: MultiHopSettings | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **overrides: Any,
+    ) -> None:
+        self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
+        corpus = nodes_to_corpus(nodes)
+        given = [node.embedding for node in nodes]
+        encoder: Encoder | None
+        if all(vector is not None for vector in given):
+            self._embed_model = embed_model or settings_embed_model()
+            encoder = None if self._embed_model is None else as_encoder(self._embed_model)
+            vectors = np.asarray(given, dtype=np.float32)
+        else:
+            self._embed_model, encoder = _encoder(embed_model)
+            vectors = encoder.encode(corpus.texts())
+        self.core = CoreMultiHopRetriever(
+            corpus, vectors, encoder=encoder, graph=graph, settings=settings, **overrides
+        )
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def settings(self) -> MultiHopSettings:
+        """The core's :class:`~rag_multihop.multihop.MultiHopSettings`."""
+        return self.core.settings
+
+    def _query(self, query_bundle: QueryBundle, embedding: Sequence[float] | None) -> Query:
+        if embedding is None and self.core.encoder is None:
+            raise ValueError(
+                "the query bundle carries no embedding and no embed model is set: pass "
+                "embed_model=..., set Settings.embed_model, or give QueryBundle(embedding=...)"
+            )
+        vector = None if embedding is None else np.asarray(embedding, dtype=np.float32)
+        return Query(query_bundle.query_str, embedding=vector)
+
+    def _ranked(self, query: Query) -> list[NodeWithScore]:
+        result = self.core.run(query, self.similarity_top_k)
+        return [candidate_to_node(c) for c in result.candidates]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        embedding = query_bundle.embedding
+        if embedding is None and self._embed_model is not None:
+            embedding = self._embed_model.get_query_embedding(query_bundle.query_str)
+        return self._ranked(self._query(query_bundle, embedding))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        embedding = query_bundle.embedding
+        if embedding is None and self._embed_model is not None:
+            embedding = await self._embed_model.aget_query_embedding(query_bundle.query_str)
+        return self._ranked(self._query(query_bundle, embedding))

@@ -1,0 +1,35 @@
+"""One LLM-free multi-hop retriever: the best pair for ranks 1-2, links and the graph after.
+
+Modules, one job each: :mod:`.titles` (passage titles named in a text), :mod:`.links`
+(passage-to-passage title links, their specificity and contexts), :mod:`.scoring` (the
+scores as pure functions), :mod:`.settings` (:class:`MultiHopSettings`) and
+:mod:`.retriever` (:class:`MultiHopRetriever`). The ``multihop`` bench method lives in
+:mod:`rag_multihop.eval.methods.multihop`. See ``docs/multihop.md``.
+
+Example:
+    >>> from rag_multihop.multihop import MultiHopSettings
+    >>> MultiHopSettings().candidates, MultiHopSettings().graph_tail
+    (50, True)
+"""
+
+from rag_multihop.multihop.links import LinkGraph
+from rag_multihop.multihop.retriever import (
+    PAIR_SCORE,
+    MultiHopResult,
+    MultiHopRetriever,
+    MultiHopTrace,
+)
+from rag_multihop.multihop.settings import MultiHopSettings
+from rag_multihop.multihop.titles import Mention, TitleIndex, title_variants
+
+__all__ = [
+    "PAIR_SCORE",
+    "LinkGraph",
+    "Mention",
+    "MultiHopResult",
+    "MultiHopRetriever",
+    "MultiHopSettings",
+    "MultiHopTrace",
+    "TitleIndex",
+    "title_variants",
+]

@@ -1,0 +1,202 @@
+"""Passage-to-passage title links with their weights, specificity and anchor contexts.
+
+Passage ``a`` links to passage ``c`` when ``a``'s text names ``c``'s title
+(:class:`~rag_multihop.multihop.titles.TitleIndex`). Each link keeps:
+
+- **weight** ``1 / (referents of the span)``: a name shared by two passages links to each
+  with weight ½ (qualifiers found in ``a``'s text decide first: ``"Boston"`` in a text that
+  also says ``Lincolnshire`` links to *Boston, Lincolnshire* alone);
+- **specificity** of the target, ``log(N / (1 + in-links)) / log(N)`` in ``[0, 1]``: a page
+  that many passages name (a country, a hub) says little about any one of them (the IDF of
+  a link target);
+- **context**: the word stems (first :data:`STEM_CHARS` letters) within ``window`` words
+  either side of the name in ``a``, so a question's relation words ("directed", "born") can
+  pick the link they are about.
+
+Example:
+    >>> from rag_multihop import Corpus, Passage
+    >>> corpus = Corpus([
+    ...     Passage("a", "Polish Wedding was directed by Theresa Connelly.", "Polish Wedding"),
+    ...     Passage("b", "Theresa Connelly is a director.", "Theresa Connelly"),
+    ... ])
+    >>> links = LinkGraph.build(corpus, TitleIndex([p.title for p in corpus]))
+    >>> links.targets(0), sorted(links.context(0, 1))
+    ({1: 1.0}, ['direc', 'polis', 'weddi'])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.graph.build import EntityGraph
+from rag_multihop.multihop.titles import TitleIndex
+from rag_multihop.validation import check_positive_int
+
+STEM_CHARS = 5
+"""Letters of a word kept as its stem when contexts and questions are compared."""
+
+DEFAULT_WINDOW = 12
+
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or is was were are be been being who whom
+    whose what which when where why how did does do that this these those as it its his her
+    their than then he she they him them also not but had has have""".split()  # noqa: SIM905
+)
+"""Function words ignored when contexts and questions are compared."""
+
+
+def stems(tokens: Sequence[str]) -> frozenset[str]:
+    """Content-word stems of normalised ``tokens`` (stopwords and pure numbers dropped).
+
+    >>> sorted(stems(["directed", "by", "the", "director", "1998"]))
+    ['direc']
+    """
+    return frozenset(
+        token[:STEM_CHARS] for token in tokens if token not in STOPWORDS and not token.isdigit()
+    )
+
+
+def specificity(counts: np.ndarray, total: int) -> np.ndarray:
+    """``log(N / (1 + count)) / log(N)`` clipped to ``[0, 1]``, N = ``total`` passages: 1.0
+    for something only one passage points at, 0.0 for something every passage does (an IDF).
+
+    >>> specificity(np.array([0, 9, 99, 999, 9999]), 10_000).round(2).tolist()
+    [1.0, 0.75, 0.5, 0.25, 0.0]
+    """
+    n = max(int(total), 2)
+    values = np.log(n / (1.0 + np.asarray(counts, dtype=np.float64))) / math.log(n)
+    return np.clip(values, 0.0, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
+class LinkGraph:
+    """Title links between the passages of one corpus (build with :meth:`build`).
+
+    Attributes:
+        weights: ``(n, n)`` CSR, ``weights[a, c]`` the link weight of ``a`` → ``c``.
+        specificity: per passage, the specificity of links *to* it.
+        contexts: ``(a, c)`` → the stems around ``c``'s name in ``a``.
+    """
+
+    weights: sparse.csr_matrix
+    specificity: np.ndarray
+    contexts: Mapping[tuple[int, int], frozenset[str]]
+
+    @classmethod
+    def build(
+        cls, corpus: Corpus, titles: TitleIndex, *, window: int = DEFAULT_WINDOW
+    ) -> LinkGraph:
+        """Find every title named in every passage's text (linear in the corpus)."""
+        window = check_positive_int(window, "window")
+        if len(titles) != len(corpus):
+            raise ValueError(
+                f"the title index has {len(titles)} titles but the corpus {len(corpus)} passages"
+            )
+        rows: list[int] = []
+        cols: list[int] = []
+        values: list[float] = []
+        contexts: dict[tuple[int, int], set[str]] = {}
+        for a, passage in enumerate(corpus):
+            found = titles.mentions(passage.text)
+            for mention in found.mentions:
+                around = found.tokens[max(0, mention.start - window) : mention.start]
+                around += found.tokens[mention.end : mention.end + window]
+                for c, weight in mention.referents.items():
+                    if c == a:
+                        continue
+                    rows.append(a)
+                    cols.append(c)
+                    values.append(weight)
+                    contexts.setdefault((a, c), set()).update(stems(around))
+        n = len(corpus)
+        matrix = sparse.coo_matrix((values, (rows, cols)), shape=(n, n)).tocsr()
+        matrix.sum_duplicates()
+        matrix.data = np.minimum(matrix.data, 1.0)
+        in_links = np.asarray((matrix > 0).sum(axis=0)).ravel()
+        return cls(
+            matrix,
+            specificity(in_links, n),
+            {key: frozenset(value) for key, value in contexts.items()},
+        )
+
+    @property
+    def n_links(self) -> int:
+        return int(self.weights.nnz)
+
+    def targets(self, row: int) -> dict[int, float]:
+        """The passages ``row`` links to, with the link weights."""
+        start, end = self.weights.indptr[row], self.weights.indptr[row + 1]
+        return dict(
+            zip(
+                self.weights.indices[start:end].tolist(),
+                self.weights.data[start:end].tolist(),
+                strict=True,
+            )
+        )
+
+    def context(self, source: int, target: int) -> frozenset[str]:
+        """The stems around ``target``'s name in ``source`` (empty when it does not link)."""
+        return self.contexts.get((source, target), frozenset())
+
+
+DEFAULT_MAX_ENTITY_PASSAGES = 50
+
+
+@dataclass(frozen=True, eq=False)
+class SharedEntities:
+    """Passages related by an entity both name (from an entity graph's mention edges).
+
+    The evidence that ``a`` leads to ``c`` through a shared entity ``e`` is the entity's
+    specificity (:func:`specificity` of the passages naming it); an entity named by more than
+    ``max_passages`` passages is skipped (a hub relates everything to everything).
+
+    Example:
+        >>> from rag_multihop import Corpus, Passage
+        >>> from rag_multihop.graph.build import build_entity_graph
+        >>> corpus = Corpus([Passage("a", "Rex won in Lyon.", "A"),
+        ...                  Passage("b", "Lyon is big.", "B"), Passage("c", "Nothing.", "C")])
+        >>> shared = SharedEntities.from_graph(build_entity_graph(corpus))
+        >>> {c: round(v, 2) for c, v in shared.related(0).items()}
+        {1: 0.37}
+    """
+
+    mentions: sparse.csr_matrix
+    passages_of: sparse.csr_matrix
+    entity_specificity: np.ndarray
+    hub: np.ndarray
+
+    @classmethod
+    def from_graph(
+        cls, graph: EntityGraph, *, max_passages: int = DEFAULT_MAX_ENTITY_PASSAGES
+    ) -> SharedEntities:
+        """Index ``graph``'s passage-entity mentions."""
+        max_passages = check_positive_int(max_passages, "max_passages")
+        mentions = (graph.mentions > 0).astype(np.float64).tocsr()
+        counts = np.asarray(mentions.sum(axis=0)).ravel()
+        others = np.maximum(counts - 1, 0)
+        return cls(
+            mentions,
+            mentions.T.tocsr(),
+            specificity(others, mentions.shape[0]),
+            counts > max_passages,
+        )
+
+    def related(self, row: int) -> dict[int, float]:
+        """Passages sharing a non-hub entity with passage ``row``, with the best specificity."""
+        found: dict[int, float] = {}
+        start, end = self.mentions.indptr[row], self.mentions.indptr[row + 1]
+        for entity in self.mentions.indices[start:end]:
+            if self.hub[entity]:
+                continue
+            value = float(self.entity_specificity[entity])
+            first, last = self.passages_of.indptr[entity], self.passages_of.indptr[entity + 1]
+            for other in self.passages_of.indices[first:last].tolist():
+                if other != row and value > found.get(other, 0.0):
+                    found[other] = value
+        return found

@@ -1,0 +1,476 @@
+"""One LLM-free multi-hop retriever: the best pair for ranks 1-2, links and the graph after.
+
+For a question q (:meth:`MultiHopRetriever.run`):
+
+1. **Candidates**: the dense top-``candidates`` plus every passage whose title q names
+   (:class:`~rag_multihop.multihop.titles.TitleIndex`). Each has ``base = cos(q, c) +
+   named(c)`` (named = 1 when q names its title).
+2. **Pair** (ranks 1-2): each of the ``first_hops`` best candidates by ``base`` is tried as
+   the first hop ``a``; its title links (:class:`~rag_multihop.multihop.links.LinkGraph`)
+   join the candidates; every partner ``c`` is scored
+   ``base(a) + named(c) + residual(c | a) + link(a → c)``
+   (:func:`~rag_multihop.multihop.scoring.pair_matrix`): a comparison question names both
+   passages, a bridge question names ``a`` and ``a`` names ``c``; the residual cosine
+   prefers the partner that answers the rest of the question over pages merely like ``a``;
+   two referents of one question mention never both count as named.
+3. **Fill** (ranks 3+): greedily, the candidate with the highest ``base`` plus its best link
+   from an already chosen passage; a chosen passage's links join the candidates, so chains
+   continue hop by hop.
+4. **Graph tail**: the fill's ranks 3+ are fused with Personalized PageRank over the entity
+   graph (:class:`~rag_multihop.graph.retriever.GraphRetriever`) seeded by the pair and the
+   question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
+   ``graph_cap``), which reaches passages that share entities rather than titles.
+
+No LLM and no labels; the only vector operations are the query's FAISS search and dot
+products with stored passage vectors (nothing is encoded at query time besides the query).
+
+Scores: the pair scores :data:`PAIR_SCORE` (rank 1 then rank 2), the tail its fused score in
+(0, 1]. Signals: ``dense`` (cosine), ``named`` (1.0 when q names the title), ``link`` (the
+link evidence that placed it), ``pair`` (the pair's score) and ``first_hop`` on the pair,
+and on the tail ``fill``/``graph`` with their calibrated values and ``fused``.
+
+Example (a toy encoder stands in for MiniLM):
+    >>> import numpy as np
+    >>> from rag_multihop import Corpus, Passage, Query
+    >>> class Words:
+    ...     name, dim = "words", 4
+    ...     def encode(self, texts, *, show_progress=False):
+    ...         keys = ("film", "director", "born", "city")
+    ...         v = np.array([[t.lower().count(w) + 0.01 for w in keys] for t in texts], "float32")
+    ...         return v / np.linalg.norm(v, axis=1, keepdims=True)
+    >>> corpus = Corpus([
+    ...     Passage("f", "Polish Wedding is a film by Theresa Connelly.", "Polish Wedding"),
+    ...     Passage("d", "Theresa Connelly is a director born in a city.", "Theresa Connelly"),
+    ...     Passage("x", "A city is big.", "City")])
+    >>> retriever = MultiHopRetriever.from_corpus(corpus, Words())
+    >>> result = retriever.run(Query("Where was the director of Polish Wedding born?"), k=3)
+    >>> [c.id for c in result.candidates], result.trace.pair
+    (['f', 'd', 'x'], ('f', 'd'))
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rag_multihop._settings import resolve_settings
+from rag_multihop.corpus import Corpus
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.fusion.core import fuse_lists
+from rag_multihop.graph.build import EntityGraph, build_entity_graph
+from rag_multihop.graph.retriever import GraphRetriever
+from rag_multihop.graph.settings import GraphSettings
+from rag_multihop.index.dense import DenseIndex
+from rag_multihop.multihop.links import LinkGraph, SharedEntities, stems
+from rag_multihop.multihop.scoring import (
+    best_pair,
+    context_overlap,
+    link_scores,
+    pair_matrix,
+    residual_cosine,
+)
+from rag_multihop.multihop.settings import MultiHopSettings
+from rag_multihop.multihop.titles import TextMentions, TitleIndex
+from rag_multihop.types import Candidate, Query
+from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+
+logger = logging.getLogger(__name__)
+
+PAIR_SCORE = 2.0
+"""Score of the two pair passages (above every tail score in (0, 1])."""
+
+
+@dataclass(frozen=True)
+class MultiHopTrace:
+    """What one query did."""
+
+    query_id: str
+    mentions: tuple[tuple[str, tuple[str, ...]], ...]
+    first_hops: tuple[str, ...]
+    pair: tuple[str, ...]
+    pair_score: float
+    candidates: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "query_id": self.query_id,
+            "mentions": [[text, list(ids)] for text, ids in self.mentions],
+            "first_hops": list(self.first_hops),
+            "pair": list(self.pair),
+            "pair_score": round(self.pair_score, 4),
+            "candidates": self.candidates,
+            "seconds": round(self.seconds, 5),
+        }
+
+
+@dataclass(frozen=True)
+class MultiHopResult:
+    """The ranked candidates of one query and its :class:`MultiHopTrace`."""
+
+    candidates: list[Candidate]
+    trace: MultiHopTrace
+
+
+class _Pool:
+    """The candidates of one query: corpus rows, cosines, name flags; grows as links add rows."""
+
+    def __init__(self, vectors: np.ndarray, query: np.ndarray, named: dict[int, int]) -> None:
+        self._vectors = vectors
+        self._query = query
+        self._named = named
+        self.rows: list[int] = []
+        self.position: dict[int, int] = {}
+        self._cos = np.zeros(64)
+        self._mention = np.full(64, -1, dtype=np.int64)
+
+    def add(self, rows: Sequence[int], cos: Sequence[float] | None = None) -> None:
+        """Add the ``rows`` not yet in the pool (their cosines computed unless given)."""
+        new = [r for r in dict.fromkeys(rows) if r not in self.position]
+        if not new:
+            return
+        if cos is None:
+            values = self._vectors[new] @ self._query
+        else:
+            by_row = dict(zip(rows, cos, strict=True))
+            values = np.array([by_row[r] for r in new])
+        start, end = len(self.rows), len(self.rows) + len(new)
+        if end > len(self._cos):
+            size = max(end, 2 * len(self._cos))
+            self._cos = np.concatenate([self._cos, np.zeros(size - len(self._cos))])
+            self._mention = np.concatenate(
+                [self._mention, np.full(size - len(self._mention), -1, dtype=np.int64)]
+            )
+        self._cos[start:end] = values
+        self._mention[start:end] = [self._named.get(r, -1) for r in new]
+        self.position.update((r, start + i) for i, r in enumerate(new))
+        self.rows.extend(new)
+
+    @property
+    def cos(self) -> np.ndarray:
+        return self._cos[: len(self.rows)]
+
+    @property
+    def mention(self) -> np.ndarray:
+        """Per candidate, the number of the question mention naming it (-1: not named)."""
+        return self._mention[: len(self.rows)]
+
+    @property
+    def named(self) -> np.ndarray:
+        return (self.mention >= 0).astype(np.float64)
+
+    @property
+    def base(self) -> np.ndarray:
+        return self.cos + self.named
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _grown(values: np.ndarray, size: int) -> np.ndarray:
+    """``values`` padded with zeros to ``size`` (itself when long enough)."""
+    return values if len(values) >= size else np.concatenate([values, np.zeros(size - len(values))])
+
+
+class MultiHopRetriever:
+    """The multi-hop retriever (see the module docstring).
+
+    Args:
+        corpus: the passages.
+        vectors: one embedding per passage, in corpus order (normalised here).
+        index: a FAISS index over the same passages (built from ``vectors`` when ``None``).
+        encoder: embeds queries that carry no embedding.
+        graph: the entity graph (shared entities and the graph tail; built when needed and
+            ``None``).
+        titles, links: the title index and link graph (built when ``None``).
+        settings: :class:`MultiHopSettings`; keyword overrides replace single fields
+            (``None`` = keep the setting).
+    """
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        vectors: np.ndarray,
+        *,
+        index: DenseIndex | None = None,
+        encoder: Encoder | None = None,
+        graph: EntityGraph | None = None,
+        titles: TitleIndex | None = None,
+        links: LinkGraph | None = None,
+        settings: MultiHopSettings | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
+        matrix = as_embedding_matrix(vectors, name="passage vectors")
+        if matrix.shape[0] != len(corpus):
+            raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
+        self.corpus = corpus
+        self.vectors = l2_normalize(matrix)
+        self.index = index if index is not None else DenseIndex.build(corpus.ids, self.vectors)
+        if len(self.index) != len(corpus) or self.index.dim != self.vectors.shape[1]:
+            raise ValueError(
+                f"index holds {len(self.index)} vectors of dimension {self.index.dim}, expected "
+                f"{len(corpus)} of dimension {self.vectors.shape[1]}"
+            )
+        self._ids = corpus.ids
+        self._row = {pid: i for i, pid in enumerate(self._ids)}
+        unknown = [pid for pid in self.index.ids[:1000] if pid not in self._row]
+        if unknown:
+            raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
+        self.encoder = encoder
+        self.titles = titles if titles is not None else TitleIndex([p.title for p in corpus])
+        if len(self.titles) != len(corpus):
+            raise ValueError(
+                f"the title index has {len(self.titles)} titles for {len(corpus)} passages"
+            )
+        self.links = (
+            links
+            if links is not None
+            else LinkGraph.build(corpus, self.titles, window=self.settings.context_window)
+        )
+        settings = self.settings
+        if graph is None and (settings.graph_tail or settings.entity_weight > 0):
+            graph = build_entity_graph(corpus)
+        self.shared: SharedEntities | None = None
+        if graph is not None and settings.entity_weight > 0:
+            self.shared = SharedEntities.from_graph(
+                graph, max_passages=settings.entity_max_passages
+            )
+        self.graph_retriever: GraphRetriever | None = None
+        if graph is not None and settings.graph_tail:
+            self.graph_retriever = GraphRetriever(
+                graph, corpus, settings=GraphSettings(seed_top_n=2, ppr=settings.ppr)
+            )
+
+    @classmethod
+    def from_corpus(
+        cls,
+        corpus: Corpus,
+        encoder: Encoder,
+        *,
+        settings: MultiHopSettings | None = None,
+        show_progress: bool = False,
+        **overrides: Any,
+    ) -> MultiHopRetriever:
+        """Embed every passage (``title + "\\n" + text``) and build everything else."""
+        vectors = encoder.encode(corpus.texts(), show_progress=show_progress)
+        return cls(corpus, vectors, encoder=encoder, settings=settings, **overrides)
+
+    # ------------------------------------------------------------------ steps
+
+    def _query_vector(self, query: Query) -> np.ndarray:
+        if query.embedding is not None:
+            raw = query.embedding
+        elif self.encoder is not None:
+            raw = self.encoder.encode([query.text])
+        else:
+            raise ValueError(
+                "the query has no embedding and the retriever has no encoder; pass "
+                "Query(..., embedding=...) or MultiHopRetriever(..., encoder=...)"
+            )
+        dim = self.vectors.shape[1]
+        return l2_normalize(as_embedding_matrix(raw, name="query embedding", dim=dim))[0]
+
+    def _question(self, text: str) -> tuple[TextMentions, dict[int, int], frozenset[str]]:
+        """Mentions, named rows (-> mention number) and the stems outside the mentions."""
+        found = self.titles.mentions(text)
+        named: dict[int, int] = {}
+        inside: set[int] = set()
+        for number, mention in enumerate(found.mentions):
+            inside.update(range(mention.start, mention.end))
+            for row in mention.referents:
+                named.setdefault(row, number)
+        rest = [t for i, t in enumerate(found.tokens) if i not in inside]
+        return found, named, stems(rest)
+
+    def _link_evidence(
+        self, pool: _Pool, source: int, question: frozenset[str], *, entities: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Pool positions corpus row ``source`` leads to (added to the pool) and the evidence
+        of each: its title links and, with ``entities``, the passages sharing an entity with
+        it (``entity_weight`` × the entity's specificity), whichever is higher."""
+        s = self.settings
+        related = self.shared.related(source) if entities and self.shared is not None else {}
+        if not s.title_links and not related:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        targets = self.links.targets(source) if s.title_links else {}
+        pool.add(list(targets))
+        rows = list(targets)
+        positions = np.array([pool.position[t] for t in rows], dtype=np.int64)
+        specificity = (
+            self.links.specificity[rows] if self.settings.specificity else np.ones(len(rows))
+        )
+        context = self.links.context
+        overlaps = np.array([context_overlap(question, context(source, t)) for t in rows])
+        weights = np.fromiter(targets.values(), dtype=np.float64, count=len(rows))
+        scores = link_scores(weights, specificity, overlaps, s.context_weight)
+        if not related:
+            return positions, scores
+        pool.add(list(related))
+        evidence = dict(zip(positions.tolist(), scores.tolist(), strict=True))
+        for row, value in related.items():
+            position = pool.position[row]
+            evidence[position] = max(evidence.get(position, 0.0), s.entity_weight * value)
+        return np.fromiter(evidence, dtype=np.int64), np.fromiter(evidence.values(), np.float64)
+
+    def _pair(self, pool: _Pool, question: frozenset[str]) -> tuple[list[int], list[int], float]:
+        """The pair's pool positions (rank order), the first hops tried and the pair score."""
+        s = self.settings
+        firsts = [int(i) for i in np.argsort(-pool.base, kind="stable")[: s.first_hops]]
+        first_rows = [pool.rows[i] for i in firsts]
+        evidence_rows = [
+            self._link_evidence(pool, row, question, entities=True) for row in first_rows
+        ]
+        links = np.zeros((len(firsts), len(pool)))
+        for i, (positions, scores) in enumerate(evidence_rows):
+            links[i, positions] = scores
+        cos = pool.cos
+        if s.residual:
+            passage = self.vectors[pool.rows]
+            evidence = np.stack(
+                [
+                    residual_cosine(cos, float(cos[i]), passage @ self.vectors[row])
+                    for i, row in zip(firsts, first_rows, strict=True)
+                ]
+            )
+        else:
+            evidence = np.tile(cos, (len(firsts), 1))
+        mention = pool.mention
+        same = (mention[None, :] >= 0) & (mention[firsts][:, None] == mention[None, :])
+        if not s.exclusive_mentions:
+            same = np.zeros_like(same)
+        base = pool.base
+        scores = pair_matrix(base[firsts], pool.named, evidence, links, same)
+        i, j, score = best_pair(scores, firsts)
+        a = firsts[i]
+        order = [a, j] if base[a] >= base[j] else [j, a]
+        return order, firsts, score
+
+    def _fill(
+        self, pool: _Pool, chosen: list[int], question: frozenset[str], depth: int
+    ) -> tuple[list[int], dict[int, float]]:
+        """``chosen`` extended greedily to ``depth`` positions; the link evidence of each."""
+        bonus = np.zeros(len(pool))
+        evidence: dict[int, float] = {}
+        order: list[int] = []
+        for position in chosen:
+            evidence[position] = float(bonus[position])
+            order.append(position)
+            positions, scores = self._link_evidence(pool, pool.rows[position], question)
+            bonus = _grown(bonus, len(pool))
+            np.maximum.at(bonus, positions, scores)
+        while len(order) < min(depth, len(pool)):
+            score = pool.base + bonus
+            score[order] = -np.inf
+            best = int(np.argmax(score))
+            evidence[best] = float(bonus[best])
+            order.append(best)
+            positions, scores = self._link_evidence(pool, pool.rows[best], question)
+            bonus = _grown(bonus, len(pool))
+            np.maximum.at(bonus, positions, scores)
+        return order, evidence
+
+    def _tail(self, query: Query, pool: _Pool, order: list[int], k: int) -> list[Candidate]:
+        """Ranks 3+ of ``order`` fused with the graph walk seeded by the pair."""
+        head = order[:2]
+        rest = [pool.rows[i] for i in order[2:]]
+        ids = self._ids
+        fill_scores = list(range(len(rest), 0, -1))
+        if self.graph_retriever is None or not head:
+            n = max(len(rest), 1)
+            return [
+                Candidate(self.corpus[r], (len(rest) - i) / n, signals={"fill": float(f)})
+                for i, (r, f) in enumerate(zip(rest, fill_scores, strict=True))
+            ]
+        seeds = [Candidate(self.corpus[pool.rows[i]], 1.0) for i in head]
+        walked = self.graph_retriever.rank(query, seeds, k=self.settings.graph_cap + len(head))
+        head_ids = {ids[pool.rows[i]] for i in head}
+        walk = [c for c in walked if c.id not in head_ids][: self.settings.graph_cap]
+        result = fuse_lists(
+            [
+                ([ids[r] for r in rest], fill_scores),
+                ([c.id for c in walk], [c.score for c in walk]),
+            ],
+            calibration="pit",
+            fusion="boltzmann",
+        )
+        return [
+            Candidate(
+                self.corpus[doc_id],
+                float(score),
+                signals={**result.signals(i, ["fill", "graph"]), "fused": float(score)},
+            )
+            for i, (doc_id, score) in enumerate(zip(result.ids, result.scores, strict=True))
+        ][: max(k - 2, 0)]
+
+    # ------------------------------------------------------------------ public
+
+    def run(self, query: Query, k: int = 10) -> MultiHopResult:
+        """The ``k`` best candidates for ``query`` and the :class:`MultiHopTrace`."""
+        start = time.perf_counter()
+        check_positive_int(k, "k")
+        s = self.settings
+        vector = self._query_vector(query)
+        found, named, question = self._question(query.text)
+        scores, ids = self.index.search(vector[None, :], s.candidates)
+        pool = _Pool(self.vectors, vector, named)
+        pool.add([self._row[i] for i in ids[0]], [float(x) for x in scores[0]])
+        pool.add(sorted(named))
+        pair_score = 0.0
+        firsts: list[int] = []
+        if s.pair and len(pool) >= 2:
+            chosen, firsts, pair_score = self._pair(pool, question)
+        else:
+            chosen = [int(np.argmax(pool.base))]
+        depth = max(k, s.fill_depth)
+        order, link_evidence = self._fill(pool, chosen, question, depth)
+        out: list[Candidate] = []
+        head = order[:2]
+        for rank, position in enumerate(head, start=1):
+            row = pool.rows[position]
+            signals = self._signals(pool, position, link_evidence)
+            signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
+            out.append(Candidate(self.corpus[row], PAIR_SCORE, rank, signals))
+        tail = self._tail(query, pool, order, k)
+        for candidate in tail:
+            found_at = pool.position.get(self._row[candidate.id])
+            extra = self._signals(pool, found_at, link_evidence) if found_at is not None else {}
+            out.append(
+                Candidate(
+                    candidate.passage,
+                    candidate.score,
+                    len(out) + 1,
+                    {**extra, **candidate.signals},
+                )
+            )
+        trace = MultiHopTrace(
+            query_id=query.id,
+            mentions=tuple(
+                (m.text, tuple(self._ids[r] for r in m.referents)) for m in found.mentions
+            ),
+            first_hops=tuple(self._ids[pool.rows[i]] for i in firsts),
+            pair=tuple(self._ids[pool.rows[i]] for i in head),
+            pair_score=pair_score,
+            candidates=len(pool),
+            seconds=time.perf_counter() - start,
+        )
+        return MultiHopResult(out[:k], trace)
+
+    def _signals(
+        self, pool: _Pool, position: int, link_evidence: dict[int, float]
+    ) -> dict[str, float]:
+        return {
+            "dense": float(pool.cos[position]),
+            "named": float(pool.named[position]),
+            "link": link_evidence.get(position, 0.0),
+        }
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """The core ``Retriever`` protocol: :meth:`run` without the trace."""
+        return self.run(query, k).candidates

@@ -1,0 +1,186 @@
+"""Passage titles named in a text: title variants, longest-match spans, one referent per span.
+
+In an encyclopedic corpus a passage's title names its subject, and a text that spells a
+title out names that passage (a hyperlink in all but name). :class:`TitleIndex` finds those
+names in any text (a question or a passage) with one dictionary look-up per word n-gram, so
+the cost is linear in the text, whatever the corpus size.
+
+- **Tokens** are the text's word runs (:func:`title_tokens`), each normalised like the
+  entity graph's names (:func:`~rag_multihop.text.normalize_entity`: case, accents,
+  possessive ``'s``), after HTML entities are decoded. Titles and texts go through the same
+  function, so ``"2011–12 VCU Rams"`` matches whatever the dash became.
+- **Variants** of a title (:func:`title_variants`): the whole title; the title without a
+  trailing ``(qualifier)`` (``"Cape Fear (1962 film)"`` → ``cape fear``); the head before a
+  comma (``"Boston, Lincolnshire"`` → ``boston``). The dropped qualifier is kept.
+- **Spans**: n-grams that start with a capitalised word or a digit (in the original text)
+  and equal a variant, longest first, never overlapping (``"Shelly Beach, New South Wales"``
+  is one span, not also ``New South Wales``).
+- **Referents**: a span can name several passages (``"Ed Wood"``: the person and the film).
+  Those whose qualifier also occurs in the text are preferred (``"Boston"`` in a text that
+  says ``Lincolnshire`` → *Boston, Lincolnshire*); the rest are kept as alternatives.
+
+Example:
+    >>> index = TitleIndex(["Ed Wood", "Ed Wood (film)", "Boston", "Boston, Lincolnshire"])
+    >>> [(m.text, sorted(m.referents)) for m in index.find("Who directed Ed Wood?")]
+    [('ed wood', [0, 1])]
+    >>> [(m.text, sorted(m.referents)) for m in index.find("Boston in Lincolnshire")]
+    [('boston', [3])]
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from rag_multihop.text import normalize_entity, strip_disambiguation
+from rag_multihop.validation import check_positive_int
+
+_WORD = re.compile(r"[^\W_]+|&", re.UNICODE)
+_QUALIFIER = re.compile(r"\s*\(([^()]*)\)\s*$")
+
+MIN_KEY_CHARS = 3
+"""Title keys shorter than this are not looked for (too ambiguous)."""
+
+DEFAULT_MAX_WORDS = 10
+"""The longest title, in words, looked for in a text."""
+
+
+def title_tokens(text: str) -> list[tuple[str, str]]:
+    """``(word, normalised token)`` pairs of ``text``, HTML entities decoded, ``&`` read as
+    ``and`` (titles and texts spell it either way).
+
+    >>> title_tokens("Will &amp; Grace's 2011–12")
+    [('Will', 'will'), ('&', 'and'), ('Grace', 'grace'), ('s', 's'), ('2011', '2011'), ('12', '12')]
+    """
+    pairs = []
+    for match in _WORD.finditer(html.unescape(text)):
+        token = "and" if match.group() == "&" else normalize_entity(match.group())
+        if token:
+            pairs.append((match.group(), token))
+    return pairs
+
+
+def name_key(text: str) -> str:
+    """The normalised tokens of ``text`` joined by spaces (the form titles are matched in).
+
+    >>> name_key("Henriette of France (1727–1752)")
+    'henriette of france 1727 1752'
+    """
+    return " ".join(token for _, token in title_tokens(text))
+
+
+def title_variants(title: str) -> dict[str, tuple[str, ...]]:
+    """Keys a title is recognised by, each with the qualifier keys that key dropped.
+
+    >>> title_variants("Boston, Lincolnshire")
+    {'boston lincolnshire': (), 'boston': ('lincolnshire',)}
+    >>> title_variants("Cape Fear (1962 film)")
+    {'cape fear 1962 film': (), 'cape fear': ('1962 film',)}
+    """
+    title = html.unescape(title)
+    variants: dict[str, tuple[str, ...]] = {name_key(title): ()}
+    match = _QUALIFIER.search(title)
+    base = strip_disambiguation(title)
+    qualifiers = (match.group(1),) if match else ()
+    variants.setdefault(name_key(base), qualifiers)
+    if "," in base:
+        head, tail = base.split(",", 1)
+        variants.setdefault(name_key(head), (*qualifiers, tail))
+    return {
+        key: tuple(q for q in (name_key(x) for x in quals) if q)
+        for key, quals in variants.items()
+        if len(key) >= MIN_KEY_CHARS
+    }
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A span of a text that names one or more passages.
+
+    Attributes:
+        start, end: token positions of the span (``end`` exclusive).
+        text: the span's normalised key.
+        referents: passage rows the span names, each with weight ``1 / len(referents)``.
+    """
+
+    start: int
+    end: int
+    text: str
+    referents: Mapping[int, float]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "referents", MappingProxyType(dict(self.referents)))
+
+
+@dataclass(frozen=True)
+class TextMentions:
+    """The mentions of one text and its normalised tokens (positions index ``tokens``)."""
+
+    mentions: tuple[Mention, ...]
+    tokens: tuple[str, ...]
+
+
+class TitleIndex:
+    """Finds the passages whose titles a text names (see the module docstring).
+
+    Args:
+        titles: one title per passage, in corpus order (an empty title is never found).
+        max_words: the longest title, in words, looked for.
+    """
+
+    def __init__(self, titles: Sequence[str], *, max_words: int = DEFAULT_MAX_WORDS) -> None:
+        self.max_words = check_positive_int(max_words, "max_words")
+        by_key: dict[str, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
+        for row, title in enumerate(titles):
+            for key, qualifiers in title_variants(title).items():
+                by_key[key].append((row, qualifiers))
+        self._by_key = dict(by_key)
+        self._first_words = frozenset(key.split(" ", 1)[0] for key in self._by_key)
+        self.size = len(titles)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def keys(self) -> Iterable[str]:
+        """Every key a title is recognised by."""
+        return self._by_key.keys()
+
+    def mentions(self, text: str) -> TextMentions:
+        """The spans of ``text`` that name titles, in text order, and its tokens."""
+        pairs = title_tokens(text)
+        tokens = tuple(token for _, token in pairs)
+        found: list[tuple[int, int, str]] = []
+        for start, (word, token) in enumerate(pairs):
+            if not (word[0].isupper() or word[0].isdigit()) or token not in self._first_words:
+                continue
+            for end in range(start + 1, min(start + self.max_words, len(pairs)) + 1):
+                key = " ".join(tokens[start:end])
+                if key in self._by_key:
+                    found.append((start, end, key))
+        found.sort(key=lambda span: (span[0] - span[1], span[0]))
+        taken = [False] * len(pairs)
+        padded = f" {' '.join(tokens)} "
+        chosen = []
+        for start, end, key in found:
+            if any(taken[start:end]):
+                continue
+            taken[start:end] = [True] * (end - start)
+            chosen.append(Mention(start, end, key, _referents(self._by_key[key], padded)))
+        chosen.sort(key=lambda mention: mention.start)
+        return TextMentions(tuple(chosen), tokens)
+
+    def find(self, text: str) -> list[Mention]:
+        """The spans of ``text`` that name titles (:meth:`mentions` without the tokens)."""
+        return list(self.mentions(text).mentions)
+
+
+def _referents(candidates: Sequence[tuple[int, tuple[str, ...]]], padded: str) -> dict[int, float]:
+    """The candidates whose qualifiers occur in the text most often, weighted equally."""
+    support = {row: sum(f" {q} " in padded for q in quals) for row, quals in candidates}
+    best = max(support.values())
+    rows = [row for row, count in support.items() if count == best]
+    return {row: 1.0 / len(rows) for row in rows}

@@ -1,0 +1,94 @@
+"""Title links, their weights, specificity and contexts; shared entities."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_multihop import Corpus, Passage
+from rag_multihop.graph.build import build_entity_graph
+from rag_multihop.multihop.links import LinkGraph, SharedEntities, specificity, stems
+from rag_multihop.multihop.titles import TitleIndex
+
+
+def _corpus() -> Corpus:
+    return Corpus(
+        [
+            Passage(
+                "pw", "Polish Wedding is a film directed by Theresa Connelly.", "Polish Wedding"
+            ),
+            Passage("tc", "Theresa Connelly was born in Philadelphia.", "Theresa Connelly"),
+            Passage("ph", "Philadelphia is a city.", "Philadelphia"),
+            Passage("ed", "Ed Wood directed films. Ed Wood (film) is about him.", "Ed Wood"),
+            Passage("edf", "It is a 1994 biopic about Ed Wood.", "Ed Wood (film)"),
+            Passage("x", "Philadelphia and Philadelphia again.", "Other"),
+        ]
+    )
+
+
+def _links(corpus: Corpus) -> LinkGraph:
+    return LinkGraph.build(corpus, TitleIndex([p.title for p in corpus]))
+
+
+def test_links_point_from_the_naming_passage_to_the_named_one() -> None:
+    links = _links(_corpus())
+    assert links.targets(0) == {1: 1.0}  # Polish Wedding -> Theresa Connelly
+    assert links.targets(1) == {2: 1.0}
+    assert links.targets(2) == {}  # a passage never links to itself
+    assert links.targets(5) == {2: 1.0}  # a name said twice is one link
+
+
+def test_an_ambiguous_name_splits_its_weight_and_qualifiers_decide() -> None:
+    links = _links(_corpus())
+    assert links.targets(3) == {4: 1.0}  # "Ed Wood (film)" names the film; "Ed Wood" is itself
+    assert links.targets(4) == {3: 0.5}  # "Ed Wood": the person or the film itself
+
+
+def test_contexts_hold_the_stems_around_the_name() -> None:
+    links = _links(_corpus())
+    assert links.context(0, 1) >= {"direc", "film"}
+    assert links.context(1, 0) == frozenset()  # no link, no context
+
+
+def test_specificity_is_an_idf_of_in_links() -> None:
+    links = _links(_corpus())
+    # Philadelphia is named by two passages, Theresa Connelly by one: less specific
+    assert links.specificity[2] < links.specificity[1]
+    assert specificity(np.array([0]), 1)[0] == pytest.approx(1.0)  # a one-passage corpus
+    values = specificity(np.array([0, 4, 9]), 10)
+    assert values[0] == pytest.approx(1.0) and values[2] == pytest.approx(0.0)
+
+
+def test_stems_drop_function_words_and_numbers() -> None:
+    assert stems(["the", "director", "of", "1998", "films"]) == frozenset({"direc", "films"})
+
+
+def test_a_title_index_of_another_corpus_is_refused() -> None:
+    corpus = _corpus()
+    with pytest.raises(ValueError, match="title index has 2 titles but the corpus 6 passages"):
+        LinkGraph.build(corpus, TitleIndex(["a", "b"]))
+    with pytest.raises(ValueError, match="window must be a positive integer"):
+        LinkGraph.build(corpus, TitleIndex([p.title for p in corpus]), window=0)
+
+
+def test_shared_entities_relate_passages_by_specific_names_and_skip_hubs() -> None:
+    corpus = Corpus(
+        [
+            Passage("a", "Rex Stout lived in Brewster.", "A"),
+            Passage("b", "Brewster is a town.", "B"),
+            Passage("c", "Rex Stout wrote novels in America.", "C"),
+            Passage("d", "America is large.", "D"),
+            Passage("e", "America again.", "E"),
+        ]
+    )
+    graph = build_entity_graph(corpus)
+    shared = SharedEntities.from_graph(graph)
+    related = shared.related(0)
+    assert set(related) == {1, 2}
+    hubless = SharedEntities.from_graph(graph, max_passages=1)
+    assert hubless.related(0) == {}  # every entity is named twice: all are hubs now
+    assert SharedEntities.from_graph(graph).related(3)[4] == pytest.approx(
+        specificity(np.array([2]), 5)[0]
+    )
+    with pytest.raises(ValueError, match="max_passages must be a positive integer"):
+        SharedEntities.from_graph(graph, max_passages=0)

@@ -1,0 +1,188 @@
+"""The multi-hop retriever on tiny corpora with known answers, and bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rag_multihop import Corpus, Passage, Query
+from rag_multihop.multihop import PAIR_SCORE, MultiHopRetriever, MultiHopSettings
+
+PASSAGES = [
+    Passage("pw", "Polish Wedding is a 1998 film directed by Theresa Connelly.", "Polish Wedding"),
+    Passage(
+        "tc", "Theresa Connelly is an American director born in Philadelphia.", "Theresa Connelly"
+    ),
+    Passage("cd", "Claire Danes is an American actress who starred in films.", "Claire Danes"),
+    Passage("ph", "Philadelphia is a city in Pennsylvania.", "Philadelphia"),
+    Passage("pw2", "Polish Wedding is a 2012 song about a wedding.", "Polish Wedding (song)"),
+    Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", "Rope"),
+    Passage("ah", "Alfred Hitchcock was an English director born in London.", "Alfred Hitchcock"),
+    Passage("ln", "London is the capital of England.", "London"),
+]
+
+
+@pytest.fixture
+def corpus() -> Corpus:
+    return Corpus(PASSAGES)
+
+
+@pytest.fixture
+def retriever(corpus: Corpus, hashing_encoder) -> MultiHopRetriever:
+    return MultiHopRetriever.from_corpus(corpus, hashing_encoder)
+
+
+def _ids(retriever: MultiHopRetriever, text: str, k: int = 4) -> list[str]:
+    return [c.id for c in retriever.retrieve(Query(text), k=k)]
+
+
+def test_a_bridge_question_gets_the_named_film_and_the_page_it_names(retriever) -> None:
+    result = retriever.run(Query("Where was the director of the film Polish Wedding born?"), k=4)
+    assert result.trace.pair == ("pw", "tc")
+    assert [c.id for c in result.candidates][:2] == ["pw", "tc"]
+    assert [c.rank for c in result.candidates] == [1, 2, 3, 4]
+    first, second = result.candidates[:2]
+    assert first.score == second.score == PAIR_SCORE
+    assert first.signals["named"] == 1.0 and first.signals["first_hop"] == 1.0
+    assert second.signals["link"] > 0 and second.signals["named"] == 0.0
+    assert all(c.score <= 1.0 for c in result.candidates[2:])
+
+
+def test_a_comparison_question_gets_both_named_passages(retriever) -> None:
+    ids = _ids(retriever, "Were Claire Danes and Alfred Hitchcock born in the same country?")
+    assert set(ids[:2]) == {"cd", "ah"}
+
+
+def test_two_referents_of_one_mention_are_not_both_taken_as_named(retriever) -> None:
+    result = retriever.run(Query("Who directed Polish Wedding?"), k=3)
+    assert set(result.trace.pair) != {"pw", "pw2"}
+    assert result.trace.mentions == (("polish wedding", ("pw", "pw2")),)
+
+
+def test_chains_continue_through_links_in_the_fill(retriever) -> None:
+    ids = _ids(retriever, "What is London, where the director of Rope was born, the capital of?", 3)
+    assert set(ids[:3]) == {"rope", "ah", "ln"}
+
+
+def test_a_question_without_names_falls_back_to_similarity(corpus, hashing_encoder) -> None:
+    retriever = MultiHopRetriever.from_corpus(corpus, hashing_encoder)
+    ids = _ids(retriever, "capital of england", k=2)
+    assert "ln" in ids
+
+
+def test_top_k_does_not_depend_on_k(retriever) -> None:
+    query = Query("Where was the director of the film Polish Wedding born?")
+    assert _ids(retriever, query.text, k=3) == _ids(retriever, query.text, k=8)[:3]
+
+
+def test_every_switch_still_returns_a_ranking(corpus, hashing_encoder) -> None:
+    vectors = hashing_encoder.encode(corpus.texts())
+    for field in (
+        "pair",
+        "title_links",
+        "residual",
+        "specificity",
+        "exclusive_mentions",
+        "graph_tail",
+    ):
+        retriever = MultiHopRetriever(corpus, vectors, encoder=hashing_encoder, **{field: False})
+        found = retriever.retrieve(Query("Who directed Polish Wedding?"), k=5)
+        assert len(found) == 5 and len({c.id for c in found}) == 5, field
+    retriever = MultiHopRetriever(corpus, vectors, entity_weight=0.0, context_weight=0.0)
+    assert retriever.shared is None and retriever.graph_retriever is not None
+
+
+def test_asking_for_more_than_the_corpus_returns_it_all(retriever) -> None:
+    assert len(retriever.retrieve(Query("Who directed Rope?"), k=50)) == len(PASSAGES)
+
+
+def test_the_query_and_the_vectors_are_not_changed(corpus, hashing_encoder) -> None:
+    vectors = hashing_encoder.encode(corpus.texts())
+    kept = vectors.copy()
+    embedding = hashing_encoder.encode(["Who directed Rope?"])[0]
+    query = Query("Who directed Rope?", embedding=embedding.copy())
+    MultiHopRetriever(corpus, vectors).retrieve(query, k=3)
+    np.testing.assert_array_equal(vectors, kept)
+    np.testing.assert_array_equal(query.embedding, embedding)
+
+
+def test_trace_to_dict_is_json_ready(retriever) -> None:
+    import json
+
+    trace = retriever.run(Query("Where was the director of Rope born?", id="q1"), k=3).trace
+    data = json.loads(json.dumps(trace.to_dict()))
+    assert data["query_id"] == "q1" and data["pair"] and data["candidates"] >= 2
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_k_is_refused(retriever) -> None:
+    with pytest.raises(ValueError, match="k must be a positive integer, got 0"):
+        retriever.retrieve(Query("Rope?"), k=0)
+
+
+def test_a_query_without_embedding_needs_an_encoder(corpus, hashing_encoder) -> None:
+    retriever = MultiHopRetriever(corpus, hashing_encoder.encode(corpus.texts()))
+    with pytest.raises(ValueError, match="no embedding and the retriever has no encoder"):
+        retriever.retrieve(Query("Who directed Rope?"))
+
+
+def test_a_query_of_the_wrong_dimension_or_with_nan_is_refused(retriever) -> None:
+    with pytest.raises(ValueError, match="dimension 3, expected 64"):
+        retriever.retrieve(Query("x", embedding=np.ones(3, dtype="float32")))
+    bad = np.full(64, np.nan, dtype="float32")
+    with pytest.raises(ValueError, match="NaN or inf"):
+        retriever.retrieve(Query("x", embedding=bad))
+
+
+def test_vectors_that_do_not_fit_the_corpus_are_refused(corpus, hashing_encoder) -> None:
+    vectors = hashing_encoder.encode(corpus.texts())
+    with pytest.raises(ValueError, match="got 7 vectors for 8 passages"):
+        MultiHopRetriever(corpus, vectors[:7])
+    broken = vectors.copy()
+    broken[2, 0] = np.inf
+    with pytest.raises(ValueError, match=r"passage vectors contain NaN or inf values \(rows \[2\]"):
+        MultiHopRetriever(corpus, broken)
+
+
+def test_an_index_of_other_passages_is_refused(corpus, hashing_encoder) -> None:
+    from rag_multihop.index.dense import DenseIndex
+
+    vectors = hashing_encoder.encode(corpus.texts())
+    other = DenseIndex.build([f"z{i}" for i in range(len(corpus))], vectors)
+    with pytest.raises(ValueError, match="the index holds ids not in the corpus"):
+        MultiHopRetriever(corpus, vectors, index=other)
+    with pytest.raises(ValueError, match="index holds 2 vectors"):
+        MultiHopRetriever(corpus, vectors, index=DenseIndex.build(["a", "b"], vectors[:2]))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("candidates", 0, "candidates must be a positive integer, got 0"),
+        ("first_hops", -1, "first_hops must be a positive integer, got -1"),
+        ("context_weight", 1.5, r"context_weight must be in \[0, 1\], got 1.5"),
+        ("entity_weight", -0.1, r"entity_weight must be in \[0, 1\], got -0.1"),
+        ("pair", "yes", "pair must be True or False, got 'yes'"),
+        ("graph_tail", 1, "graph_tail must be True or False, got 1"),
+        ("ppr", "fast", r"ppr must be one of \['auto', 'power', 'push'\], got 'fast'"),
+        ("graph_cap", 0, "graph_cap must be a positive integer, got 0"),
+    ],
+)
+def test_settings_name_the_bad_value(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MultiHopSettings(**{field: value})
+
+
+def test_settings_round_trip_and_overrides(corpus, hashing_encoder) -> None:
+    settings = MultiHopSettings(first_hops=3)
+    assert MultiHopSettings(**dataclasses.asdict(settings)) == settings
+    retriever = MultiHopRetriever(
+        corpus, hashing_encoder.encode(corpus.texts()), settings=settings, graph_tail=False
+    )
+    assert retriever.settings.first_hops == 3 and retriever.settings.graph_tail is False
+    with pytest.raises(TypeError):
+        MultiHopRetriever(corpus, hashing_encoder.encode(corpus.texts()), no_such_knob=1)
