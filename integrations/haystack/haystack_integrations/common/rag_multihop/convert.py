@@ -53,7 +53,8 @@ from haystack.utils.filters import COMPARISON_OPERATORS, LOGICAL_OPERATORS
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Passage
+from rag_multihop.protocols import Reranker
+from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import l2_normalize
 
 SIGNALS_KEY = "rag_multihop_signals"
@@ -118,6 +119,16 @@ def candidate_to_document(candidate: Candidate) -> Document:
     """A new document: the candidate's source document with its score and signals."""
     document: Document = candidate.passage.metadata[DOCUMENT_KEY]
     return with_signals(document, candidate.score, candidate.signals)
+
+
+def rerank_documents(
+    reranker: Reranker, query: str, documents: Sequence[Document], top_k: int
+) -> list[Document]:
+    """The ``top_k`` best of ``documents`` by a core reranker, as new ``Document`` objects."""
+    if not documents:
+        return []
+    ranked = reranker.rerank(Query(query), [document_to_candidate(d) for d in documents], top_k)
+    return [candidate_to_document(c) for c in ranked]
 
 
 def documents_to_corpus(documents: Sequence[Document]) -> Corpus:

@@ -33,6 +33,7 @@ from haystack_integrations.common.rag_multihop.convert import (
     document_to_candidate,
     embedder_to_dict,
     key_variable,
+    rerank_documents,
 )
 
 from rag_multihop.bridge import BridgeSettings
@@ -118,11 +119,7 @@ class BridgeJudgeRanker:
     ) -> dict[str, list[Document]]:
         """The ``top_k`` best documents after judging, as new ``Document`` objects."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        if not documents:
-            return {"documents": []}
-        candidates = [document_to_candidate(d) for d in documents]
-        ranked = self._ready().rerank(Query(query), candidates, limit)
-        return {"documents": [candidate_to_document(c) for c in ranked]}
+        return {"documents": rerank_documents(self._ready(), query, documents, limit)}
 
     @component.output_types(documents=list[Document])
     async def run_async(

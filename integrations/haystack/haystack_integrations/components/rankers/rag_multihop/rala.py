@@ -21,13 +21,9 @@ import asyncio
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack_integrations.common.rag_multihop.convert import (
-    candidate_to_document,
-    document_to_candidate,
-)
+from haystack_integrations.common.rag_multihop.convert import rerank_documents
 
 from rag_multihop.coop import RaLaReranker, RaLaSettings
-from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
 _DEFAULTS = RaLaSettings()
@@ -107,11 +103,7 @@ class RaLaRanker:
     ) -> dict[str, list[Document]]:
         """The ``top_k`` best documents by RaLa, as new ``Document`` objects."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        if not documents:
-            return {"documents": []}
-        candidates = [document_to_candidate(d) for d in documents]
-        ranked = self._ready().rerank(Query(query), candidates, limit)
-        return {"documents": [candidate_to_document(c) for c in ranked]}
+        return {"documents": rerank_documents(self._ready(), query, documents, limit)}
 
     @component.output_types(documents=list[Document])
     async def run_async(
