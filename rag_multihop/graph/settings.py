@@ -47,7 +47,7 @@ class GraphSettings:
     """
 
     seed_top_n: int = 2
-    entity_share: float = 0.5
+    entity_share: float = 0.75
     use_entities: bool = True
     weights: EdgeWeights = field(default_factory=EdgeWeights)
     damping: float = 0.5

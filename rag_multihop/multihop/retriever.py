@@ -245,7 +245,11 @@ class MultiHopRetriever:
         self.graph_retriever: GraphRetriever | None = None
         if graph is not None and settings.graph_tail:
             self.graph_retriever = GraphRetriever(
-                graph, corpus, settings=GraphSettings(seed_top_n=2, ppr=settings.ppr)
+                graph,
+                corpus,
+                settings=GraphSettings(
+                    seed_top_n=2, entity_share=settings.graph_entity_share, ppr=settings.ppr
+                ),
             )
 
     @classmethod

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rag_multihop import Corpus, Passage, Query
+from rag_multihop.graph import GraphSettings
 from rag_multihop.multihop import PAIR_SCORE, MultiHopRetriever, MultiHopSettings
 
 PASSAGES = [
@@ -170,11 +171,21 @@ def test_an_index_of_other_passages_is_refused(corpus, hashing_encoder) -> None:
         ("graph_tail", 1, "graph_tail must be True or False, got 1"),
         ("ppr", "fast", r"ppr must be one of \['auto', 'power', 'push'\], got 'fast'"),
         ("graph_cap", 0, "graph_cap must be a positive integer, got 0"),
+        ("graph_entity_share", 1.5, r"graph_entity_share must be in \[0, 1\], got 1.5"),
     ],
 )
 def test_settings_name_the_bad_value(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         MultiHopSettings(**{field: value})
+
+
+def test_graph_tail_keeps_its_own_seed_share(corpus, hashing_encoder) -> None:
+    vectors = hashing_encoder.encode(corpus.texts())
+    default = MultiHopRetriever(corpus, vectors).graph_retriever
+    assert default is not None and default.settings.entity_share == 0.5
+    assert GraphSettings().entity_share == 0.75
+    tuned = MultiHopRetriever(corpus, vectors, graph_entity_share=0.25).graph_retriever
+    assert tuned is not None and tuned.settings.entity_share == 0.25
 
 
 def test_settings_round_trip_and_overrides(corpus, hashing_encoder) -> None:

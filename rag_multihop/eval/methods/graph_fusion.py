@@ -19,7 +19,7 @@ in each graph method's ``extras``. Options (``--option KEY=VALUE``):
 
 - ``graph_*`` (:class:`GraphBenchSettings`): the fields of
   :class:`~rag_multihop.graph.settings.GraphSettings` (``graph_seed_top_n`` 2,
-  ``graph_entity_share`` 0.5, ``graph_damping`` 0.5, ``graph_ppr`` auto,
+  ``graph_entity_share`` 0.75, ``graph_damping`` 0.5, ``graph_ppr`` auto,
   ``graph_push_epsilon`` 1e-5, ``graph_pool_cap`` 10, ``graph_weights``, ``graph_tol``,
   ``graph_max_iter``) and ``graph_synonyms`` (false; true embeds entity names with the
   run's encoder for synonym edges);
