@@ -62,6 +62,25 @@ def test_scores_equal_ppr_from_the_documented_seed_vector():
     )
 
 
+def test_default_seed_mix_puts_three_quarters_on_the_query_entities():
+    dense = FixedRetriever([("rope", 0.8), ("island", 0.2)])
+    nodes, weights, entities = GraphRetriever(GRAPH, CORPUS, seed_retriever=dense).seeds(
+        "Which film did Alfred Hitchcock make?", dense.candidates
+    )
+    assert entities == ["alfred hitchcock"]
+    on_entities = weights[nodes >= GRAPH.n_passages].sum()
+    assert on_entities == pytest.approx(0.75) and weights.sum() == pytest.approx(1.0)
+
+
+def test_entity_share_one_keeps_dense_seeds_only_for_questions_without_entities():
+    dense = FixedRetriever([("rope", 0.8), ("island", 0.2)])
+    retriever = GraphRetriever(GRAPH, CORPUS, seed_retriever=dense, entity_share=1.0)
+    nodes, _, _ = retriever.seeds("Which film did Alfred Hitchcock make?", dense.candidates)
+    assert nodes.tolist() == [GRAPH.n_passages + GRAPH.entity_index["alfred hitchcock"]]
+    nodes, weights, entities = retriever.seeds("what is it?", dense.candidates)
+    assert entities == [] and weights == pytest.approx([0.8, 0.2])
+
+
 def test_no_query_entity_and_no_seed_passage_returns_nothing_with_a_warning(caplog):
     retriever = GraphRetriever(GRAPH, CORPUS)
     with caplog.at_level(logging.WARNING):
