@@ -476,6 +476,7 @@ class MultiHopRetriever:
         pool.add(sorted(named))
         pair_score = 0.0
         firsts: list[int] = []
+        chosen: list[int]
         if len(pool) == 0:
             chosen = []
         elif s.pair and len(pool) >= 2:
