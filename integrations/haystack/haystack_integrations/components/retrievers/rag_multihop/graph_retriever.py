@@ -9,10 +9,10 @@ differ; when the counts are equal it reads the store's documents and compares th
 content and meta with the graph's (``convert.changed_document``), so an overwrite or a
 delete + add that keeps the count rebuilds it too. That second check costs one
 ``filter_documents()`` and one comparison per run: on the 6,119 passages of 2WikiMultihopQA in
-an ``InMemoryDocumentStore`` (``scripts/graph_staleness_cost.py``, a loaded 2-core machine)
-1-4 ms (the store returns its stored documents: no text compared) against 7-20 ms for the run
-itself, and about 35 ms with ``return_embedding=False`` (Haystack copies every document on
-each read). With a remote store it reads every document per run: there set
+an ``InMemoryDocumentStore`` (``scripts/graph_staleness_cost.py``, two runs on a loaded 2-core
+machine) 1.7-3.8 ms (the store returns its stored documents: no text compared) against
+10-21 ms for the run itself, and about 35 ms with ``return_embedding=False`` (Haystack copies
+every document on each read). With a remote store it reads every document per run: there set
 ``auto_refresh=False`` (the count only, a warning once when it changed) and call
 :meth:`refresh` after writing.
 ``filters`` decide which seed documents seed the walk and which documents come back (Haystack
