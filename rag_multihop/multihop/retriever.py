@@ -21,6 +21,10 @@ For a question q (:meth:`MultiHopRetriever.run`):
    question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
    ``graph_cap``), which reaches passages that share entities rather than titles.
 
+``run(query, k, allowed=ids)`` restricts every step to the passages in ``allowed`` (e.g. those
+matching a metadata filter): the dense candidates are the best allowed ones, named titles,
+links and the graph walk reach only allowed passages, and the trace names no other.
+
 No LLM and no labels; the only vector operations are the query's FAISS search and dot
 products with stored passage vectors (nothing is encoded at query time besides the query).
 
@@ -52,7 +56,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,20 +123,28 @@ class MultiHopResult:
 
 
 class _Pool:
-    """The candidates of one query: corpus rows, cosines, name flags; grows as links add rows."""
+    """The candidates of one query: corpus rows, cosines, name flags; grows as links add rows
+    (only rows in ``allowed`` when given)."""
 
-    def __init__(self, vectors: np.ndarray, query: np.ndarray, named: dict[int, int]) -> None:
+    def __init__(
+        self,
+        vectors: np.ndarray,
+        query: np.ndarray,
+        named: dict[int, int],
+        allowed: frozenset[int] | None = None,
+    ) -> None:
         self._vectors = vectors
         self._query = query
         self._named = named
+        self.allowed = allowed
         self.rows: list[int] = []
         self.position: dict[int, int] = {}
         self._cos = np.zeros(64)
         self._mention = np.full(64, -1, dtype=np.int64)
 
     def add(self, rows: Sequence[int], cos: Sequence[float] | None = None) -> None:
-        """Add the ``rows`` not yet in the pool (their cosines computed unless given)."""
-        new = [r for r in dict.fromkeys(rows) if r not in self.position]
+        """Add the allowed ``rows`` not yet in the pool (their cosines computed unless given)."""
+        new = [r for r in dict.fromkeys(rows) if r not in self.position and self.allows(r)]
         if not new:
             return
         if cos is None:
@@ -151,6 +163,9 @@ class _Pool:
         self._mention[start:end] = [self._named.get(r, -1) for r in new]
         self.position.update((r, start + i) for i, r in enumerate(new))
         self.rows.extend(new)
+
+    def allows(self, row: int) -> bool:
+        return self.allowed is None or row in self.allowed
 
     @property
     def cos(self) -> np.ndarray:
@@ -305,21 +320,23 @@ class MultiHopRetriever:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         targets = self.links.targets(source) if s.title_links else {}
         pool.add(list(targets))
-        rows = list(targets)
+        rows = [t for t in targets if t in pool.position]
         positions = np.array([pool.position[t] for t in rows], dtype=np.int64)
         specificity = (
             self.links.specificity[rows] if self.settings.specificity else np.ones(len(rows))
         )
         context = self.links.context
         overlaps = np.array([context_overlap(question, context(source, t)) for t in rows])
-        weights = np.fromiter(targets.values(), dtype=np.float64, count=len(rows))
+        weights = np.array([targets[t] for t in rows], dtype=np.float64)
         scores = link_scores(weights, specificity, overlaps, s.context_weight)
         if not related:
             return positions, scores
         pool.add(list(related))
         evidence = dict(zip(positions.tolist(), scores.tolist(), strict=True))
         for row, value in related.items():
-            position = pool.position[row]
+            position = pool.position.get(row)
+            if position is None:
+                continue
             evidence[position] = max(evidence.get(position, 0.0), s.entity_weight * value)
         return np.fromiter(evidence, dtype=np.int64), np.fromiter(evidence.values(), np.float64)
 
@@ -393,9 +410,12 @@ class MultiHopRetriever:
                 for i, (r, f) in enumerate(zip(rest, fill_scores, strict=True))
             ]
         seeds = [Candidate(self.corpus[pool.rows[i]], 1.0) for i in head]
-        walked = self.graph_retriever.rank(query, seeds, k=self.settings.graph_cap + len(head))
+        depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(ids)
+        walked = self.graph_retriever.rank(query, seeds, k=depth)
         head_ids = {ids[pool.rows[i]] for i in head}
-        walk = [c for c in walked if c.id not in head_ids][: self.settings.graph_cap]
+        walk = [c for c in walked if c.id not in head_ids and pool.allows(self._row[c.id])][
+            : self.settings.graph_cap
+        ]
         result = fuse_lists(
             [
                 ([ids[r] for r in rest], fill_scores),
@@ -415,20 +435,55 @@ class MultiHopRetriever:
 
     # ------------------------------------------------------------------ public
 
-    def run(self, query: Query, k: int = 10) -> MultiHopResult:
-        """The ``k`` best candidates for ``query`` and the :class:`MultiHopTrace`."""
+    def _allowed_rows(self, allowed: Collection[str] | None) -> frozenset[int] | None:
+        """The corpus rows of ``allowed`` (``None``: every row); unknown ids are an error."""
+        if allowed is None:
+            return None
+        if isinstance(allowed, str) or not isinstance(allowed, Collection):
+            raise TypeError(
+                f"allowed must be a collection of passage ids (a set or list), got "
+                f"{type(allowed).__name__}"
+            )
+        unknown = [pid for pid in allowed if pid not in self._row]
+        if unknown:
+            raise ValueError(
+                f"allowed holds {len(unknown)} ids that are not in the corpus, e.g. {unknown[:3]}"
+            )
+        return frozenset(self._row[pid] for pid in allowed)
+
+    def _dense(
+        self, vector: np.ndarray, allowed: frozenset[int] | None
+    ) -> tuple[list[int], list[float]]:
+        """The rows and cosines of the ``candidates`` nearest allowed passages."""
+        limit = self.settings.candidates
+        if allowed is None:
+            scores, ids = self.index.search(vector[None, :], limit)
+            return [self._row[i] for i in ids[0]], [float(x) for x in scores[0]]
+        rows = np.fromiter(sorted(allowed), dtype=np.int64, count=len(allowed))
+        cos = self.vectors[rows] @ vector
+        best = np.argsort(-cos, kind="stable")[:limit]
+        return rows[best].tolist(), cos[best].tolist()
+
+    def run(
+        self, query: Query, k: int = 10, *, allowed: Collection[str] | None = None
+    ) -> MultiHopResult:
+        """The ``k`` best candidates for ``query`` and the :class:`MultiHopTrace`; with
+        ``allowed`` (passage ids), only those passages (none: an empty result)."""
         start = time.perf_counter()
         check_positive_int(k, "k")
         s = self.settings
+        rows_allowed = self._allowed_rows(allowed)
         vector = self._query_vector(query)
         found, named, question = self._question(query.text)
-        scores, ids = self.index.search(vector[None, :], s.candidates)
-        pool = _Pool(self.vectors, vector, named)
-        pool.add([self._row[i] for i in ids[0]], [float(x) for x in scores[0]])
+        pool = _Pool(self.vectors, vector, named, rows_allowed)
+        pool.add(*self._dense(vector, rows_allowed))
         pool.add(sorted(named))
         pair_score = 0.0
         firsts: list[int] = []
-        if s.pair and len(pool) >= 2:
+        chosen: list[int]
+        if len(pool) == 0:
+            chosen = []
+        elif s.pair and len(pool) >= 2:
             chosen, firsts, pair_score = self._pair(pool, question)
         else:
             chosen = [int(np.argmax(pool.base))]
@@ -456,7 +511,8 @@ class MultiHopRetriever:
         trace = MultiHopTrace(
             query_id=query.id,
             mentions=tuple(
-                (m.text, tuple(self._ids[r] for r in m.referents)) for m in found.mentions
+                (m.text, tuple(self._ids[r] for r in m.referents if pool.allows(r)))
+                for m in found.mentions
             ),
             first_hops=tuple(self._ids[pool.rows[i]] for i in firsts),
             pair=tuple(self._ids[pool.rows[i]] for i in head),

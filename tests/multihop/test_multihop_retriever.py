@@ -197,3 +197,36 @@ def test_settings_round_trip_and_overrides(corpus, hashing_encoder) -> None:
     assert retriever.settings.first_hops == 3 and retriever.settings.graph_tail is False
     with pytest.raises(TypeError):
         MultiHopRetriever(corpus, hashing_encoder.encode(corpus.texts()), no_such_knob=1)
+
+
+BRIDGE = "Where was the director of the film Polish Wedding born?"
+
+
+def test_allowed_restricts_every_step_to_those_passages(retriever) -> None:
+    allowed = {"pw", "cd", "ph", "rope", "ln"}  # the director's page "tc" is excluded
+    result = retriever.run(Query(BRIDGE), k=8, allowed=allowed)
+    ids = [c.id for c in result.candidates]
+    assert set(ids) <= allowed and ids[0] == "pw" and "tc" not in result.trace.pair
+    assert result.trace.mentions == (("polish wedding", ("pw",)),)  # "pw2" is not allowed
+    assert result.trace.candidates <= len(allowed)
+
+
+def test_allowing_every_passage_changes_nothing(retriever, corpus) -> None:
+    everything = retriever.run(Query(BRIDGE), k=8, allowed=set(corpus.ids))
+    plain = retriever.run(Query(BRIDGE), k=8)
+    assert [(c.id, c.score) for c in everything.candidates] == [
+        (c.id, c.score) for c in plain.candidates
+    ]
+
+
+def test_allowing_nothing_returns_nothing(retriever) -> None:
+    result = retriever.run(Query(BRIDGE), k=4, allowed=[])
+    assert result.candidates == [] and result.trace.pair == ()
+    assert result.trace.mentions == (("polish wedding", ()),)
+
+
+def test_allowed_must_be_a_collection_of_corpus_ids(retriever) -> None:
+    with pytest.raises(ValueError, match=r"allowed holds 1 ids that are not in the corpus.*'zz'"):
+        retriever.run(Query(BRIDGE), allowed={"pw", "zz"})
+    with pytest.raises(TypeError, match="allowed must be a collection of passage ids.*got str"):
+        retriever.run(Query(BRIDGE), allowed="pw")

@@ -277,6 +277,64 @@ def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, c
     assert "c" in {d.id for d in frozen.run(query="Who is Alfred Hitchcock?")["documents"]}
 
 
+def test_graph_retriever_notices_an_overwrite_that_keeps_the_count(graph_module, caplog):
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(id="a", content="Rope is a film by Alfred Hitchcock.")])
+    retriever = graph_module.EntityGraphRetriever(store, top_k=5)
+    assert [d.id for d in retriever.run(query="Alfred Hitchcock")["documents"]] == ["a"]
+    rewritten = Document(id="a", content="Vertigo is a film by Kim Novak.")
+    store.write_documents([rewritten], policy=DuplicatePolicy.OVERWRITE)
+    with caplog.at_level("INFO"):
+        assert retriever.run(query="Alfred Hitchcock")["documents"] == []
+        found = retriever.run(query="Kim Novak")["documents"]
+    assert [d.content for d in found] == [rewritten.content]
+    assert sum("document 'a' changed in the store" in r.message for r in caplog.records) == 1
+
+
+def test_graph_retriever_notices_a_delete_and_add_that_keeps_the_count(graph_module):
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(id="a", content="Rope is a film by Alfred Hitchcock.")])
+    retriever = graph_module.EntityGraphRetriever(store, top_k=5)
+    retriever.warm_up()
+    store.delete_documents(["a"])
+    store.write_documents([Document(id="b", content="Vertigo is a film by Alfred Hitchcock.")])
+    assert [d.id for d in retriever.run(query="Alfred Hitchcock")["documents"]] == ["b"]
+
+
+def test_graph_retriever_notices_new_meta_and_keeps_an_unchanged_graph(graph_module):
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = make_store()
+    retriever = graph_module.EntityGraphRetriever(store, top_k=5)
+    graph = retriever.graph
+    retriever.run(query="Alfred Hitchcock")
+    assert retriever.graph is graph  # nothing changed: not rebuilt
+    moved = Document(id="rope", content=TEXTS[2][2], meta={"title": "Rope", "lang": "de"})
+    assert TEXTS[2][0] == "rope"
+    store.write_documents([moved], policy=DuplicatePolicy.OVERWRITE)
+    german = {"field": "meta.lang", "operator": "==", "value": "de"}
+    found = retriever.run(query="Alfred Hitchcock", filters=german)["documents"]
+    assert [d.id for d in found] == ["rope"] and found[0].meta["lang"] == "de"
+
+
+def test_graph_retriever_without_auto_refresh_checks_the_count_only(graph_module):
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(id="a", content="Rope is a film by Alfred Hitchcock.")])
+    frozen = graph_module.EntityGraphRetriever(store, top_k=5, auto_refresh=False)
+    frozen.warm_up()
+    store.write_documents(
+        [Document(id="a", content="Vertigo is a film by Kim Novak.")],
+        policy=DuplicatePolicy.OVERWRITE,
+    )
+    assert [d.id for d in frozen.run(query="Alfred Hitchcock")["documents"]] == ["a"]  # stale
+    frozen.refresh()
+    assert frozen.run(query="Alfred Hitchcock")["documents"] == []
+
+
 def test_graph_retriever_filters_its_seeds_and_results(graph_module):
     EntityGraphRetriever = graph_module.EntityGraphRetriever
     store = InMemoryDocumentStore()

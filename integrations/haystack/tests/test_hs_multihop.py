@@ -127,3 +127,65 @@ def test_bad_input_is_refused_with_the_reason():
         retriever.run(query=QUESTION)
     with pytest.raises(ValueError, match="dimension 3, expected 64"):
         retriever.run(query=QUESTION, query_embedding=[1.0, 0.0, 0.0])
+
+
+FILMS = {"field": "meta.title", "operator": "in", "value": ["Polish Wedding", "Rope"]}
+NOT_THE_DIRECTOR = {"field": "id", "operator": "!=", "value": "tc"}
+NOTHING = {"field": "meta.title", "operator": "==", "value": "no such title"}
+
+
+def _embedding() -> list[float]:
+    return hashing_vectors([QUESTION])[0].tolist()
+
+
+def test_filters_restrict_every_step_to_the_matching_documents():
+    retriever = MultiHopRetriever(_store(), top_k=5, filters=NOT_THE_DIRECTOR)
+    out = retriever.run(query=QUESTION, query_embedding=_embedding())
+    ids = [d.id for d in out["documents"]]
+    assert ids[0] == "pw" and "tc" not in ids and "tc" not in out["trace"]["pair"]
+    assert len(ids) == 4
+
+
+@pytest.mark.anyio
+async def test_a_filter_that_excludes_everything_returns_nothing():
+    retriever = MultiHopRetriever(_store(), top_k=3)
+    out = retriever.run(query=QUESTION, query_embedding=_embedding(), filters=NOTHING)
+    assert out["documents"] == [] and out["trace"]["pair"] == []
+    again = await retriever.run_async(query=QUESTION, query_embedding=_embedding(), filters=NOTHING)
+    assert again["documents"] == []
+
+
+def test_run_filters_replace_or_merge_with_the_init_filters():
+    only_the_director = {"field": "id", "operator": "==", "value": "tc"}
+    replacing = MultiHopRetriever(_store(), filters=FILMS)
+    assert [
+        d.id for d in replacing.run(query=QUESTION, query_embedding=_embedding())["documents"]
+    ] == ["pw", "rope"]
+    replaced = replacing.run(
+        query=QUESTION, query_embedding=_embedding(), filters=only_the_director
+    )
+    assert [d.id for d in replaced["documents"]] == ["tc"]
+    merging = MultiHopRetriever(_store(), filters=FILMS, filter_policy="merge")
+    merged = merging.run(query=QUESTION, query_embedding=_embedding(), filters=only_the_director)
+    assert merged["documents"] == []  # a film AND the director: none
+
+
+def test_to_dict_round_trips_the_filters_and_their_policy():
+    retriever = MultiHopRetriever(_store(), filters=FILMS, filter_policy="merge")
+    data = retriever.to_dict()
+    assert data["init_parameters"]["filters"] == FILMS
+    assert data["init_parameters"]["filter_policy"] == "merge"
+    again = MultiHopRetriever.from_dict(data)
+    assert again.filters == FILMS and again.to_dict() == data
+
+
+def test_malformed_filters_are_refused_with_the_reason():
+    from haystack.errors import FilterError
+
+    with pytest.raises(FilterError, match="unknown comparison operator 'equals'"):
+        MultiHopRetriever(_store(), filters={"field": "id", "operator": "equals", "value": "x"})
+    retriever = MultiHopRetriever(_store())
+    with pytest.raises(FilterError, match="neither a comparison .* nor a logical condition"):
+        retriever.run(query=QUESTION, query_embedding=_embedding(), filters={"meta.title": "Rope"})
+    with pytest.raises(ValueError, match="'sometimes'"):
+        MultiHopRetriever(_store(), filter_policy="sometimes")

@@ -35,6 +35,31 @@ def settings_embed_model():
     Settings._embed_model = before
 
 
+class LazyDefaultRecorder:
+    """Stands in for LlamaIndex's ``resolve_embed_model``: records every call and returns an
+    embed model named ``lazy-default`` (where the real one would build ``OpenAIEmbedding``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[object] = []
+
+    def __call__(self, embed_model: object = None, callback_manager: object = None):
+        self.calls.append(embed_model)
+        return HashingEmbedding(model_name="lazy-default")
+
+
+@pytest.fixture
+def unset_settings_embed_model(monkeypatch):
+    """``Settings.embed_model`` never set, its lazy default resolver recorded (never run)."""
+    from llama_index.core import Settings
+    from llama_index.core import settings as settings_module
+
+    recorder = LazyDefaultRecorder()
+    monkeypatch.setattr(settings_module, "resolve_embed_model", recorder)
+    monkeypatch.setattr(Settings, "_embed_model", None)
+    yield recorder
+    assert Settings._embed_model is None, "a component set Settings.embed_model"
+
+
 @pytest.fixture(scope="session")
 def minilm_embedding():
     """The bundled MiniLM as a LlamaIndex embed model (loads in a few seconds, no network)."""

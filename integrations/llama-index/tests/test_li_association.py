@@ -165,6 +165,15 @@ def test_falls_back_to_settings_embed_model_in_postprocess_nodes(model_path, set
     ]
 
 
+def test_unset_settings_embed_model_is_never_resolved_to_its_lazy_default(
+    model_path, unset_settings_embed_model
+):
+    plain = AssociationRerank(model_path=model_path, top_n=3)
+    with pytest.raises(ValueError, match="needs an embed model for the query: pass embed_model"):
+        plain.postprocess_nodes(nodes(), query_str=QUESTION)
+    assert unset_settings_embed_model.calls == []  # OpenAIEmbedding was never built
+
+
 def test_works_in_a_condense_plus_context_chat_engine(model_path, settings_embed_model):
     from llama_index.core.chat_engine import CondensePlusContextChatEngine
     from llama_index.core.llms import MockLLM

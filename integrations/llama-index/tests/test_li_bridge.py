@@ -196,6 +196,14 @@ def test_default_judge_encoder_is_the_bundled_minilm_loaded_lazily() -> None:
     assert isinstance(encoder, SentenceTransformerEncoder) and encoder._model is None
 
 
+def test_an_unset_settings_embed_model_falls_back_to_minilm_not_to_its_lazy_default(
+    unset_settings_embed_model,
+) -> None:
+    encoder = judge_encoder(None)
+    assert isinstance(encoder, SentenceTransformerEncoder)
+    assert unset_settings_embed_model.calls == []  # OpenAIEmbedding was never built
+
+
 def test_the_judge_falls_back_to_settings_embed_model(settings_embed_model) -> None:
     encoder = judge_encoder(None)
     assert encoder.name == settings_embed_model.model_name and encoder.dim == 64  # not MiniLM

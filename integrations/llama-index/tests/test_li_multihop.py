@@ -97,3 +97,35 @@ async def test_async_gives_the_sync_ranking(hashing_embedding):
 def test_duplicate_node_ids_are_refused(hashing_embedding):
     with pytest.raises(ValueError, match="duplicate passage id"):
         MultiHopRetriever([*_nodes(), _nodes()[0]], embed_model=hashing_embedding)
+
+
+def _filters(key: str, value: object, operator: str = "==") -> object:
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+
+    return MetadataFilters(filters=[MetadataFilter(key=key, value=value, operator=operator)])
+
+
+def test_filters_restrict_every_step_to_the_matching_nodes(hashing_embedding):
+    not_the_director = _filters("title", "Theresa Connelly", "!=")
+    retriever = MultiHopRetriever(
+        _nodes(), similarity_top_k=5, embed_model=hashing_embedding, filters=not_the_director
+    )
+    ids = [n.node.node_id for n in retriever.retrieve(QUESTION)]
+    assert ids[0] == "pw" and "tc" not in ids and len(ids) == 4
+
+
+@pytest.mark.anyio
+async def test_a_filter_that_excludes_every_node_returns_none(hashing_embedding):
+    nothing = _filters("title", "no such title")
+    retriever = MultiHopRetriever(_nodes(), embed_model=hashing_embedding, filters=nothing)
+    assert retriever.retrieve(QUESTION) == []
+    assert await retriever.aretrieve(QUESTION) == []
+
+
+def test_malformed_filters_are_refused_with_the_reason(hashing_embedding):
+    with pytest.raises(TypeError, match="filters must be LlamaIndex MetadataFilters.*got dict"):
+        MultiHopRetriever(_nodes(), embed_model=hashing_embedding, filters={"title": "Rope"})
+    with pytest.raises(ValueError, match="operator 'text_match' needs a string value, got 3"):
+        MultiHopRetriever(
+            _nodes(), embed_model=hashing_embedding, filters=_filters("title", 3, "text_match")
+        )

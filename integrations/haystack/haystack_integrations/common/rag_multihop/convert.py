@@ -140,6 +140,33 @@ def documents_to_corpus(documents: Sequence[Document]) -> Corpus:
     return Corpus(document_to_passage(document) for document in documents)
 
 
+def changed_document(corpus: Corpus, documents: Sequence[Document]) -> str | None:
+    """The id of the first of ``documents`` (a store's) that is not the one ``corpus`` was
+    built from: an id the corpus lacks, other content, or other meta; ``None`` when all match.
+
+    With as many documents as passages this tells an unchanged store from an overwrite or a
+    delete + add that kept the document count. Content is compared with the passage text (the
+    same string object when the store returns the stored document: no character compared),
+    meta with the source document's unless the store returned that very object.
+
+    >>> corpus = documents_to_corpus([Document(id="a", content="Alpha.")])
+    >>> changed_document(corpus, [Document(id="a", content="Alpha.")]) is None
+    True
+    >>> changed_document(corpus, [Document(id="a", content="Alpha, rewritten.")])
+    'a'
+    """
+    for document in documents:
+        if document.id not in corpus:
+            return document.id
+        passage = corpus[document.id]
+        source = passage.metadata[DOCUMENT_KEY]
+        if passage.text != (document.content or ""):
+            return document.id
+        if source is not document and source.meta != document.meta:
+            return document.id
+    return None
+
+
 class TextEmbedderEncoder:
     """A Haystack text embedder component (``run(text=...) -> {"embedding": ...}``) as a
     rag-multihop encoder: one ``run`` per text, rows unit length."""

@@ -176,14 +176,18 @@ def as_encoder(embed_model: BaseEmbedding) -> Encoder:
 
 
 def settings_embed_model() -> BaseEmbedding | None:
-    """LlamaIndex's ``Settings.embed_model``, or ``None`` when the app has not set one (an
-    unset ``Settings.embed_model`` would try to import OpenAI's embeddings)."""
+    """LlamaIndex's ``Settings.embed_model``, or ``None`` when the app has not set one.
+
+    Reading ``Settings.embed_model`` when nothing was set resolves LlamaIndex's default, an
+    ``OpenAIEmbedding`` (an ImportError without ``llama-index-embeddings-openai``, an API key
+    error or network calls with it), so the stored value (``Settings._embed_model``, ``None``
+    until the app sets one) is checked first and the getter only reads a model the app set.
+    """
     from llama_index.core import Settings
 
-    try:
-        return Settings.embed_model
-    except ImportError:
+    if Settings._embed_model is None:
         return None
+    return Settings.embed_model
 
 
 _TEXT_OPERATORS = (FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE)

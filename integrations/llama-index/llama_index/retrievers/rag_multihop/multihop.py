@@ -13,6 +13,10 @@ this file only translates.
   (else ``Settings.embed_model``, else the bundled all-MiniLM-L6-v2) embeds
   ``title + "\\n" + text``. The query is embedded by the same model
   (``get_query_embedding``) unless the ``QueryBundle`` carries an embedding.
+- **Filters**: ``filters`` (LlamaIndex ``MetadataFilters``, matched on node metadata by
+  LlamaIndex's in-memory rule, as for :class:`EntityGraphRetriever`) restrict every step to
+  the matching nodes: the dense candidates, named titles, links and the graph walk reach no
+  other node, and none comes back (the core's ``run(..., allowed=...)``).
 - **Settings**: ``settings=`` a :class:`rag_multihop.multihop.MultiHopSettings` and/or
   keyword overrides of its fields (defaults and checks are the core's).
 
@@ -44,9 +48,13 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
+from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 from llama_index.retrievers.rag_multihop._convert import (
+    NODE_KEY,
     as_encoder,
     candidate_to_node,
+    check_metadata_filters,
     nodes_to_corpus,
     settings_embed_model,
 )
@@ -79,6 +87,7 @@ class MultiHopRetriever(BaseRetriever):
         embed_model: embeds nodes without an embedding and queries (default:
             ``Settings.embed_model``, else the bundled MiniLM).
         graph: an entity graph of ``nodes`` (built when needed and not given).
+        filters: ``MetadataFilters`` the nodes must match to be retrieved (module docstring).
         settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``overrides`` replace
             single fields of it.
     """
@@ -90,13 +99,21 @@ class MultiHopRetriever(BaseRetriever):
         *,
         embed_model: BaseEmbedding | None = None,
         graph: EntityGraph | None = None,
+        filters: MetadataFilters | None = None,
         settings: MultiHopSettings | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **overrides: Any,
     ) -> None:
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
+        self.filters = check_metadata_filters(filters)
         corpus = nodes_to_corpus(nodes)
+        self._allowed: frozenset[str] | None = None
+        if self.filters is not None and self.filters.filters:
+            matches = build_metadata_filter_fn(
+                lambda pid: corpus[pid].metadata[NODE_KEY].metadata, self.filters
+            )
+            self._allowed = frozenset(pid for pid in corpus.ids if matches(pid))
         given = [node.embedding for node in nodes]
         encoder: Encoder | None
         if all(vector is not None for vector in given):
@@ -126,7 +143,7 @@ class MultiHopRetriever(BaseRetriever):
         return Query(query_bundle.query_str, embedding=vector)
 
     def _ranked(self, query: Query) -> list[NodeWithScore]:
-        result = self.core.run(query, self.similarity_top_k)
+        result = self.core.run(query, self.similarity_top_k, allowed=self._allowed)
         return [candidate_to_node(c) for c in result.candidates]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

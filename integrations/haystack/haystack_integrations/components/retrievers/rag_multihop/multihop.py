@@ -17,6 +17,13 @@ core :class:`rag_multihop.multihop.MultiHopRetriever`; this file only translates
   be the model that embedded the documents.
 - **Lifecycle**: everything is built in :meth:`warm_up` (called by the pipeline, or on the
   first ``run``) and rebuilt when the store's document count changes.
+- **Filters**: ``filters`` (Haystack filter syntax, checked when given, matched in memory by
+  Haystack's own rule on the documents the retriever was built from, as for
+  :class:`EntityGraphRetriever`) restrict every step to the matching documents: the dense
+  candidates, named titles, links and the graph walk reach no other document, and none comes
+  back (the core's ``run(..., allowed=...)``). ``filter_policy`` says whether
+  ``run(filters=...)`` replaces or merges with the init filters, as for Haystack's own
+  retrievers.
 - **Settings**: ``settings``, a :class:`rag_multihop.multihop.MultiHopSettings` or a dict of
   its fields (defaults and checks are the core's); ``to_dict`` stores the dict.
 
@@ -48,10 +55,15 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
+from haystack.utils.filters import document_matches_filter
 from haystack_integrations.common.rag_multihop.convert import (
+    DOCUMENT_KEY,
     as_encoder,
+    as_filter_policy,
     candidate_to_document,
     check_embedder,
+    check_filters,
     documents_to_corpus,
     embedder_to_dict,
 )
@@ -87,6 +99,9 @@ class MultiHopRetriever:
         embedder: embeds documents without an embedding and queries without
             ``query_embedding`` (see the module docstring).
         settings: :class:`rag_multihop.multihop.MultiHopSettings` or a dict of its fields.
+        filters: Haystack filters the retrieved documents must match (module docstring).
+        filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
+            (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
     """
 
     def __init__(
@@ -96,11 +111,15 @@ class MultiHopRetriever:
         top_k: int = 10,
         embedder: Any = None,
         settings: MultiHopSettings | Mapping[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
     ) -> None:
         self.document_store = document_store
         self.top_k = check_positive_int(top_k, "top_k")
         self.embedder = check_embedder(embedder)
         self.settings = _settings(settings)
+        self.filters = check_filters(filters)
+        self.filter_policy = as_filter_policy(filter_policy)
         self._core: CoreMultiHopRetriever | None = None
 
     def warm_up(self) -> None:
@@ -133,11 +152,27 @@ class MultiHopRetriever:
             top_k=self.top_k,
             embedder=embedder_to_dict(self.embedder),
             settings=dataclasses.asdict(self.settings),
+            filters=self.filters,
+            filter_policy=self.filter_policy.value,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MultiHopRetriever:
         return default_from_dict(cls, data)
+
+    def _allowed(
+        self, core: CoreMultiHopRetriever, filters: dict[str, Any] | None
+    ) -> set[str] | None:
+        """Ids of the documents matching ``filters`` combined with the init filters by
+        ``filter_policy`` (``None``: no filter, every document)."""
+        active = apply_filter_policy(self.filter_policy, self.filters, check_filters(filters))
+        if not active:
+            return None
+        return {
+            passage.id
+            for passage in core.corpus
+            if document_matches_filter(active, passage.metadata[DOCUMENT_KEY])
+        }
 
     @component.output_types(documents=list[Document], trace=dict[str, Any])
     def run(
@@ -145,17 +180,20 @@ class MultiHopRetriever:
         query: str,
         query_embedding: list[float] | None = None,
         top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The ``top_k`` best documents for ``query`` and the query's trace."""
+        """The ``top_k`` best documents for ``query`` among those matching the filters, and the
+        query's trace."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
         core = self._current()
+        allowed = self._allowed(core, filters)
         if query_embedding is None and core.encoder is None:
             raise ValueError(
                 "no query_embedding and no embedder: the documents came embedded, so connect "
                 "the text embedder of their model to query_embedding, or pass embedder=..."
             )
         vector = None if query_embedding is None else np.asarray(query_embedding, np.float32)
-        result = core.run(Query(query, embedding=vector), limit)
+        result = core.run(Query(query, embedding=vector), limit, allowed=allowed)
         return {
             "documents": [candidate_to_document(c) for c in result.candidates],
             "trace": result.trace.to_dict(),
@@ -167,6 +205,7 @@ class MultiHopRetriever:
         query: str,
         query_embedding: list[float] | None = None,
         top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The same as :meth:`run` (in-memory work)."""
-        return self.run(query=query, query_embedding=query_embedding, top_k=top_k)
+        return self.run(query=query, query_embedding=query_embedding, top_k=top_k, filters=filters)
