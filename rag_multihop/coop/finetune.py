@@ -244,6 +244,13 @@ def fine_tune(
                 losses.append(float(loss.detach()))
                 if max_steps is not None and len(losses) >= max_steps:
                     break
+            logger.info(
+                "epoch %d: %d steps, mean loss of the last 10 %.4f, %.0f s",
+                epochs,
+                len(losses),
+                float(np.mean(losses[-10:])) if losses else float("nan"),
+                time.perf_counter() - start,
+            )
             if max_steps is not None and len(losses) >= max_steps:
                 break
     seconds = time.perf_counter() - start
