@@ -173,8 +173,9 @@ def batches(
 
 
 def weights_fingerprint(model: Any) -> str:
-    """A short hash of a torch model's parameters: equal only for equal weights."""
-    digest = hashlib.sha256()
+    """A short hash of a sentence-transformers model's parameters and truncation length:
+    equal only for models that embed every text alike."""
+    digest = hashlib.sha256(f"max_seq_length={getattr(model, 'max_seq_length', None)}".encode())
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
@@ -212,6 +213,7 @@ def fine_tune(
 
     torch.manual_seed(settings.seed)
     model = st.SentenceTransformer(str(base_model), device="cpu")
+    saved_length = model.max_seq_length  # the saved model truncates as the base model does
     model.max_seq_length = settings.max_length
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
@@ -257,6 +259,7 @@ def fine_tune(
     if not losses:
         raise ValueError("no batch of two or more triples with a positive weight to train on")
     model.eval()
+    model.max_seq_length = saved_length
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save(str(out))

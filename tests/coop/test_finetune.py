@@ -145,6 +145,7 @@ def test_one_step_of_minilm_saves_a_new_model(tmp_path, minilm, polish_wedding) 
     assert result.name.startswith("minilm-ft-") and result.name != "minilm"
     assert not result.name.endswith(weights_fingerprint(minilm.model))
     tuned = SentenceTransformerEncoder(str(result.path), name=result.name)
+    assert tuned.model.max_seq_length == minilm.model.max_seq_length  # not max_length=32
     texts = ["Who directed Polish Wedding?"]
     assert tuned.encode(texts).shape == minilm.encode(texts).shape
     assert not np.allclose(tuned.encode(texts), minilm.encode(texts), atol=1e-4)
