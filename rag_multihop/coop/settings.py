@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag_multihop.validation import check_choice, check_int
+from rag_multihop.validation import check_choice, check_int, check_number
 
 SCORING_NAMES = ("maxsim", "gap-weighted", "layer-gap")
 """RaLa's scorings (:data:`rag_multihop.coop.rala.SCORINGS` holds the functions)."""
@@ -88,3 +88,45 @@ class RaLaSettings:
                 f"drop_punctuation must be True or False, got {self.drop_punctuation!r}"
             )
         check_int(self.candidates, "candidates", low=1)
+
+
+WEIGHTINGS = ("hops", "uniform")
+"""Per-question loss weights of the retriever fine-tuning: proportional to the question's
+sub-question count (without an LLM: its number of gold passages, one per hop), or equal."""
+
+
+@dataclass(frozen=True)
+class FineTuneSettings:
+    """Knobs of :func:`~rag_multihop.coop.finetune.fine_tune` (CoopRAG §3.6).
+
+    Attributes:
+        epochs: passes over the training triples.
+        batch_size: triples per step; each query sees the batch's other positives and
+            hard negatives as in-batch negatives (the paper: 40).
+        learning_rate: AdamW's step size.
+        temperature: InfoNCE's τ (the paper: 0.05).
+        weighting: ``"hops"`` (weight ∝ sub-question count, the paper's difficulty weight;
+            without an LLM the number of gold passages stands for it) or ``"uniform"``.
+        max_length: tokens per text while training (passages are cut there).
+        seed: seeds the batch order.
+        threads: torch intra-op threads while training.
+    """
+
+    epochs: int = 2
+    batch_size: int = 32
+    learning_rate: float = 5e-5
+    temperature: float = 0.05
+    weighting: str = "hops"
+    max_length: int = 128
+    seed: int = 0
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_int(self.epochs, "epochs", low=1, high=100)
+        check_int(self.batch_size, "batch_size", low=2)
+        check_number(self.learning_rate, "learning_rate", low=0.0, high=1.0, low_open=True)
+        check_number(self.temperature, "temperature", low=0.0, high=10.0, low_open=True)
+        check_choice(self.weighting, "weighting", WEIGHTINGS)
+        check_int(self.max_length, "max_length", low=8)
+        check_int(self.seed, "seed", low=0)
+        check_int(self.threads, "threads", low=1)

@@ -2,7 +2,9 @@
 on ``tune`` and reported on ``test`` (``rag-multihop bench --split tune|test|all``).
 
 The split is by question id (a seeded permutation of the ids, sorted first, so it does not
-depend on file order): ``tune`` is the first half, ``test`` the rest. The corpus is kept whole,
+depend on file order): ``tune`` is the first half, ``test`` the rest. The dataset of one half
+keeps the other half's questions in ``held_out`` (methods that train use them; the harness
+never evaluates them). The corpus is kept whole,
 so retrieval runs over the same passages in both halves.
 
 Example:
@@ -12,8 +14,10 @@ Example:
     >>> questions = tuple(QAExample(f"q{i}", "?", ("a",), ("p",), False) for i in range(6))
     >>> data = Dataset("toy", corpus, questions, "native")
     >>> tune, test = split_dataset(data, "tune"), split_dataset(data, "test")
-    >>> len(tune.questions), len(test.questions), tune.name
-    (3, 3, 'toy[tune]')
+    >>> len(tune.questions), len(test.questions), tune.name, test.split
+    (3, 3, 'toy[tune]', 'test')
+    >>> test.held_out == tune.questions
+    True
     >>> sorted(q.id for q in tune.questions + test.questions) == sorted(q.id for q in questions)
     True
 """
@@ -41,4 +45,11 @@ def split_dataset(dataset: Dataset, split: str, *, seed: int = SPLIT_SEED) -> Da
     half = (len(ids) + 1) // 2
     chosen = {ids[i] for i in (order[:half] if split == "tune" else order[half:])}
     questions = tuple(q for q in dataset.questions if q.id in chosen)
-    return replace(dataset, name=f"{dataset.name}[{split}]", questions=questions)
+    held_out = tuple(q for q in dataset.questions if q.id not in chosen)
+    return replace(
+        dataset,
+        name=f"{dataset.name}[{split}]",
+        questions=questions,
+        split=split,
+        held_out=held_out,
+    )

@@ -53,12 +53,19 @@ class QAExample:
 
 @dataclass(frozen=True)
 class Dataset:
-    """A corpus and the questions over it; ``source_format`` is a key of :data:`FORMATS`."""
+    """A corpus and the questions over it; ``source_format`` is a key of :data:`FORMATS`.
+
+    ``split`` names the half of the questions kept (``"all"``, ``"tune"`` or ``"test"``, see
+    :func:`rag_multihop.eval.splits.split_dataset`); ``held_out`` holds the other half's
+    questions, never evaluated, for methods that train on it (``dense-ft``).
+    """
 
     name: str
     corpus: Corpus
     questions: tuple[QAExample, ...]
     source_format: str
+    split: str = "all"
+    held_out: tuple[QAExample, ...] = ()
 
 
 CorpusEntries = Sequence[tuple[str, str]]

@@ -12,9 +12,19 @@ from rag_multihop.eval.methods import (
     baselines,
     bridge,
     coop,
+    finetune,
     graph_fusion,
     multihop,
     peers,
 )
 
-__all__ = ["association", "baselines", "bridge", "coop", "graph_fusion", "multihop", "peers"]
+__all__ = [
+    "association",
+    "baselines",
+    "bridge",
+    "coop",
+    "finetune",
+    "graph_fusion",
+    "multihop",
+    "peers",
+]
