@@ -36,6 +36,7 @@ import numpy as np
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.metrics import (
+    Gold,
     all_recall_at_k,
     exact_match,
     f1_score,
@@ -157,11 +158,11 @@ class FoldRouter(Generic[T]):
 
 
 def _scores(
-    metric: Callable[[Sequence[str], Sequence[str], int], float],
+    metric: Callable[[Sequence[str], Gold, int], float],
     pairs: Iterable[tuple[list[str], QAExample]],
     k: int,
 ) -> np.ndarray:
-    return np.array([metric(ranking, question.gold_ids, k) for ranking, question in pairs])
+    return np.array([metric(ranking, question.gold, k) for ranking, question in pairs])
 
 
 def run_method(

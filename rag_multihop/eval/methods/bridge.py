@@ -247,16 +247,16 @@ class BridgeBenchRetriever:
             question = self._questions.get(trace.query_id)
             if question is None:
                 continue
-            gold = question.gold_ids
+            gold, ids = question.gold, set(question.gold_ids)
             reach = {*trace.pool_ids, *([trace.bridge_id] if trace.bridge_id else [])}
             row = {
                 "R@2": recall_at_k(ranking, gold, 2),
                 "R@5": recall_at_k(ranking, gold, 5),
                 "dense_R@2": recall_at_k(list(trace.hop1_ids), gold, 2),
                 "dense_R@5": recall_at_k(list(trace.hop1_ids), gold, 5),
-                "pool_coverage": len(set(gold) & reach) / len(set(gold)),
+                "pool_coverage": recall_at_k(sorted(reach), gold, max(len(reach), 1)),
                 "dense_coverage_same_size": recall_at_k(list(trace.hop1_ids), gold, len(reach)),
-                "bridge_is_gold": float(trace.bridge_id in gold),
+                "bridge_is_gold": float(trace.bridge_id in ids),
             }
             rows.append((question, row))
         return grouped_percentages(rows)
