@@ -54,6 +54,7 @@ Example (a toy encoder stands in for MiniLM):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Collection, Sequence
@@ -65,12 +66,11 @@ import numpy as np
 from rag_multihop._settings import resolve_settings
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.fusion.core import fuse_lists
-from rag_multihop.graph.build import EntityGraph, build_entity_graph
-from rag_multihop.graph.retriever import GraphRetriever
-from rag_multihop.graph.settings import GraphSettings
+from rag_multihop.fusion.core import FusionSettings, fuse_candidates
+from rag_multihop.graph.build import EntityGraph
 from rag_multihop.index.dense import DenseIndex
-from rag_multihop.multihop.links import LinkGraph, SharedEntities, stems
+from rag_multihop.multihop.build import build_structures
+from rag_multihop.multihop.links import LinkGraph, stems
 from rag_multihop.multihop.scoring import (
     best_pair,
     context_overlap,
@@ -82,6 +82,7 @@ from rag_multihop.multihop.settings import MultiHopSettings
 from rag_multihop.multihop.titles import TextMentions, TitleIndex
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+from rag_multihop.vectors import PassageVectors
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +168,17 @@ class _Pool:
     def allows(self, row: int) -> bool:
         return self.allowed is None or row in self.allowed
 
+    def signals(self, row: int, link_evidence: dict[int, float]) -> dict[str, float]:
+        """``dense``, ``named`` and ``link`` of corpus ``row`` (empty when not pooled)."""
+        position = self.position.get(row)
+        if position is None:
+            return {}
+        return {
+            "dense": float(self._cos[position]),
+            "named": float(self._mention[position] >= 0),
+            "link": link_evidence.get(position, 0.0),
+        }
+
     @property
     def cos(self) -> np.ndarray:
         return self._cos[: len(self.rows)]
@@ -219,9 +231,49 @@ class MultiHopRetriever:
         titles: TitleIndex | None = None,
         links: LinkGraph | None = None,
         settings: MultiHopSettings | None = None,
-        **overrides: Any,
+        candidates: int | None = None,
+        first_hops: int | None = None,
+        pair: bool | None = None,
+        title_links: bool | None = None,
+        residual: bool | None = None,
+        specificity: bool | None = None,
+        exclusive_mentions: bool | None = None,
+        entity_weight: float | None = None,
+        entity_max_passages: int | None = None,
+        context_weight: float | None = None,
+        context_window: int | None = None,
+        fill_depth: int | None = None,
+        graph_tail: bool | None = None,
+        graph_cap: int | None = None,
+        graph_seed_passages: int | None = None,
+        tail_calibration: str | None = None,
+        tail_fusion: str | None = None,
+        graph_entity_share: float | None = None,
+        ppr: str | None = None,
     ) -> None:
-        self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
+        self.settings = resolve_settings(
+            MultiHopSettings,
+            settings,
+            candidates=candidates,
+            first_hops=first_hops,
+            pair=pair,
+            title_links=title_links,
+            residual=residual,
+            specificity=specificity,
+            exclusive_mentions=exclusive_mentions,
+            entity_weight=entity_weight,
+            entity_max_passages=entity_max_passages,
+            context_weight=context_weight,
+            context_window=context_window,
+            fill_depth=fill_depth,
+            graph_tail=graph_tail,
+            graph_cap=graph_cap,
+            graph_seed_passages=graph_seed_passages,
+            tail_calibration=tail_calibration,
+            tail_fusion=tail_fusion,
+            graph_entity_share=graph_entity_share,
+            ppr=ppr,
+        )
         matrix = as_embedding_matrix(vectors, name="passage vectors")
         if matrix.shape[0] != len(corpus):
             raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
@@ -239,33 +291,15 @@ class MultiHopRetriever:
         if unknown:
             raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
         self.encoder = encoder
-        self.titles = titles if titles is not None else TitleIndex([p.title for p in corpus])
-        if len(self.titles) != len(corpus):
-            raise ValueError(
-                f"the title index has {len(self.titles)} titles for {len(corpus)} passages"
-            )
-        self.links = (
-            links
-            if links is not None
-            else LinkGraph.build(corpus, self.titles, window=self.settings.context_window)
+        self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
+        built = build_structures(corpus, self.settings, graph=graph, titles=titles, links=links)
+        self.titles = built.titles
+        self.links = built.links
+        self.shared = built.shared
+        self.graph_retriever = built.walker
+        self._tail_fusion = FusionSettings(
+            calibration=self.settings.tail_calibration, fusion=self.settings.tail_fusion
         )
-        settings = self.settings
-        if graph is None and (settings.graph_tail or settings.entity_weight > 0):
-            graph = build_entity_graph(corpus)
-        self.shared: SharedEntities | None = None
-        if graph is not None and settings.entity_weight > 0:
-            self.shared = SharedEntities.from_graph(
-                graph, max_passages=settings.entity_max_passages
-            )
-        self.graph_retriever: GraphRetriever | None = None
-        if graph is not None and settings.graph_tail:
-            self.graph_retriever = GraphRetriever(
-                graph,
-                corpus,
-                settings=GraphSettings(
-                    seed_top_n=2, entity_share=settings.graph_entity_share, ppr=settings.ppr
-                ),
-            )
 
     @classmethod
     def from_corpus(
@@ -275,26 +309,12 @@ class MultiHopRetriever:
         *,
         settings: MultiHopSettings | None = None,
         show_progress: bool = False,
-        **overrides: Any,
     ) -> MultiHopRetriever:
         """Embed every passage (``title + "\\n" + text``) and build everything else."""
         vectors = encoder.encode(corpus.texts(), show_progress=show_progress)
-        return cls(corpus, vectors, encoder=encoder, settings=settings, **overrides)
+        return cls(corpus, vectors, encoder=encoder, settings=settings)
 
     # ------------------------------------------------------------------ steps
-
-    def _query_vector(self, query: Query) -> np.ndarray:
-        if query.embedding is not None:
-            raw = query.embedding
-        elif self.encoder is not None:
-            raw = self.encoder.encode([query.text])
-        else:
-            raise ValueError(
-                "the query has no embedding and the retriever has no encoder; pass "
-                "Query(..., embedding=...) or MultiHopRetriever(..., encoder=...)"
-            )
-        dim = self.vectors.shape[1]
-        return l2_normalize(as_embedding_matrix(raw, name="query embedding", dim=dim))[0]
 
     def _question(self, text: str) -> tuple[TextMentions, dict[int, int], frozenset[str]]:
         """Mentions, named rows (-> mention number) and the stems outside the mentions."""
@@ -398,40 +418,29 @@ class MultiHopRetriever:
         return order, evidence
 
     def _tail(self, query: Query, pool: _Pool, order: list[int], k: int) -> list[Candidate]:
-        """Ranks 3+ of ``order`` fused with the graph walk seeded by the pair."""
-        head = order[:2]
+        """Ranks 3+ of ``order`` fused with the graph walk seeded by the pair (without the
+        pool's signals, which :meth:`run` adds by row)."""
+        head = [pool.rows[i] for i in order[:2]]
         rest = [pool.rows[i] for i in order[2:]]
-        ids = self._ids
-        fill_scores = list(range(len(rest), 0, -1))
+        fill = [
+            Candidate(
+                self.corpus[row], float(len(rest) - i), signals={"fill": float(len(rest) - i)}
+            )
+            for i, row in enumerate(rest)
+        ]
         if self.graph_retriever is None or not head:
             n = max(len(rest), 1)
-            return [
-                Candidate(self.corpus[r], (len(rest) - i) / n, signals={"fill": float(f)})
-                for i, (r, f) in enumerate(zip(rest, fill_scores, strict=True))
-            ]
-        seeds = [Candidate(self.corpus[pool.rows[i]], 1.0) for i in head]
-        depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(ids)
+            return [c.with_score((len(rest) - i) / n) for i, c in enumerate(fill)]
+        seeds = [Candidate(self.corpus[row], 1.0) for row in head]
+        depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(self._ids)
         walked = self.graph_retriever.rank(query, seeds, k=depth)
-        head_ids = {ids[pool.rows[i]] for i in head}
-        walk = [c for c in walked if c.id not in head_ids and pool.allows(self._row[c.id])][
-            : self.settings.graph_cap
-        ]
-        result = fuse_lists(
-            [
-                ([ids[r] for r in rest], fill_scores),
-                ([c.id for c in walk], [c.score for c in walk]),
-            ],
-            calibration="pit",
-            fusion="boltzmann",
+        skip = {self._ids[row] for row in head}
+        walk = [c for c in walked if c.id not in skip and pool.allows(self._row[c.id])]
+        return fuse_candidates(
+            {"fill": fill, "graph": walk[: self.settings.graph_cap]},
+            self._tail_fusion,
+            top_n=max(k - 2, 0),
         )
-        return [
-            Candidate(
-                self.corpus[doc_id],
-                float(score),
-                signals={**result.signals(i, ["fill", "graph"]), "fused": float(score)},
-            )
-            for i, (doc_id, score) in enumerate(zip(result.ids, result.scores, strict=True))
-        ][: max(k - 2, 0)]
 
     # ------------------------------------------------------------------ public
 
@@ -473,7 +482,7 @@ class MultiHopRetriever:
         check_positive_int(k, "k")
         s = self.settings
         rows_allowed = self._allowed_rows(allowed)
-        vector = self._query_vector(query)
+        vector = self._queries.query(query)
         found, named, question = self._question(query.text)
         pool = _Pool(self.vectors, vector, named, rows_allowed)
         pool.add(*self._dense(vector, rows_allowed))
@@ -493,21 +502,16 @@ class MultiHopRetriever:
         head = order[:2]
         for rank, position in enumerate(head, start=1):
             row = pool.rows[position]
-            signals = self._signals(pool, position, link_evidence)
+            signals = pool.signals(row, link_evidence)
             signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
             out.append(Candidate(self.corpus[row], PAIR_SCORE, rank, signals))
-        tail = self._tail(query, pool, order, k)
-        for candidate in tail:
-            found_at = pool.position.get(self._row[candidate.id])
-            extra = self._signals(pool, found_at, link_evidence) if found_at is not None else {}
-            out.append(
-                Candidate(
-                    candidate.passage,
-                    candidate.score,
-                    len(out) + 1,
-                    {**extra, **candidate.signals},
-                )
-            )
+        fused = self.graph_retriever is not None and bool(head)
+        for candidate in self._tail(query, pool, order, k):
+            signals = pool.signals(self._row[candidate.id], link_evidence)
+            signals |= candidate.signals
+            if fused:
+                signals["fused"] = candidate.score
+            out.append(Candidate(candidate.passage, candidate.score, len(out) + 1, signals))
         trace = MultiHopTrace(
             query_id=query.id,
             mentions=tuple(
@@ -522,15 +526,17 @@ class MultiHopRetriever:
         )
         return MultiHopResult(out[:k], trace)
 
-    def _signals(
-        self, pool: _Pool, position: int, link_evidence: dict[int, float]
-    ) -> dict[str, float]:
-        return {
-            "dense": float(pool.cos[position]),
-            "named": float(pool.named[position]),
-            "link": link_evidence.get(position, 0.0),
-        }
-
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The core ``Retriever`` protocol: :meth:`run` without the trace."""
         return self.run(query, k).candidates
+
+    async def arun(
+        self, query: Query, k: int = 10, *, allowed: Collection[str] | None = None
+    ) -> MultiHopResult:
+        """The async twin of :meth:`run`: the search and the walk run in a worker thread, off
+        the event loop."""
+        return await asyncio.to_thread(self.run, query, k, allowed=allowed)
+
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """The async twin of :meth:`retrieve`."""
+        return (await self.arun(query, k)).candidates

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_multihop.fusion.calibration import CALIBRATIONS
+from rag_multihop.fusion.functions import FUSIONS
 from rag_multihop.graph.settings import PPR_METHODS
 from rag_multihop.multihop.links import DEFAULT_MAX_ENTITY_PASSAGES, DEFAULT_WINDOW
 from rag_multihop.validation import check_choice, check_fraction, check_positive_int
@@ -44,6 +46,11 @@ class MultiHopSettings:
         graph_tail: fuse ranks 3+ with entity-graph PPR seeded by the pair and the question's
             entities (PIT calibration, Boltzmann fusion).
         graph_cap: graph candidates (besides the pair) that enter that fusion.
+        graph_seed_passages: the pair passages (rank order) that seed the tail's walk.
+        tail_calibration, tail_fusion: how the fill and the walk are fused
+            (:data:`~rag_multihop.fusion.calibration.CALIBRATIONS`,
+            :data:`~rag_multihop.fusion.functions.FUSIONS`; PIT and Boltzmann, as
+            ``pit-boltzmann``).
         graph_entity_share: share of the tail walk's seed mass on the question's entities
             (the rest on the pair). 0.5, below the graph method's 0.75: the pair already
             holds the passages about the named entities, and the tail is there for their
@@ -67,6 +74,9 @@ class MultiHopSettings:
     fill_depth: int = 20
     graph_tail: bool = True
     graph_cap: int = 10
+    graph_seed_passages: int = 2
+    tail_calibration: str = "pit"
+    tail_fusion: str = "boltzmann"
     graph_entity_share: float = 0.5
     ppr: str = "push"
 
@@ -78,6 +88,7 @@ class MultiHopSettings:
             "entity_max_passages",
             "fill_depth",
             "graph_cap",
+            "graph_seed_passages",
         ):
             check_positive_int(getattr(self, name), name)
         for name in (
@@ -95,3 +106,5 @@ class MultiHopSettings:
         check_fraction(self.entity_weight, "entity_weight")
         check_fraction(self.graph_entity_share, "graph_entity_share")
         check_choice(self.ppr, "ppr", PPR_METHODS)
+        check_choice(self.tail_calibration, "tail_calibration", CALIBRATIONS)
+        check_choice(self.tail_fusion, "tail_fusion", FUSIONS)
