@@ -101,6 +101,8 @@ class MultiHopTrace:
     pair_score: float
     candidates: int
     seconds: float
+    kept_first_stage: bool = False
+    """Nothing but similarity supported the pair, so ranks 1-2 kept the first stage's order."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -112,6 +114,7 @@ class MultiHopTrace:
             "pair_score": round(self.pair_score, 4),
             "candidates": self.candidates,
             "seconds": round(self.seconds, 5),
+            "kept_first_stage": self.kept_first_stage,
         }
 
 
@@ -234,6 +237,7 @@ class MultiHopRetriever:
         candidates: int | None = None,
         first_hops: int | None = None,
         pair: bool | None = None,
+        keep_first_stage: bool | None = None,
         title_links: bool | None = None,
         residual: bool | None = None,
         specificity: bool | None = None,
@@ -257,6 +261,7 @@ class MultiHopRetriever:
             candidates=candidates,
             first_hops=first_hops,
             pair=pair,
+            keep_first_stage=keep_first_stage,
             title_links=title_links,
             residual=residual,
             specificity=specificity,
@@ -360,8 +365,12 @@ class MultiHopRetriever:
             evidence[position] = max(evidence.get(position, 0.0), s.entity_weight * value)
         return np.fromiter(evidence, dtype=np.int64), np.fromiter(evidence.values(), np.float64)
 
-    def _pair(self, pool: _Pool, question: frozenset[str]) -> tuple[list[int], list[int], float]:
-        """The pair's pool positions (rank order), the first hops tried and the pair score."""
+    def _pair(
+        self, pool: _Pool, question: frozenset[str]
+    ) -> tuple[list[int], list[int], float, bool]:
+        """The pair's pool positions (rank order), the first hops tried, the pair score and
+        whether a name or a title link supports it (a passage the question names, a title
+        link from the first hop to its partner); shared entities alone do not."""
         s = self.settings
         firsts = [int(i) for i in np.argsort(-pool.base, kind="stable")[: s.first_hops]]
         first_rows = [pool.rows[i] for i in firsts]
@@ -391,7 +400,9 @@ class MultiHopRetriever:
         i, j, score = best_pair(scores, firsts)
         a = firsts[i]
         order = [a, j] if base[a] >= base[j] else [j, a]
-        return order, firsts, score
+        linked = s.title_links and pool.rows[j] in self.links.targets(first_rows[i])
+        supported = bool(pool.named[a] or pool.named[j] or linked)
+        return order, firsts, score, supported
 
     def _fill(
         self, pool: _Pool, chosen: list[int], question: frozenset[str], depth: int
@@ -417,21 +428,24 @@ class MultiHopRetriever:
             np.maximum.at(bonus, positions, scores)
         return order, evidence
 
-    def _tail(self, query: Query, pool: _Pool, order: list[int], k: int) -> list[Candidate]:
-        """Ranks 3+ of ``order`` fused with the graph walk seeded by the pair (without the
-        pool's signals, which :meth:`run` adds by row)."""
-        head = [pool.rows[i] for i in order[:2]]
-        rest = [pool.rows[i] for i in order[2:]]
+    def _tail(
+        self, query: Query, pool: _Pool, order: list[int], k: int, reserved: int
+    ) -> list[Candidate]:
+        """Ranks ``reserved + 1``.. of ``order`` fused with the graph walk seeded by its first
+        two (without the pool's signals, which :meth:`run` adds by row)."""
+        seeds_rows = [pool.rows[i] for i in order[:2]]
+        head = seeds_rows[:reserved]
+        rest = [pool.rows[i] for i in order[reserved:]]
         fill = [
             Candidate(
                 self.corpus[row], float(len(rest) - i), signals={"fill": float(len(rest) - i)}
             )
             for i, row in enumerate(rest)
         ]
-        if self.graph_retriever is None or not head:
+        if self.graph_retriever is None or not seeds_rows:
             n = max(len(rest), 1)
-            return [c.with_score((len(rest) - i) / n) for i, c in enumerate(fill)]
-        seeds = [Candidate(self.corpus[row], 1.0) for row in head]
+            return [c.with_score((len(rest) - i) / n) for i, c in enumerate(fill)][: k - reserved]
+        seeds = [Candidate(self.corpus[row], 1.0) for row in seeds_rows]
         depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(self._ids)
         walked = self.graph_retriever.rank(query, seeds, k=depth)
         skip = {self._ids[row] for row in head}
@@ -439,7 +453,7 @@ class MultiHopRetriever:
         return fuse_candidates(
             {"fill": fill, "graph": walk[: self.settings.graph_cap]},
             self._tail_fusion,
-            top_n=max(k - 2, 0),
+            top_n=max(k - reserved, 0),
         )
 
     # ------------------------------------------------------------------ public
@@ -489,12 +503,14 @@ class MultiHopRetriever:
         pool.add(sorted(named))
         pair_score = 0.0
         firsts: list[int] = []
+        kept_first_stage = False
         chosen: list[int]
         if len(pool) == 0:
             chosen = []
         elif s.pair and len(pool) >= 2:
-            chosen, firsts, pair_score = self._pair(pool, question)
-        else:
+            chosen, firsts, pair_score, supported = self._pair(pool, question)
+            kept_first_stage = s.keep_first_stage and not supported
+        if len(pool) and (not s.pair or len(pool) < 2 or kept_first_stage):
             chosen = [int(np.argmax(pool.base))]
         depth = max(k, s.fill_depth)
         order, link_evidence = self._fill(pool, chosen, question, depth)
@@ -503,10 +519,13 @@ class MultiHopRetriever:
         for rank, position in enumerate(head, start=1):
             row = pool.rows[position]
             signals = pool.signals(row, link_evidence)
-            signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
+            if kept_first_stage:
+                signals["first_stage"] = 1.0
+            else:
+                signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
             out.append(Candidate(self.corpus[row], PAIR_SCORE, rank, signals))
-        fused = self.graph_retriever is not None and bool(head)
-        for candidate in self._tail(query, pool, order, k):
+        fused = self.graph_retriever is not None and bool(order)
+        for candidate in self._tail(query, pool, order, k, len(head)):
             signals = pool.signals(self._row[candidate.id], link_evidence)
             signals |= candidate.signals
             if fused:
@@ -523,6 +542,7 @@ class MultiHopRetriever:
             pair_score=pair_score,
             candidates=len(pool),
             seconds=time.perf_counter() - start,
+            kept_first_stage=kept_first_stage,
         )
         return MultiHopResult(out[:k], trace)
 

@@ -28,6 +28,9 @@ class MultiHopSettings:
         candidates: dense candidates searched (FAISS top-K) before links and names add more.
         first_hops: the best candidates (by similarity + name) tried as the pair's first hop.
         pair: choose ranks 1-2 as the best (first hop, partner) pair; off: one greedy list.
+        keep_first_stage: when neither a name nor a title link supports a query's best pair
+            (the question names neither passage, the first hop does not name its partner),
+            ranks 1-2 keep the first stage's order (the greedy list) instead of the pair.
         title_links: use title links (pair and fill); off: names, shared entities and
             similarity only.
         residual: score a partner by its cosine with the question minus the first hop
@@ -63,6 +66,7 @@ class MultiHopSettings:
     candidates: int = 50
     first_hops: int = 5
     pair: bool = True
+    keep_first_stage: bool = True
     title_links: bool = True
     residual: bool = True
     specificity: bool = True
@@ -93,6 +97,7 @@ class MultiHopSettings:
             check_positive_int(getattr(self, name), name)
         for name in (
             "pair",
+            "keep_first_stage",
             "title_links",
             "residual",
             "specificity",

@@ -187,6 +187,12 @@ def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, lis
             "pass --option protocol=heldout for a fair run",
             aar.settings.pairs,
         )
+    untrained = [m.report["pair_stats"] for m in aar.models if m.reranker is None]
+    if untrained:
+        raise ValueError(
+            f"bridge-aar needs an AAR model, but there were no {aar.settings.pairs} pairs to "
+            "train one on (a corpus whose texts name no passage title?); use bridge instead"
+        )
     vectors = _vectors(context)
     judges: FoldRouter[Judge] = FoldRouter(
         (
@@ -194,6 +200,7 @@ def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, lis
             AssociationJudge(model.reranker, weights=weights, vectors=vectors),
         )
         for model in aar.models
+        if model.reranker is not None
     )
     report = [
         {"settings": {"protocol": aar.settings.protocol, "pairs": aar.settings.pairs}, **m.report}
