@@ -3,7 +3,9 @@
 Pure functions over the corpus (and its entity graph), one structure each, so that an index
 can build them once, persist them and hand them back to the retriever:
 
-- :func:`title_index`: the passages' titles, to find the ones a text names;
+- :func:`passage_names`: each passage's title and, when its text does not spell the title
+  out, the subjects read from its text (:mod:`~rag_multihop.multihop.subjects`);
+- :func:`title_index`: those names, to find the passages a text names;
 - :func:`link_graph`: passage → passage title links, their specificity and contexts;
 - :func:`shared_entities`: passages related by an entity both name (from the entity graph);
 - :func:`tail_walker`: the graph retriever of the tail (PPR over the entity graph);
@@ -21,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_multihop.corpus import Corpus
@@ -29,12 +32,22 @@ from rag_multihop.graph.retriever import GraphRetriever
 from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.multihop.links import LinkGraph, SharedEntities
 from rag_multihop.multihop.settings import MultiHopSettings
+from rag_multihop.multihop.subjects import corpus_names
 from rag_multihop.multihop.titles import TitleIndex
 
 
-def title_index(corpus: Corpus) -> TitleIndex:
-    """The title index of ``corpus`` (one title per passage, in corpus order)."""
-    return TitleIndex([p.title for p in corpus])
+def passage_names(corpus: Corpus, settings: MultiHopSettings) -> list[tuple[str, ...]]:
+    """Per passage, the names it is known by: its title, plus (with ``settings.subjects``)
+    the subjects read from its text when the text does not spell the title out
+    (:func:`~rag_multihop.multihop.subjects.passage_names`)."""
+    if not settings.subjects:
+        return [(p.title,) for p in corpus]
+    return corpus_names(list(corpus))
+
+
+def title_index(names: Sequence[Sequence[str]]) -> TitleIndex:
+    """The title index over every passage's names (:func:`passage_names`)."""
+    return TitleIndex(names)
 
 
 def link_graph(corpus: Corpus, titles: TitleIndex, settings: MultiHopSettings) -> LinkGraph:
@@ -68,6 +81,7 @@ class MultiHopStructures:
     """The index-time structures of one corpus (``graph``, ``shared`` and ``walker`` are
     ``None`` when the settings do not use them)."""
 
+    names: tuple[tuple[str, ...], ...]
     titles: TitleIndex
     links: LinkGraph
     graph: EntityGraph | None
@@ -85,7 +99,8 @@ def build_structures(
 ) -> MultiHopStructures:
     """Everything ``settings`` use, built from ``corpus`` unless given (the entity graph is
     built only when the shared entities or the graph tail need it)."""
-    titles = titles if titles is not None else title_index(corpus)
+    names = tuple(passage_names(corpus, settings))
+    titles = titles if titles is not None else title_index(names)
     if len(titles) != len(corpus):
         raise ValueError(f"the title index has {len(titles)} titles for {len(corpus)} passages")
     links = links if links is not None else link_graph(corpus, titles, settings)
@@ -99,4 +114,4 @@ def build_structures(
     walker = (
         tail_walker(graph, corpus, settings) if graph is not None and settings.graph_tail else None
     )
-    return MultiHopStructures(titles, links, graph, shared, walker)
+    return MultiHopStructures(names, titles, links, graph, shared, walker)

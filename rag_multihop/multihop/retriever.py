@@ -239,6 +239,7 @@ class MultiHopRetriever:
         pair: bool | None = None,
         keep_first_stage: bool | None = None,
         title_links: bool | None = None,
+        subjects: bool | None = None,
         residual: bool | None = None,
         specificity: bool | None = None,
         exclusive_mentions: bool | None = None,
@@ -263,6 +264,7 @@ class MultiHopRetriever:
             pair=pair,
             keep_first_stage=keep_first_stage,
             title_links=title_links,
+            subjects=subjects,
             residual=residual,
             specificity=specificity,
             exclusive_mentions=exclusive_mentions,
@@ -299,6 +301,11 @@ class MultiHopRetriever:
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         built = build_structures(corpus, self.settings, graph=graph, titles=titles, links=links)
         self.titles = built.titles
+        self._read_subjects = frozenset(
+            row
+            for row, (passage, names) in enumerate(zip(corpus, built.names, strict=True))
+            if names != (passage.title,)
+        )
         self.links = built.links
         self.shared = built.shared
         self.graph_retriever = built.walker
@@ -518,7 +525,7 @@ class MultiHopRetriever:
         head = order[:2]
         for rank, position in enumerate(head, start=1):
             row = pool.rows[position]
-            signals = pool.signals(row, link_evidence)
+            signals = self._signals(pool, row, link_evidence)
             if kept_first_stage:
                 signals["first_stage"] = 1.0
             else:
@@ -526,7 +533,7 @@ class MultiHopRetriever:
             out.append(Candidate(self.corpus[row], PAIR_SCORE, rank, signals))
         fused = self.graph_retriever is not None and bool(order)
         for candidate in self._tail(query, pool, order, k, len(head)):
-            signals = pool.signals(self._row[candidate.id], link_evidence)
+            signals = self._signals(pool, self._row[candidate.id], link_evidence)
             signals |= candidate.signals
             if fused:
                 signals["fused"] = candidate.score
@@ -545,6 +552,14 @@ class MultiHopRetriever:
             kept_first_stage=kept_first_stage,
         )
         return MultiHopResult(out[:k], trace)
+
+    def _signals(self, pool: _Pool, row: int, link_evidence: dict[int, float]) -> dict[str, float]:
+        """The pool's signals of ``row``, and ``subject`` (1.0) when the question names it by a
+        subject read from its text."""
+        signals = pool.signals(row, link_evidence)
+        if signals.get("named") and row in self._read_subjects:
+            signals["subject"] = 1.0
+        return signals
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The core ``Retriever`` protocol: :meth:`run` without the trace."""

@@ -33,6 +33,9 @@ class MultiHopSettings:
             ranks 1-2 keep the first stage's order (the greedy list) instead of the pair.
         title_links: use title links (pair and fill); off: names, shared entities and
             similarity only.
+        subjects: a passage whose text does not spell its title out is also known by the
+            subjects read from its text (:mod:`~rag_multihop.multihop.subjects`), for the
+            question's names, title links and the pair.
         residual: score a partner by its cosine with the question minus the first hop
             (:func:`~rag_multihop.multihop.scoring.residual_cosine`); off: plain cosine.
         specificity: weigh a link by its target's specificity (links to hubs count less).
@@ -68,6 +71,7 @@ class MultiHopSettings:
     pair: bool = True
     keep_first_stage: bool = True
     title_links: bool = True
+    subjects: bool = True
     residual: bool = True
     specificity: bool = True
     exclusive_mentions: bool = True
@@ -99,6 +103,7 @@ class MultiHopSettings:
             "pair",
             "keep_first_stage",
             "title_links",
+            "subjects",
             "residual",
             "specificity",
             "exclusive_mentions",

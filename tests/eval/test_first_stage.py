@@ -41,7 +41,14 @@ def _not_worse(result: BenchResult, name: str, k: int) -> None:
 
 
 def test_multihop_keeps_the_dense_top_2_when_no_name_or_link_supports_the_pair(untitled):
-    result = run_benchmark(untitled, ["dense", "multihop"], encoder=HashingEncoder(), ks=(2,))
+    # without the subjects read from the text, an untitled corpus names nothing
+    result = run_benchmark(
+        untitled,
+        ["dense", "multihop"],
+        encoder=HashingEncoder(),
+        ks=(2,),
+        options={"multihop_subjects": "false"},
+    )
     traces = result.methods["multihop"].candidates
     kept = 0
     for i, row in enumerate(traces):
@@ -111,3 +118,12 @@ def test_label_free_aar_keeps_the_dense_order_when_the_corpus_names_no_title(vie
     assert np.array_equal(
         aar.per_question_recall[5], result.methods["dense"].per_question_recall[5]
     )
+
+
+def test_subjects_read_from_the_text_bring_back_the_titled_pairs(untitled):
+    titled = run_benchmark(load_demo_dataset(), ["multihop"], encoder=HashingEncoder(), ks=(2,))
+    read = run_benchmark(untitled, ["dense", "multihop"], encoder=HashingEncoder(), ks=(2,))
+    assert read.methods["multihop"].recall[2] == titled.methods["multihop"].recall[2]
+    assert read.methods["multihop"].recall[2] > read.methods["dense"].recall[2] + 0.3
+    named = [c for row in read.methods["multihop"].candidates for c in row if c.signals["named"]]
+    assert named and all(c.signals.get("subject") == 1.0 for c in named)
