@@ -41,15 +41,23 @@ _COPULAS = frozenset(
 _ARTICLES = frozenset({"The", "A", "An"})
 _CONNECTORS = frozenset(
     {"of", "the", "de", "da", "del", "della", "di", "do", "dos", "von", "van", "der", "den",
-     "du", "la", "le", "les", "y", "and", "&", "al", "bin", "ibn", "for", "on", "upon"}
+     "du", "la", "le", "les", "y", "and", "&", "al", "bin", "ibn", "for", "on", "upon", "in",
+     "to", "a", "an", "at"}
 )  # fmt: skip
-_NOT_NAMES = frozenset(
+_PRONOUNS = frozenset(
     {"He", "She", "It", "They", "We", "I", "You", "This", "That", "These", "Those", "His", "Her",
-     "Its", "Their", "There", "Here", "In", "On", "At", "After", "Before", "During", "When",
-     "While", "As", "For", "From", "By", "With", "However", "Although", "Since", "Following",
-     "According", "Today", "Also", "Some", "Many", "Most", "Other", "Both", "Each", "All",
-     "One", "Two", "Despite", "Under", "Between", "Among", "Upon", "Unlike", "Like", "If"}
+     "Its", "Their", "There", "Here", "However", "Although", "Also", "Some", "Many", "Most",
+     "Other", "Both", "Each", "All", "Today", "If"}
 )  # fmt: skip
+_ADVERBIAL = frozenset(
+    {"In", "On", "At", "After", "Before", "During", "When", "While", "As", "For", "From", "By",
+     "With", "Since", "Following", "According", "Despite", "Under", "Between", "Among",
+     "Upon", "Unlike", "Like", "One", "Two"}
+)  # fmt: skip
+"""Words that open a sentence adverbial (``In 2007,``): such a run is no name when it ends
+with a comma or holds a number."""
+_JOINERS = frozenset({"and", "also"})
+"""Words that may stand between a name and its copula (``X ... and is a diplomat``)."""
 _APPOSITIVE_WORDS = 12
 """A copula this many words after a comma-ended name still makes it the subject
 (``"Gus Meins, born Gustave Luley, was a director"``)."""
@@ -60,45 +68,70 @@ def _clean(word: str) -> str:
 
 
 def _leading_name(sentence: str) -> str | None:
-    """The name ``sentence`` opens with when a copula follows it, else ``None``."""
-    words = _PARENTHETICAL.sub("", sentence).split()
+    """The name ``sentence`` (parentheticals removed) opens with when a copula follows it,
+    else ``None``."""
+    words = sentence.split()
     start = 1 if words and words[0] in _ARTICLES else 0
     end = start
     while end < len(words):
         word = words[end]
         capital = word[:1].isupper() or word[:1].isdigit()
-        connects = (
-            word in _CONNECTORS
-            and end > start
-            and end + 1 < len(words)
-            and words[end + 1][:1].isupper()
-        )
-        if not (capital or connects):
-            break
+        if not capital:
+            after = end
+            while after < len(words) and words[after] in _CONNECTORS:
+                after += 1
+            if end == start or after == end or after == len(words):
+                break
+            if not words[after][:1].isupper():
+                break
         end += 1
         if word.endswith((",", ";", ":")):
             break
     name_words = [_clean(w) for w in words[start:end]]
     while name_words and name_words[-1] in _CONNECTORS:
         name_words.pop()
-    if not name_words or name_words[0] in _NOT_NAMES or not name_key(" ".join(name_words)):
+    if not name_words or name_words[0] in _PRONOUNS or not name_key(" ".join(name_words)):
         return None
-    after = [_clean(w) for w in words[end:]]
-    window = _APPOSITIVE_WORDS if words[end - 1].endswith(",") else 1
-    if not any(w in _COPULAS for w in after[:window]):
+    ends_with_comma = words[end - 1].endswith(",")
+    if name_words[0] in _ADVERBIAL and (
+        ends_with_comma or any(w[:1].isdigit() for w in name_words)
+    ):
+        return None
+    following = [_clean(w) for w in words[end:]]
+    if following[:1] and following[0] in _JOINERS:
+        following = following[1:]
+    window = _APPOSITIVE_WORDS if ends_with_comma else 1
+    if not any(w in _COPULAS for w in following[:window]):
         return None
     return " ".join(name_words)
 
 
+def _short_forms(name: str) -> list[str]:
+    """A person-like name of three to five capitalised words without connectors is also
+    known by its first and last word (``John Villiers Farrow`` → ``John Farrow``)."""
+    words = name.split()
+    if 3 <= len(words) <= 5 and all(w[:1].isupper() and w.isalpha() for w in words):
+        return [f"{words[0]} {words[-1]}"]
+    return []
+
+
 def text_subjects(text: str) -> tuple[str, ...]:
     """The names ``text``'s sentences open with when a copula follows (first
-    :data:`MAX_SUBJECTS`, without repeats, a leading article dropped)."""
+    :data:`MAX_SUBJECTS`, without repeats, a leading article dropped; a person-like name
+    also by its first and last word)."""
     names: dict[str, None] = {}
-    for sentence in _SENTENCE.split(text.strip()):
+    plain = text.strip()
+    while True:
+        stripped = _PARENTHETICAL.sub("", plain)
+        if stripped == plain:
+            break
+        plain = stripped
+    for sentence in _SENTENCE.split(plain):
         name = _leading_name(sentence)
         if name is None:
             continue
         names[name] = None
+        names.update(dict.fromkeys(_short_forms(name)))
         if len(names) >= MAX_SUBJECTS:
             break
     return tuple(names)
