@@ -97,7 +97,7 @@ def question_groups(result: BenchResult) -> list[str] | None:
     questions = result.dataset.questions
     if any(q.type for q in questions):
         return [q.type or UNTYPED for q in questions]
-    counts = [f"{len(q.gold_ids)} gold" for q in questions]
+    counts = [f"{len(q.gold)} gold" for q in questions]
     return counts if len(set(counts)) > 1 else None
 
 

@@ -180,3 +180,12 @@ def test_sentence_spans_cover_every_word() -> None:
     assert spans[0][0] == 0 and spans[-1][1] == len(text.split())
     assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
     assert len(spans) == 5
+
+
+def test_chunked_questions_are_grouped_by_gold_passages_not_chunks() -> None:
+    from rag_multihop.eval.report import question_groups
+
+    view = apply_view(_dataset(), ViewSettings("chunked", chunk_words=8, chunk_overlap=2))
+    result = run_benchmark(view, ["dense"], encoder=HashingEncoder(), ks=(2,))
+    assert any(len(q.gold_ids) > 2 for q in view.questions)
+    assert question_groups(result) is None  # every question has two gold passages
