@@ -20,7 +20,7 @@ from rag_multihop.coop import (
     StateLayout,
 )
 from rag_multihop.coop.states import is_punctuation
-from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,9 @@ pytest.importorskip("haystack")
 from haystack import Document
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods import available_methods, get_method
 from rag_multihop.eval.methods.peers import HAYSTACK_PEERS as JOINER_PEERS
 from rag_multihop.eval.peers.haystack import (
     HaystackJoinerPeer,
@@ -30,7 +32,6 @@ from rag_multihop.eval.peers.haystack import (
 )
 from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
 from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
-from rag_multihop.eval.registry import BenchContext, available_methods, get_method
 from rag_multihop.eval.registry import peer_child_k as child_k_from_options
 from rag_multihop.types import Candidate, Passage, Query
 

@@ -18,7 +18,9 @@ pytest.importorskip("llama_index.core")
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods import available_methods, get_method
 from rag_multihop.eval.methods.peers import LLAMA_INDEX_PEERS as FUSION_PEERS
 from rag_multihop.eval.peers.llama_index import (
     PASSAGE_ID_KEY,
@@ -29,7 +31,6 @@ from rag_multihop.eval.peers.llama_index import (
 )
 from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
 from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
-from rag_multihop.eval.registry import BenchContext, available_methods, get_method
 from rag_multihop.eval.registry import peer_child_k as child_k_from_options
 from rag_multihop.types import Candidate, Passage, Query
 
