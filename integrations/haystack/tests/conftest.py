@@ -11,7 +11,8 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest
-from hs_fakes import HashingEncoder
+
+from rag_multihop.testing import HashingEncoder
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, key_variable
 from haystack_integrations.components.rankers.rag_multihop import BridgeJudgeRanker
 from haystack_integrations.components.retrievers.rag_multihop import BridgeRetriever
-from hs_fakes import HashingEncoder
 
 from rag_multihop.llm import LLMConfigError
+from rag_multihop.testing import HashingEncoder
 
 DOCS = {
     "polish-wedding": (

@@ -20,9 +20,10 @@ from haystack_integrations.components.generators.rag_multihop import ChainAnswer
 from haystack_integrations.components.query.rag_multihop import QuestionUnroller
 from haystack_integrations.components.rankers.rag_multihop import RaLaRanker
 from haystack_integrations.components.retrievers.rag_multihop import CoopRetriever
-from hs_fakes import HashingEncoder, HashingTextEmbedder
+from hs_fakes import HashingTextEmbedder
 
 from rag_multihop.llm import RawReply
+from rag_multihop.testing import FakeTransport, HashingEncoder
 
 DOCS = {
     "polish-wedding": (
@@ -53,34 +54,29 @@ COMPLETION = {
 }
 
 
-class FakeLLM:
+def fake_llm() -> FakeTransport:
     """Scripted CoopRAG replies by prompt kind (stands in for litellm's transport)."""
-
-    def check_model(self, model: str) -> None:
-        return None
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def complete(self, request, *, api_key, timeout) -> RawReply:
-        prompt = request["messages"][-1]["content"]
-        if "Plan how to answer" in prompt:
-            return RawReply(json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40)
-        if "Complete the reasoning chain" in prompt:
-            return RawReply(json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40)
-        if "Can the question be answered" in prompt:
-            return RawReply('{"answerable": false, "key_sentence": ""}', prompt_tokens=150)
-        return RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5)
-
-    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
+    return FakeTransport(
+        {
+            "Plan how to answer": RawReply(
+                json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40
+            ),
+            "Complete the reasoning chain": RawReply(
+                json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40
+            ),
+            "Can the question be answered": RawReply(
+                '{"answerable": false, "key_sentence": ""}', prompt_tokens=150
+            ),
+        },
+        default=RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5),
+    )
 
 
 @pytest.fixture(autouse=True)
-def fake_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+def fake_transport(monkeypatch: pytest.MonkeyPatch) -> None:
     import rag_multihop.llm.client as client
 
-    monkeypatch.setattr(client, "LiteLLMTransport", FakeLLM)
+    monkeypatch.setattr(client, "LiteLLMTransport", fake_llm)
 
 
 def documents() -> list[Document]:

@@ -11,7 +11,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest
-from li_fakes import HashingEmbedding, HashingEncoder
+from li_fakes import HashingEmbedding
+
+from rag_multihop.testing import HashingEncoder
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from llama_index.retrievers.rag_multihop.bridge import NodeSearcher, judge_encod
 
 from rag_multihop.encoders import SentenceTransformerEncoder
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
+from rag_multihop.testing import FakeTransport
 from rag_multihop.types import Query
 
 DOCS = {
@@ -130,30 +131,29 @@ def test_a_model_that_embeds_queries_differently_embeds_each_query_as_a_query() 
     assert embed_model.queries == 1 + len(trace.queries) + len(trace.entities)  # one per text
 
 
-class FakeLLM:
+def judge(prompt: str) -> RawReply:
+    """9 for the director's page, 2 otherwise."""
+    candidate = prompt.split("Candidate passage:", 1)[1]
+    return RawReply('{"score": 9}' if "Theresa Connelly is" in candidate else '{"score": 2}')
+
+
+def fake_llm() -> FakeTransport:
     """Judge 9 for the director's page, 2 otherwise; fixed entities and queries."""
-
-    def check_model(self, model: str) -> None:
-        return None
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def complete(self, request, *, api_key, timeout) -> RawReply:
-        prompt = request["messages"][-1]["content"]
-        if "Name the two entities" in prompt:
-            return RawReply('{"e1": "Theresa Connelly", "e2": ""}', prompt_tokens=50)
-        if "subject-verb-object" in prompt:
-            return RawReply('{"queries": ["Theresa Connelly born in"]}', prompt_tokens=50)
-        candidate = prompt.split("Candidate passage:", 1)[1]
-        return RawReply('{"score": 9}' if "Theresa Connelly is" in candidate else '{"score": 2}')
-
-    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
+    return FakeTransport(
+        {
+            "Name the two entities": RawReply(
+                '{"e1": "Theresa Connelly", "e2": ""}', prompt_tokens=50
+            ),
+            "subject-verb-object": RawReply(
+                '{"queries": ["Theresa Connelly born in"]}', prompt_tokens=50
+            ),
+        },
+        default=judge,
+    )
 
 
 def test_retriever_llm_mode_with_a_client(base) -> None:
-    client = LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=FakeLLM())
+    client = LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=fake_llm())
     bridge = BridgeRetriever(base, similarity_top_k=3, llm=client)
     found = asyncio.run(bridge.aretrieve(QUESTION))
     assert [n.node.node_id for n in found[:2]] == ["polish-wedding", "theresa-connelly"]

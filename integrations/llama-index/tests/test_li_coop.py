@@ -24,6 +24,7 @@ from llama_index.retrievers.rag_multihop import (
 
 from rag_multihop.coop import RaLaSettings
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
+from rag_multihop.testing import FakeTransport
 
 DOCS = {
     "polish-wedding": (
@@ -54,35 +55,26 @@ COMPLETION = {
 }
 
 
-class FakeLLM:
-    """Scripted CoopRAG replies by prompt kind; records the prompts."""
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    def check_model(self, model: str) -> None:
-        return None
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def complete(self, request, *, api_key, timeout) -> RawReply:
-        prompt = request["messages"][-1]["content"]
-        self.prompts.append(prompt)
-        if "Plan how to answer" in prompt:
-            return RawReply(json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40)
-        if "Complete the reasoning chain" in prompt:
-            return RawReply(json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40)
-        if "Can the question be answered" in prompt:
-            return RawReply('{"answerable": true, "key_sentence": ""}', prompt_tokens=150)
-        return RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5)
-
-    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
+def fake_llm() -> FakeTransport:
+    """Scripted CoopRAG replies by prompt kind; records the requests."""
+    return FakeTransport(
+        {
+            "Plan how to answer": RawReply(
+                json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40
+            ),
+            "Complete the reasoning chain": RawReply(
+                json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40
+            ),
+            "Can the question be answered": RawReply(
+                '{"answerable": true, "key_sentence": ""}', prompt_tokens=150
+            ),
+        },
+        default=RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5),
+    )
 
 
-def client(fake: FakeLLM | None = None) -> LLMClient:
-    return LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=fake or FakeLLM())
+def client(fake: FakeTransport | None = None) -> LLMClient:
+    return LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=fake or fake_llm())
 
 
 def text_nodes() -> list[TextNode]:
@@ -122,7 +114,7 @@ def test_rala_postprocessor_reranks_copies_and_keeps_the_core_settings() -> None
 
 
 def test_unrolling_fills_custom_embedding_strs_and_keeps_the_question() -> None:
-    fake = FakeLLM()
+    fake = fake_llm()
     transform = UnrollingQueryTransform(client(fake))
     bundle = transform(QUESTION)
     assert bundle.query_str == QUESTION
@@ -131,7 +123,7 @@ def test_unrolling_fills_custom_embedding_strs_and_keeps_the_question() -> None:
         "Polish Wedding directed by. born in."
     ]
     assert transform.last_unrolling is not None and transform.last_unrolling.masked == 2
-    assert len(fake.prompts) == 1
+    assert len(fake.prompts()) == 1
 
 
 def test_coop_retriever_llm_free_and_with_an_llm(base) -> None:
@@ -142,7 +134,7 @@ def test_coop_retriever_llm_free_and_with_an_llm(base) -> None:
     assert free.last_trace is not None and free.last_trace.account is None
     assert all(SIGNALS_KEY not in n.node.metadata for n in base.retrieve(QUESTION))
 
-    fake = FakeLLM()
+    fake = fake_llm()
     coop = CoopRetriever(base, llm=client(fake), similarity_top_k=3, keyextract_rounds=1)
     nodes = coop.retrieve(QUESTION)
     trace = coop.last_trace

@@ -1,0 +1,85 @@
+"""What the two framework peers' test modules share: the toy corpus, a fixed retriever, the
+benchmark context and the checks of a registered peer (imported as ``tests.eval.peer_checks``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.eval.context import BenchContext
+from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods import available_methods, get_method
+from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K, PEER_CHILD_K_OPTION, peer_child_k
+from rag_multihop.testing import HashingEncoder
+from rag_multihop.types import Candidate, Passage, Query
+
+PASSAGES = [
+    Passage("a", "The Eiffel Tower stands in Paris.", title="Eiffel Tower"),
+    Passage("b", "Paris is the capital of France.", title="Paris"),
+    Passage("c", "Berlin is the capital of Germany.", title="Berlin"),
+    Passage("d", "Lyon lies on the Rhone river.", title="Lyon", metadata={"source": "wiki"}),
+    Passage("e", "Rome is the capital of Italy.", title="Rome"),
+]
+CORPUS = Corpus(PASSAGES)
+
+
+class FixedRetriever:
+    """A core Retriever returning a fixed ranked list (its prefix of length ``k``)."""
+
+    def __init__(self, signal: str, scored: list[tuple[str, float]]) -> None:
+        self.candidates = [
+            Candidate(CORPUS[pid], score, rank=i, signals={signal: score})
+            for i, (pid, score) in enumerate(scored, start=1)
+        ]
+        self.calls: list[tuple[Query, int]] = []
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        self.calls.append((query, k))
+        return self.candidates[:k]
+
+
+def toy_context(**options: object) -> BenchContext:
+    """One question over :data:`CORPUS`, embedded by a 16-bucket hashing encoder."""
+    encoder = HashingEncoder(dim=16, name="word-hash")
+    question = QAExample("q1", "Which capital city has the Eiffel Tower?", (), ("a", "b"), False)
+    dataset = Dataset("toy", CORPUS, (question,), "native")
+    return BenchContext(
+        dataset,
+        encoder,
+        encoder.encode(CORPUS.texts()),
+        encoder.encode([question.question]),
+        options=dict(options),
+    )
+
+
+def check_peer_returns_ranked_corpus_candidates(name: str) -> None:
+    """The registered peer ``name`` returns k ranked corpus candidates with signals."""
+    context = toy_context(**{PEER_CHILD_K_OPTION: "4"})
+    peer = get_method(name).build(context)
+    (query,) = context.queries()
+    found = peer.retrieve(query, k=3)
+    assert len(found) == 3
+    assert all(c.id in CORPUS and c.passage is CORPUS[c.id] for c in found)
+    assert [c.rank for c in found] == [1, 2, 3]
+    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
+    for c in found:
+        assert c.signals["fused"] == c.score
+        assert {"dense", "bm25"} & set(c.signals)
+    assert peer.bench_extras()[PEER_CHILD_K_OPTION] == 4  # type: ignore[attr-defined]
+
+
+def check_registered_as_peers(names: Iterable[str]) -> None:
+    methods = available_methods()
+    for name in names:
+        assert methods[name].family == "peer"
+
+
+def check_child_k_option() -> None:
+    assert peer_child_k({}) == DEFAULT_PEER_CHILD_K
+    assert peer_child_k({PEER_CHILD_K_OPTION: "7"}) == 7
+    assert peer_child_k({PEER_CHILD_K_OPTION: 9}) == 9
+    for bad in ("ten", 0, -3, "2.5"):
+        with pytest.raises(ValueError, match=PEER_CHILD_K_OPTION):
+            peer_child_k({PEER_CHILD_K_OPTION: bad})
