@@ -1,0 +1,87 @@
+"""``rag_multihop.testing``: the helpers the core suite and both integrations' suites share."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from rag_multihop.llm import LLMClient, LLMSettings, RawReply
+from rag_multihop.llm.errors import LLMError
+from rag_multihop.llm.transport import StreamingTransport
+from rag_multihop.testing import (
+    POLISH_WEDDING_QUESTION,
+    FakeTransport,
+    HashingEncoder,
+    polish_wedding_passages,
+)
+
+
+def client(transport: FakeTransport, **settings: object) -> LLMClient:
+    return LLMClient(LLMSettings("openai/gpt-4o-mini", **settings), transport=transport)  # type: ignore[arg-type]
+
+
+def test_hashing_encoder_is_deterministic_normalised_and_counts_calls():
+    encoder = HashingEncoder(dim=32)
+    first = encoder.encode(["Theresa Connelly", "theresa connelly."])
+    assert first.shape == (2, 32) and first.dtype == np.float32
+    np.testing.assert_allclose(first[0], first[1])
+    np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, rtol=1e-6)
+    assert encoder.encode([""])[0].tolist() == [0.0] * 32
+    assert (encoder.calls, encoder.name, encoder.dim) == (2, "hashing-test", 32)
+
+
+def test_the_toy_corpus_finds_the_bridge_with_the_hashing_encoder():
+    from rag_multihop import Corpus, Query
+    from rag_multihop.index.dense import DenseRetriever
+
+    dense = DenseRetriever.from_corpus(Corpus(polish_wedding_passages()), HashingEncoder())
+    assert dense.retrieve(Query(POLISH_WEDDING_QUESTION), k=1)[0].id == "polish-wedding"
+
+
+def test_fake_transport_answers_by_prompt_marker_and_records():
+    fake = FakeTransport(
+        {"capital": "Paris", "river": lambda prompt: prompt.upper()},
+        default=RawReply("?", prompt_tokens=3),
+        prompt_tokens=10,
+        completion_tokens=2,
+        cost=1e-5,
+    )
+    assert isinstance(fake, StreamingTransport)
+    llm = client(fake)
+    reply = llm.complete("The capital of France?")
+    assert (reply.text, reply.account.prompt_tokens, reply.account.cost) == ("Paris", 10, 1e-5)
+    assert llm.complete("a river").text == "A RIVER"
+    assert llm.complete("anything else").account.prompt_tokens == 3
+    assert fake.prompts() == ["The capital of France?", "a river", "anything else"]
+
+
+def test_fake_transport_plays_a_script_and_raises_its_errors():
+    class Unavailable(Exception):
+        status_code = 503
+
+    fake = FakeTransport(script=[Unavailable("down"), "ok"])
+    llm = LLMClient(
+        LLMSettings("openai/gpt-4o-mini", max_retries=1), transport=fake, sleep=lambda s: None
+    )
+    assert llm.complete("x").text == "ok"
+    assert len(fake.requests) == 2
+    with pytest.raises(LLMError):
+        client(FakeTransport(script=[Unavailable("down")]), max_retries=0).complete("x")
+
+
+def test_fake_transport_streams_word_by_word_and_counts_concurrency():
+    fake = FakeTransport(default="one two three", completion_tokens=3, delay=0.01)
+    pieces = list(fake.stream({"messages": [{"content": "q"}]}, api_key=None, timeout=1.0))
+    assert "".join(p.text for p in pieces) == "one two three"
+    assert (pieces[-1].finish_reason, pieces[-1].completion_tokens) == ("stop", 3)
+
+    async def three() -> None:
+        request = {"messages": [{"content": "q"}]}
+        await asyncio.gather(
+            *(fake.acomplete(request, api_key=None, timeout=1.0) for _ in range(3))
+        )
+
+    asyncio.run(three())
+    assert (fake.peak, fake.in_flight) == (3, 0)
