@@ -10,9 +10,14 @@ What the core suite and both integrations' suites share, written once (like Hays
 - :class:`FakeTransport`: a plain-object LLM transport (the
   :class:`~rag_multihop.llm.transport.StreamingTransport` protocol an
   :class:`~rag_multihop.llm.LLMClient` calls instead of litellm) that answers by the prompt's
-  content or plays a script, and records what it was asked.
+  content or plays a script, and records what it was asked;
+- :func:`polish_wedding_replies`: what a model that reads the toy corpus right replies to each
+  kind of prompt of BridgeRAG and CoopRAG (keyed by the :data:`PROMPT_MARKERS`);
+- :func:`chroma_server`: a real Chroma server on 127.0.0.1 for the adapters' vector-store
+  tests (needs ``chromadb``).
 
-Importing this module imports numpy and the core types only (no torch, litellm or framework).
+Importing this module imports numpy and the core types only (no torch, litellm, chromadb or
+framework).
 
 Example:
     >>> from rag_multihop.llm import LLMClient, LLMSettings
@@ -30,10 +35,16 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Union
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -42,11 +53,14 @@ from rag_multihop.types import Passage
 
 __all__ = [
     "POLISH_WEDDING_QUESTION",
+    "PROMPT_MARKERS",
     "FakeTransport",
     "HashingEncoder",
     "Reply",
+    "chroma_server",
     "hashing_vectors",
     "polish_wedding_passages",
+    "polish_wedding_replies",
 ]
 
 
@@ -116,7 +130,7 @@ def polish_wedding_passages() -> list[Passage]:
     ]
 
 
-Reply = Union[str, RawReply, BaseException, Callable[[str], Union[str, RawReply]]]
+Reply: TypeAlias = str | RawReply | BaseException | Callable[[str], str | RawReply]
 """What :class:`FakeTransport` answers: a text, a whole :class:`RawReply`, an exception to
 raise (a provider error: give it a ``status_code``), or a function of the prompt."""
 
@@ -257,3 +271,115 @@ class FakeTransport:
 def _prompt(request: Mapping[str, Any]) -> str:
     messages = request.get("messages") or [{}]
     return str(messages[-1].get("content") or "")
+
+
+# ------------------------------------------------------------------ the toy corpus's LLM
+
+PROMPT_MARKERS: Mapping[str, str] = {
+    "repair": "could not be used",
+    "unroll": "Plan how to answer",
+    "complete": "Complete the reasoning chain",
+    "key": "Can the question be answered",
+    "entities": "Name the two entities",
+    "queries": "subject-verb-object",
+    "judge": "Candidate passage:",
+}
+"""Prompt kind -> a text that only that kind of prompt of :mod:`rag_multihop.llm.prompts`
+holds (the repair prompt quotes the failed one, so it is tried first)."""
+
+POLISH_WEDDING_UNROLLING = {
+    "sub_questions": ["Who directed Polish Wedding?", "Where was that director born?"],
+    "chain": [
+        {"head": "Polish Wedding", "relation": "directed by", "tail": "<unknown>"},
+        {"head": "<unknown>", "relation": "born in", "tail": "<answer>"},
+    ],
+}
+POLISH_WEDDING_CHAIN = {
+    "chain": [
+        {"head": "Polish Wedding", "relation": "directed by", "tail": "Theresa Connelly"},
+        {"head": "Theresa Connelly", "relation": "born in", "tail": "Philadelphia"},
+    ]
+}
+
+
+def _judge(prompt: str) -> str:
+    candidate = prompt.split(PROMPT_MARKERS["judge"], 1)[1]
+    return '{"score": 9}' if "Theresa Connelly is" in candidate else '{"score": 2}'
+
+
+def polish_wedding_replies(**overrides: Reply) -> dict[str, Reply]:
+    """What a model that reads the toy corpus right replies, by :data:`PROMPT_MARKERS`: the
+    plan of :data:`POLISH_WEDDING_QUESTION` and its completed chain, answerable passages, the
+    bridge's entities, one search query, a judge scoring the director's page 9 and the rest
+    2, and a repair that is still not JSON. ``overrides`` replace replies by prompt kind;
+    pass the result to :class:`FakeTransport` with ``default='{"answer": "Philadelphia"}'``.
+
+    >>> replies = polish_wedding_replies(key="no")
+    >>> replies[PROMPT_MARKERS["key"]], replies[PROMPT_MARKERS["entities"]]
+    ('no', '{"e1": "Theresa Connelly", "e2": "Polish Wedding"}')
+    """
+    replies: dict[str, Reply] = {
+        "repair": "still not JSON",
+        "unroll": json.dumps(POLISH_WEDDING_UNROLLING),
+        "complete": json.dumps(POLISH_WEDDING_CHAIN),
+        "key": '{"answerable": true, "key_sentence": ""}',
+        "entities": '{"e1": "Theresa Connelly", "e2": "Polish Wedding"}',
+        "queries": '{"queries": ["Theresa Connelly born in"]}',
+        "judge": _judge,
+    }
+    unknown = set(overrides) - set(replies)
+    if unknown:
+        raise ValueError(
+            f"unknown prompt kind {sorted(unknown)[0]!r}; choose from {', '.join(replies)}"
+        )
+    replies.update(overrides)
+    return {PROMPT_MARKERS[kind]: reply for kind, reply in replies.items()}
+
+
+# ------------------------------------------------------------------ a real vector store
+
+
+@contextmanager
+def chroma_server(folder: str | Path, *, timeout: float = 60.0) -> Iterator[tuple[str, int]]:
+    """A Chroma server (``chroma run``, from the chromadb package) on 127.0.0.1 and a free
+    port, its data and log in ``folder``; yields ``(host, port)`` once it answers, and stops
+    it on exit.
+
+    Raises:
+        ImportError: chromadb is not installed.
+        FileNotFoundError: the ``chroma`` command is not on PATH.
+        RuntimeError: the server did not answer within ``timeout`` seconds (its log is quoted).
+    """
+    import chromadb
+
+    chroma = shutil.which("chroma")
+    if chroma is None:
+        raise FileNotFoundError("the chroma command (from the chromadb package) is not on PATH")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = Path(folder)
+    log_path = folder / "server.log"
+    command = [chroma, "run", "--path", str(folder / "data"), "--host", "127.0.0.1"]
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(
+            [*command, "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
+                    break
+                except Exception:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"chroma server did not start: {log_path.read_text()}"
+                        ) from None
+                    time.sleep(0.2)
+            yield "127.0.0.1", port
+        finally:
+            server.terminate()
+            server.wait(timeout=30)

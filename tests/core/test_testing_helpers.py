@@ -12,9 +12,11 @@ from rag_multihop.llm.errors import LLMError
 from rag_multihop.llm.transport import StreamingTransport
 from rag_multihop.testing import (
     POLISH_WEDDING_QUESTION,
+    PROMPT_MARKERS,
     FakeTransport,
     HashingEncoder,
     polish_wedding_passages,
+    polish_wedding_replies,
 )
 
 
@@ -85,3 +87,33 @@ def test_fake_transport_streams_word_by_word_and_counts_concurrency():
 
     asyncio.run(three())
     assert (fake.peak, fake.in_flight) == (3, 0)
+
+
+def test_each_prompt_marker_picks_out_one_kind_of_prompt():
+    from rag_multihop.llm import prompts
+
+    templates = {
+        "unroll": prompts.QUESTION_UNROLLING,
+        "complete": prompts.CHAIN_COMPLETION,
+        "key": prompts.KEY_EXTRACTION,
+        "entities": prompts.ENTITY_EXTRACTION,
+        "queries": prompts.SVO_QUERIES,
+        "judge": prompts.TRIPARTITE_JUDGE,
+        None: prompts.CONCISE_ANSWER,
+    }
+    for kind, template in templates.items():
+        found = [k for k, marker in PROMPT_MARKERS.items() if marker in template.user]
+        assert found == ([kind] if kind else []), template.name
+    assert PROMPT_MARKERS["repair"] in prompts.REPAIR
+
+
+def test_polish_wedding_replies_answer_the_toy_question_and_refuse_unknown_kinds():
+    fake = FakeTransport(polish_wedding_replies(key="no"), default='{"answer": "Philadelphia"}')
+    llm = client(fake)
+    assert "Who directed Polish Wedding?" in llm.complete("Plan how to answer: ...").text
+    assert llm.complete("Can the question be answered ...").text == "no"
+    judge = "Candidate passage:\nTheresa Connelly is an American screenwriter"
+    assert llm.complete(judge).text == '{"score": 9}'
+    assert llm.complete("Answer the question.").text == '{"answer": "Philadelphia"}'
+    with pytest.raises(ValueError, match="unknown prompt kind 'answer'; choose from repair"):
+        polish_wedding_replies(answer="x")

@@ -18,31 +18,25 @@ from llama_index.retrievers.rag_multihop.bridge import NodeSearcher, judge_encod
 
 from rag_multihop.encoders import SentenceTransformerEncoder
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
-from rag_multihop.testing import FakeTransport
-from rag_multihop.types import Query
+from rag_multihop.testing import (
+    POLISH_WEDDING_QUESTION,
+    FakeTransport,
+    polish_wedding_passages,
+    polish_wedding_replies,
+)
+from rag_multihop.types import Passage, Query
 
-DOCS = {
-    "polish-wedding": (
-        "Polish Wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
+PASSAGES = [
+    *polish_wedding_passages(),
+    Passage(
+        "hitchcock", "Alfred Hitchcock was an English film director.", title="Alfred Hitchcock"
     ),
-    "theresa-connelly": (
-        "Theresa Connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-    ),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-    "hitchcock": ("Alfred Hitchcock", "Alfred Hitchcock was an English film director."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
+]
+QUESTION = POLISH_WEDDING_QUESTION
 
 
 def text_nodes() -> list[TextNode]:
-    return [
-        TextNode(id_=node_id, text=text, metadata={"title": title})
-        for node_id, (title, text) in DOCS.items()
-    ]
+    return [TextNode(id_=p.id, text=p.text, metadata={"title": p.title}) for p in PASSAGES]
 
 
 @pytest.fixture
@@ -131,24 +125,13 @@ def test_a_model_that_embeds_queries_differently_embeds_each_query_as_a_query() 
     assert embed_model.queries == 1 + len(trace.queries) + len(trace.entities)  # one per text
 
 
-def judge(prompt: str) -> RawReply:
-    """9 for the director's page, 2 otherwise."""
-    candidate = prompt.split("Candidate passage:", 1)[1]
-    return RawReply('{"score": 9}' if "Theresa Connelly is" in candidate else '{"score": 2}')
-
-
 def fake_llm() -> FakeTransport:
     """Judge 9 for the director's page, 2 otherwise; fixed entities and queries."""
     return FakeTransport(
-        {
-            "Name the two entities": RawReply(
-                '{"e1": "Theresa Connelly", "e2": ""}', prompt_tokens=50
-            ),
-            "subject-verb-object": RawReply(
-                '{"queries": ["Theresa Connelly born in"]}', prompt_tokens=50
-            ),
-        },
-        default=judge,
+        polish_wedding_replies(
+            entities=RawReply('{"e1": "Theresa Connelly", "e2": ""}', prompt_tokens=50),
+            queries=RawReply('{"queries": ["Theresa Connelly born in"]}', prompt_tokens=50),
+        )
     )
 
 

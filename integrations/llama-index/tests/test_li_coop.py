@@ -24,51 +24,31 @@ from llama_index.retrievers.rag_multihop import (
 
 from rag_multihop.coop import RaLaSettings
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
-from rag_multihop.testing import FakeTransport
+from rag_multihop.testing import (
+    POLISH_WEDDING_CHAIN,
+    POLISH_WEDDING_QUESTION,
+    POLISH_WEDDING_UNROLLING,
+    FakeTransport,
+    polish_wedding_passages,
+    polish_wedding_replies,
+)
 
-DOCS = {
-    "polish-wedding": (
-        "Polish Wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-    ),
-    "theresa-connelly": (
-        "Theresa Connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-    ),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
-UNROLLING = {
-    "sub_questions": ["Who directed Polish Wedding?", "Where was that director born?"],
-    "chain": [
-        {"head": "Polish Wedding", "relation": "directed by", "tail": "<unknown>"},
-        {"head": "<unknown>", "relation": "born in", "tail": "<answer>"},
-    ],
-}
-COMPLETION = {
-    "chain": [
-        {"head": "Polish Wedding", "relation": "directed by", "tail": "Theresa Connelly"},
-        {"head": "Theresa Connelly", "relation": "born in", "tail": "Philadelphia"},
-    ]
-}
+PASSAGES = polish_wedding_passages()
+QUESTION = POLISH_WEDDING_QUESTION
 
 
 def fake_llm() -> FakeTransport:
-    """Scripted CoopRAG replies by prompt kind; records the requests."""
+    """Scripted CoopRAG replies by prompt kind (stands in for litellm's transport)."""
     return FakeTransport(
-        {
-            "Plan how to answer": RawReply(
-                json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40
+        polish_wedding_replies(
+            unroll=RawReply(
+                json.dumps(POLISH_WEDDING_UNROLLING), prompt_tokens=80, completion_tokens=40
             ),
-            "Complete the reasoning chain": RawReply(
-                json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40
+            complete=RawReply(
+                json.dumps(POLISH_WEDDING_CHAIN), prompt_tokens=200, completion_tokens=40
             ),
-            "Can the question be answered": RawReply(
-                '{"answerable": true, "key_sentence": ""}', prompt_tokens=150
-            ),
-        },
+            key=RawReply('{"answerable": true, "key_sentence": ""}', prompt_tokens=150),
+        ),
         default=RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5),
     )
 
@@ -78,10 +58,7 @@ def client(fake: FakeTransport | None = None) -> LLMClient:
 
 
 def text_nodes() -> list[TextNode]:
-    return [
-        TextNode(id_=node_id, text=text, metadata={"title": title})
-        for node_id, (title, text) in DOCS.items()
-    ]
+    return [TextNode(id_=p.id, text=p.text, metadata={"title": p.title}) for p in PASSAGES]
 
 
 @pytest.fixture
