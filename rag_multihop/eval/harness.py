@@ -7,18 +7,14 @@ records it and the reports mark the method. Latency is the wall time of one
 ``retrieve`` call with the query vector already computed, so it measures the method, not the
 encoder.
 
-Example (a tiny corpus and a toy encoder):
+Example (a tiny corpus and the test helpers' hashing encoder):
+    >>> from rag_multihop import Corpus, Passage
     >>> from rag_multihop.eval.datasets import Dataset, QAExample
-    >>> from rag_multihop.corpus import Corpus
-    >>> from rag_multihop.types import Passage
-    >>> class Letters:
-    ...     name, dim = "letters", 3
-    ...     def encode(self, texts, *, show_progress=False):
-    ...         v = np.array([[t.count("a"), t.count("b"), 1.0] for t in texts], dtype="float32")
-    ...         return v / np.linalg.norm(v, axis=1, keepdims=True)
-    >>> corpus = Corpus([Passage("x", "aaaa"), Passage("y", "bbbb")])
-    >>> data = Dataset("toy", corpus, (QAExample("q1", "aa?", ("x",), ("x",), False),), "native")
-    >>> result = run_benchmark(data, ["dense"], encoder=Letters(), ks=(1, 2))
+    >>> from rag_multihop.testing import HashingEncoder
+    >>> corpus = Corpus([Passage("x", "red apples"), Passage("y", "blue sky")])
+    >>> question = QAExample("q1", "apples?", ("x",), ("x",), False)
+    >>> data = Dataset("toy", corpus, (question,), "native")
+    >>> result = run_benchmark(data, ["dense"], encoder=HashingEncoder(), ks=(1, 2))
     >>> result.methods["dense"].recall[1]
     1.0
 """

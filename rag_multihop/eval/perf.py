@@ -21,16 +21,12 @@ next to its anchor in the same process and reported as a ratio:
 Example (a toy corpus, two methods; real runs use the shared datasets):
     >>> from rag_multihop.eval.datasets import Dataset, QAExample
     >>> from rag_multihop.corpus import Corpus
+    >>> from rag_multihop.testing import HashingEncoder
     >>> from rag_multihop.types import Passage
-    >>> class Letters:
-    ...     name, dim = "letters", 3
-    ...     def encode(self, texts, *, show_progress=False):
-    ...         v = np.array([[t.count("a"), t.count("b"), 1.0] for t in texts], dtype="float32")
-    ...         return v / np.linalg.norm(v, axis=1, keepdims=True)
-    >>> corpus = Corpus([Passage("x", "aaaa apple"), Passage("y", "bbbb sky")])
-    >>> question = QAExample("q1", "apple aa?", ("x",), ("x",), False)
+    >>> corpus = Corpus([Passage("x", "red apples"), Passage("y", "blue sky")])
+    >>> question = QAExample("q1", "red apples?", ("x",), ("x",), False)
     >>> data = Dataset("toy", corpus, (question,), "native")
-    >>> rows = time_methods(data, ["dense", "bm25"], encoder=Letters(), queries=1)
+    >>> rows = time_methods(data, ["dense", "bm25"], encoder=HashingEncoder(), queries=1)
     >>> [(r.method, r.recall_at_5) for r in rows]
     [('dense', 100.0), ('bm25', 100.0)]
 """

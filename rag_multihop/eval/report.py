@@ -32,6 +32,7 @@ from rag_multihop.eval.metrics import paired_bootstrap, wins_losses
 
 if TYPE_CHECKING:  # the harness runs the methods, which summarise with this module
     from rag_multihop.eval.harness import BenchResult, MethodResult
+    from rag_multihop.llm.accounting import LLMAccount
 
 TABLE_KS = (2, 5, 10)
 COMPARE_K = 5
@@ -59,6 +60,36 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
         "mean": round(float(np.mean(values)), 4),
         "median": round(float(np.median(values)), 4),
         "p95": round(float(np.percentile(values, 95)), 4),
+    }
+
+
+def llm_usage(
+    model: str | None,
+    accounts: Sequence[LLMAccount],
+    *,
+    latencies: Sequence[float],
+    fallbacks: Sequence[float],
+) -> dict[str, Any]:
+    r"""The ``llm`` block of a method's ``bench_extras``: the model, the total account and per
+    query (one account each) the :func:`summarize`\ d calls, cache hits, tokens, cost
+    (``None`` when a price is unknown), latency in seconds and fallbacks. The markdown report's
+    "LLM usage per query" table reads it."""
+    total = sum(accounts[1:], start=accounts[0]) if accounts else None
+    costs = [a.cost for a in accounts]
+    return {
+        "model": model,
+        "total": None if total is None else total.to_dict(),
+        "per_query": {
+            "calls": summarize([a.calls for a in accounts]),
+            "cache_hits": summarize([a.cache_hits for a in accounts]),
+            "prompt_tokens": summarize([a.prompt_tokens for a in accounts]),
+            "completion_tokens": summarize([a.completion_tokens for a in accounts]),
+            "cost_usd": None
+            if any(c is None for c in costs)
+            else summarize([float(c) for c in costs if c is not None]),
+            "latency_s": summarize(latencies),
+            "fallbacks": summarize(fallbacks),
+        },
     }
 
 

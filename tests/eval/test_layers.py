@@ -80,3 +80,19 @@ def test_summarize_is_the_one_summary_of_per_query_numbers():
     assert summarize(values) == {"mean": 50.5, "median": 50.5, "p95": 95.05}
     assert summarize([0.12345]) == {"mean": 0.1235, "median": 0.1235, "p95": 0.1235}
     assert summarize([]) == {}
+
+
+def test_llm_usage_totals_the_accounts_and_summarises_each_query():
+    from rag_multihop.eval.report import llm_usage
+    from rag_multihop.llm import LLMAccount
+
+    accounts = [LLMAccount(calls=2, prompt_tokens=100, cost=0.01), LLMAccount(calls=4, cost=0.03)]
+    usage = llm_usage("openai/x", accounts, latencies=[1.0, 3.0], fallbacks=[0, 1])
+    assert usage["model"] == "openai/x"
+    assert usage["total"]["calls"] == 6 and usage["total"]["prompt_tokens"] == 100
+    per_query = usage["per_query"]
+    assert per_query["calls"]["mean"] == 3.0 and per_query["latency_s"]["median"] == 2.0
+    assert per_query["cost_usd"]["mean"] == 0.02 and per_query["fallbacks"]["mean"] == 0.5
+    unpriced = [LLMAccount(calls=1, cost=None)]
+    assert llm_usage("m", unpriced, latencies=[1.0], fallbacks=[0])["per_query"]["cost_usd"] is None
+    assert llm_usage("m", [], latencies=[], fallbacks=[])["total"] is None

@@ -66,7 +66,7 @@ from rag_multihop.eval.methods.association import build as build_aar
 from rag_multihop.eval.metrics import recall_at_k
 from rag_multihop.eval.options import OPTION
 from rag_multihop.eval.registry import declare_options, declare_settings, register_method
-from rag_multihop.eval.report import summarize
+from rag_multihop.eval.report import llm_usage, summarize
 from rag_multihop.eval.splits import FoldRouter
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.vectors import PassageVectors
@@ -280,24 +280,12 @@ class BridgeBenchRetriever:
         return extras
 
     def _llm_report(self) -> dict[str, Any]:
-        accounts = [t.account for t in self.traces if t.account is not None]
-        total = sum(accounts[1:], start=accounts[0]) if accounts else None
-        costs = [a.cost for a in accounts]
-        return {
-            "model": self.llm.model,
-            "total": None if total is None else total.to_dict(),
-            "per_query": {
-                "calls": summarize([a.calls for a in accounts]),
-                "cache_hits": summarize([a.cache_hits for a in accounts]),
-                "prompt_tokens": summarize([a.prompt_tokens for a in accounts]),
-                "completion_tokens": summarize([a.completion_tokens for a in accounts]),
-                "cost_usd": None
-                if any(c is None for c in costs)
-                else summarize([float(c) for c in costs if c is not None]),
-                "latency_s": summarize([t.seconds for t in self.traces]),
-                "fallbacks": summarize([t.fallbacks for t in self.traces]),
-            },
-        }
+        return llm_usage(
+            self.llm.model,
+            [t.account for t in self.traces if t.account is not None],
+            latencies=[t.seconds for t in self.traces],
+            fallbacks=[t.fallbacks for t in self.traces],
+        )
 
 
 def _flag(value: object, name: str) -> bool:

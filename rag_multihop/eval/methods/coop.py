@@ -30,7 +30,7 @@ from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.methods.bridge import LLM_OPTIONS
 from rag_multihop.eval.methods.rala import rala_reranker
 from rag_multihop.eval.registry import declare_settings, register_method
-from rag_multihop.eval.report import summarize
+from rag_multihop.eval.report import llm_usage, summarize
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.types import Candidate, Query
 
@@ -96,28 +96,18 @@ class CoopBenchRetriever:
         return extras
 
     def _llm_report(self) -> dict[str, Any]:
-        accounts = [t.account for t in self.traces if t.account is not None]
-        total = sum(accounts[1:], start=accounts[0]) if accounts else None
-        costs = [a.cost for a in accounts]
         stages: dict[str, list[Any]] = {}
         for trace in self.traces:
             for stage, account in trace.accounts.items():
                 name = "keyextract" if stage.startswith("keyextract_") else stage
                 stages.setdefault(name, []).append(account)
         return {
-            "model": self.model,
-            "total": None if total is None else total.to_dict(),
-            "per_query": {
-                "calls": summarize([a.calls for a in accounts]),
-                "cache_hits": summarize([a.cache_hits for a in accounts]),
-                "prompt_tokens": summarize([a.prompt_tokens for a in accounts]),
-                "completion_tokens": summarize([a.completion_tokens for a in accounts]),
-                "cost_usd": None
-                if any(c is None for c in costs)
-                else summarize([float(c) for c in costs if c is not None]),
-                "latency_s": summarize(self.latencies),
-                "fallbacks": summarize([t.fallbacks for t in self.traces]),
-            },
+            **llm_usage(
+                self.model,
+                [t.account for t in self.traces if t.account is not None],
+                latencies=self.latencies,
+                fallbacks=[t.fallbacks for t in self.traces],
+            ),
             "per_stage": {
                 stage: {
                     "calls_per_query": round(sum(a.calls for a in accounts) / len(self.traces), 3),
