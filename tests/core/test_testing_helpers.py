@@ -117,3 +117,24 @@ def test_polish_wedding_replies_answer_the_toy_question_and_refuse_unknown_kinds
     assert llm.complete("Answer the question.").text == '{"answer": "Philadelphia"}'
     with pytest.raises(ValueError, match="unknown prompt kind 'answer'; choose from repair"):
         polish_wedding_replies(answer="x")
+
+
+def test_fake_openai_server_answers_litellm_whole_and_streamed_and_breaks_on_request():
+    from rag_multihop.llm import LLMSettings
+    from rag_multihop.testing import FakeOpenAIServer
+
+    def reply(messages: list[dict]) -> str:
+        return f"you said {messages[-1]['content']}"
+
+    with FakeOpenAIServer(reply, prompt_tokens=7, completion_tokens=3, break_on="BREAK") as fake:
+        settings = LLMSettings("openai/fake", api_base=fake.url, max_retries=0, api_key_env=None)
+        with LLMClient(settings) as llm:
+            whole = llm.complete("hello there")
+            assert (whole.text, whole.account.prompt_tokens) == ("you said hello there", 7)
+            pieces = list(llm.stream("one two three"))
+            assert "".join(pieces) == "you said one two three"
+            with pytest.raises(LLMError):
+                list(llm.stream("BREAK now please"))
+        assert [r.get("stream", False) for r in fake.requests][:2] == [False, True]
+    with pytest.raises(RuntimeError, match="not started"):
+        _ = fake.url

@@ -12,8 +12,8 @@ a peer is built.
 Example:
     >>> {"dense", "multihop", "rala", "coop"} <= set(available_methods())
     True
-    >>> get_method("dense").family
-    'ours'
+    >>> get_method("multihop").family, get_method("dense").family
+    ('ours', 'peer')
 """
 
 from __future__ import annotations
