@@ -52,7 +52,6 @@ ScoredList = tuple[Sequence[str], Sequence[float] | np.ndarray]
 """One system's candidates: ids and their raw scores (higher is better), in list order."""
 
 
-
 @dataclass(frozen=True)
 class FusionResult:
     """Fused documents, best first.

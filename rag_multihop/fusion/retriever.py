@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -114,3 +115,7 @@ class FusionRetriever:
         child_k = self.settings.child_k
         lists = {name: r.retrieve(query, k=child_k) for name, r in self.retrievers.items()}
         return self.fuse(lists, k)
+
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """:meth:`retrieve` in a worker thread (every child's search off the event loop)."""
+        return await asyncio.to_thread(self.retrieve, query, k)

@@ -46,7 +46,7 @@ def rankings() -> dict[str, Any]:
     dense = DenseRetriever.from_corpus(data.corpus, HashingEncoder())
     out: dict[str, Any] = {}
     for mode in ("concatenate", "sub-questions"):
-        uar = UARRetriever(dense, HalvesUnroller(), mode=mode)
+        uar = UARRetriever(dense, HalvesUnroller(), uar_mode=mode)
         out[mode] = {
             q.id: [[c.id, round(c.score, 9)] for c in uar.retrieve(Query(q.question, id=q.id), K)]
             for q in data.questions[:QUESTIONS]
