@@ -334,7 +334,9 @@ def test_keyextract_that_never_judges_answerable_is_ended_by_the_budget() -> Non
         return json.dumps({"answerable": False, "key_sentence": sentence})
 
     fake = FakeLLM(key=key)
-    coop = CoopRetriever.with_llm(dense(), client(fake), keyextract=True, keyextract_rounds=2, top_k=5)
+    coop = CoopRetriever.with_llm(
+        dense(), client(fake), keyextract=True, keyextract_rounds=2, top_k=5
+    )
     result = coop.run(Query(POLISH_WEDDING_QUESTION, id="q1"), k=3)
     trace = result.trace
     assert trace.stop == "budget" and len(trace.rounds) == 2
