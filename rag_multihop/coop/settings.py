@@ -166,4 +166,4 @@ class FineTuneSettings:
         check_choice(self.weighting, "weighting", WEIGHTINGS)
         check_int(self.max_length, "max_length", low=8)
         check_int(self.seed, "seed", low=0)
-        check_int(self.threads, "threads", low=1)
+        check_positive_int(self.threads, "threads")
