@@ -80,7 +80,7 @@ def _saved_index(tmp_path: Path) -> Path:
     [
         ("config.json", b"\x00\xff garbage", r"config\.json is not a valid DenseIndex config"),
         ("config.json", b'{"format_version": 1, "factory": 3}', r"config\.json: 'factory'"),
-        ("config.json", b"[1, 2]", r"config\.json: unsupported DenseIndex format_version"),
+        ("config.json", b"[1, 2]", r"config\.json is not a valid DenseIndex config: expected"),
         ("index.faiss", b"not faiss at all", r"index\.faiss is not a FAISS index"),
         ("ids.json", b'["a", "b"]', r"2 ids for 3 vectors"),
         ("ids.json", b'{"a": 1}', r"ids\.json must hold a JSON list"),
