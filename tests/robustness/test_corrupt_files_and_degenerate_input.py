@@ -95,6 +95,30 @@ def test_a_corrupt_dense_index_fails_at_load_naming_the_file(
         DenseIndex.load(folder)
 
 
+def test_an_artifact_of_another_kind_or_version_is_named(tmp_path) -> None:
+    from rag_multihop.coop import PassageStates
+
+    folder = _saved_index(tmp_path)
+    with pytest.raises(
+        ArtifactError,
+        match=r"config\.json holds a 'rag_multihop\.dense_index' artifact, not a "
+        r"'rag_multihop\.passage_states' \(PassageStates\) one",
+    ):
+        PassageStates.load(folder)
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["kind"], config["format_version"]) == ("rag_multihop.dense_index", 1)
+    del config["kind"]  # as indexes saved before kinds were recorded
+    (folder / "config.json").write_text(json.dumps(config))
+    assert DenseIndex.load(folder).ids == CORPUS.ids
+    (folder / "config.json").write_text(json.dumps({**config, "format_version": 2}))
+    with pytest.raises(
+        ArtifactError,
+        match=r"config\.json: unsupported DenseIndex format_version 2; this version of "
+        r"rag-multihop reads format_version 1",
+    ):
+        DenseIndex.load(folder)
+
+
 def _saved_graph(tmp_path: Path) -> Path:
     folder = tmp_path / "graph"
     build_entity_graph(CORPUS).save(folder)
