@@ -187,26 +187,31 @@ def read_artifact(directory: str | os.PathLike[str]) -> Iterator[Path]:
 @contextmanager
 def _lock(path: Path, *, exclusive: bool) -> Iterator[None]:
     """``flock`` of ``path`` (created if needed) for the block; released by the kernel if
-    the process dies. Without ``fcntl``, or a lock file that cannot be opened by a reader
-    of a read-only folder, the block runs unlocked."""
-    if fcntl is None:
+    the process dies. Without ``fcntl``, or for a reader of a read-only folder without the
+    lock file, the block runs unlocked."""
+    descriptor = _open_lock(path, exclusive=exclusive)
+    if descriptor is None:
         yield
         return
-    try:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
-        if exclusive:
-            raise
-        try:
-            descriptor = os.open(path, os.O_RDONLY)
-        except OSError:
-            yield
-            return
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         yield
     finally:
         os.close(descriptor)  # closing releases the lock
+
+
+def _open_lock(path: Path, *, exclusive: bool) -> int | None:
+    if fcntl is None:
+        return None
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        if exclusive:
+            raise
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
 
 
 def _try_lock(path: Path) -> int | None:

@@ -261,3 +261,17 @@ def test_a_writer_killed_while_committing_leaves_no_stuck_lock(
     assert saver.returncode == 0, errors[-2000:]
     assert _value(target) == 7.0
     assert not leftovers[0].exists()  # the dead writer's staging folder is removed
+
+
+def test_a_version_saved_before_markers_loads_and_the_next_save_replaces_it(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "index"
+    _save(target, 1.0)
+    old = artifact_path(target)
+    (old / ".rag-multihop-version").unlink()  # as rag-multihop wrote versions before markers
+    for lock in target.glob(".rag-multihop-*.lock"):
+        lock.unlink()
+    assert _value(target) == 1.0
+    _save(target, 2.0)
+    assert _value(target) == 2.0 and not old.exists()  # the version CURRENT named is its own
