@@ -36,6 +36,11 @@ they are.
 The locks need ``fcntl`` (Linux, macOS, other POSIX systems); without it saves still commit
 atomically but are not serialised, and abandoned staging folders are kept.
 
+API for a new kind of artifact: write its files inside ``with atomic_directory(target) as
+staging:``; read them inside ``with read_artifact(target) as folder:``; describe it with
+:func:`rag_multihop._artifact_config.write_config` / ``read_config`` (kind and format
+version); raise :class:`ArtifactError` naming the file for anything corrupt.
+
 Example:
     >>> import tempfile
     >>> target = Path(tempfile.mkdtemp()) / "model"
