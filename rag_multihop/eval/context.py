@@ -4,16 +4,16 @@ base retrievers and a memo of what methods build once per run.
 Every method sees the same passage and query embeddings, so differences between methods come
 from the methods alone.
 
-Example (a toy encoder):
-    >>> from rag_multihop import Corpus, Passage
+Example (the toy corpus of :mod:`rag_multihop.testing`):
+    >>> from rag_multihop import Corpus
     >>> from rag_multihop.eval.datasets import Dataset, QAExample
-    >>> from rag_multihop.testing import HashingEncoder
-    >>> corpus = Corpus([Passage("x", "red apples"), Passage("y", "blue sky")])
-    >>> question = QAExample("q1", "apples?", ("x",), ("x",), False)
-    >>> data = Dataset("toy", corpus, (question,), "native")
+    >>> from rag_multihop.testing import HashingEncoder, polish_wedding_passages
+    >>> gold = ("polish-wedding", "theresa-connelly")
+    >>> question = QAExample("q1", "Who directed Polish Wedding?", (), gold, False)
+    >>> data = Dataset("toy", Corpus(polish_wedding_passages()), (question,), "native")
     >>> context, seconds = build_context(data, HashingEncoder())
     >>> [c.id for c in context.dense.retrieve(context.queries()[0], k=1)]
-    ['x']
+    ['polish-wedding']
     >>> context.memo("answer", lambda: 42), context.memo("answer", lambda: 0)
     (42, 42)
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import pytest
 
 from rag_multihop.corpus import Corpus
@@ -12,6 +13,7 @@ from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.methods import available_methods, get_method
 from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K, PEER_CHILD_K_OPTION, peer_child_k
+from rag_multihop.protocols import Retriever
 from rag_multihop.testing import HashingEncoder
 from rag_multihop.types import Candidate, Passage, Query
 
@@ -38,6 +40,31 @@ class FixedRetriever:
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         self.calls.append((query, k))
         return self.candidates[:k]
+
+
+def hand_children() -> tuple[FixedRetriever, FixedRetriever]:
+    """dense: a 0.9, b 0.8, c 0.1; bm25: b 3.0, d 1.0 (d is found by BM25 only)."""
+    dense = FixedRetriever("dense", [("a", 0.9), ("b", 0.8), ("c", 0.1)])
+    bm25 = FixedRetriever("bm25", [("b", 3.0), ("d", 1.0)])
+    return dense, bm25
+
+
+def check_inputs_are_not_mutated(
+    peer: Retriever, dense: FixedRetriever, bm25: FixedRetriever
+) -> None:
+    before = (list(dense.candidates), list(bm25.candidates))
+    vector = np.array([0.6, 0.8], dtype=np.float32)
+    query = Query("capital of France", embedding=vector)
+    peer.retrieve(query, k=4)
+    assert (dense.candidates, bm25.candidates) == before
+    assert [c.score for c in dense.candidates] == [0.9, 0.8, 0.1]
+    np.testing.assert_array_equal(query.embedding, np.array([0.6, 0.8], dtype=np.float32))
+
+
+def check_ranking_does_not_depend_on_k(peer: Retriever) -> None:
+    query = Query("capital of France")
+    assert peer.retrieve(query, k=2) == peer.retrieve(query, k=4)[:2]
+    assert len(peer.retrieve(query, k=50)) == 4  # the fused pool holds 4 passages
 
 
 def toy_context(**options: object) -> BenchContext:

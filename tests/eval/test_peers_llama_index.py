@@ -29,15 +29,16 @@ from tests.eval.peer_checks import (
     PASSAGES,
     FixedRetriever,
     check_child_k_option,
+    check_inputs_are_not_mutated,
     check_peer_returns_ranked_corpus_candidates,
+    check_ranking_does_not_depend_on_k,
     check_registered_as_peers,
+    hand_children,
 )
 
 
 def hand_peer(mode: str) -> tuple[LlamaIndexFusionPeer, FixedRetriever, FixedRetriever]:
-    # dense: a 0.9, b 0.8, c 0.1; bm25: b 3.0, d 1.0 (d is found by BM25 only)
-    dense = FixedRetriever("dense", [("a", 0.9), ("b", 0.8), ("c", 0.1)])
-    bm25 = FixedRetriever("bm25", [("b", 3.0), ("d", 1.0)])
+    dense, bm25 = hand_children()
     return LlamaIndexFusionPeer(CORPUS, dense, bm25, mode=mode, child_k=3), dense, bm25
 
 
@@ -137,21 +138,11 @@ def test_children_get_child_depth_and_the_query_embedding() -> None:
 
 
 def test_inputs_are_not_mutated() -> None:
-    peer, dense, bm25 = hand_peer("dist_based_score")
-    before = (list(dense.candidates), list(bm25.candidates))
-    vector = np.array([0.6, 0.8], dtype=np.float32)
-    query = Query("capital of France", embedding=vector)
-    peer.retrieve(query, k=4)
-    assert (dense.candidates, bm25.candidates) == before
-    assert [c.score for c in dense.candidates] == [0.9, 0.8, 0.1]
-    np.testing.assert_array_equal(query.embedding, np.array([0.6, 0.8], dtype=np.float32))
+    check_inputs_are_not_mutated(*hand_peer("dist_based_score"))
 
 
 def test_ranking_does_not_depend_on_k() -> None:
-    peer, _, _ = hand_peer("dist_based_score")
-    query = Query("capital of France")
-    assert peer.retrieve(query, k=2) == peer.retrieve(query, k=4)[:2]
-    assert len(peer.retrieve(query, k=50)) == 4  # the fused pool holds 4 passages
+    check_ranking_does_not_depend_on_k(hand_peer("dist_based_score")[0])
 
 
 # ---------------------------------------------------------------- benchmark registration
