@@ -44,7 +44,9 @@ dimension 2
     bad = ~np.isfinite(array).all(axis=1)
     if bad.any():
         rows = np.flatnonzero(bad)[:5].tolist()
-        where = f"rows {rows}" if ids is None else f"ids {[_label(r, ids) for r in rows]}"
+        where = f"rows {rows}"
+        if ids is not None and len(ids) == len(array):
+            where = f"ids {[ids[r] for r in rows]}"
         raise ValueError(f"{name} contain NaN or inf values ({where}, {int(bad.sum())} in all)")
     return np.ascontiguousarray(array)
 
