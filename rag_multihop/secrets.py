@@ -84,7 +84,10 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-_EXAMPLES = {"sentence-transformers model": "'sentence-transformers/all-MiniLM-L6-v2'"}
+_EXAMPLES = {
+    "sentence-transformers model": "'sentence-transformers/all-MiniLM-L6-v2'",
+    "local model": "'local' or 'local/smollm2-135m'",
+}
 
 
 class SecretInFieldError(ValueError):

@@ -149,3 +149,10 @@ def test_the_cli_refuses_a_key_before_any_work_without_echo(
     for key in KEYS.values():
         assert key not in out + err
     assert not (tmp_path / "out").exists()
+
+
+def test_llm_serve_refuses_a_key_as_the_local_model_without_echo(capsys) -> None:
+    key = KEYS["openai"]
+    assert main(["llm", "serve", "--model", key]) == 2
+    out, err = capsys.readouterr()
+    assert "model looks like an API key" in err and key not in out + err
