@@ -46,7 +46,7 @@ dimension 2
         rows = np.flatnonzero(bad)[:5].tolist()
         where = f"rows {rows}"
         if ids is not None and len(ids) == len(array):
-            where = f"ids {[ids[r] for r in rows]}"
+            where += f", ids {[ids[r] for r in rows]}"
         raise ValueError(f"{name} contain NaN or inf values ({where}, {int(bad.sum())} in all)")
     return np.ascontiguousarray(array)
 

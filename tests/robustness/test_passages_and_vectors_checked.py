@@ -71,8 +71,10 @@ def test_non_finite_vectors_name_their_ids() -> None:
     corpus = _corpus()
     vectors = np.eye(3, dtype=np.float32)
     vectors[1, 0] = np.inf
-    with pytest.raises(ValueError, match=r"NaN or inf values \(ids \['d1'\], 1 in all\)"):
+    with pytest.raises(
+        ValueError, match=r"NaN or inf values \(rows \[1\], ids \['d1'\], 1 in all\)"
+    ):
         MultiHopRetriever(corpus, vectors)
     given = {"d0": [1.0, 0.0], "d1": [float("nan"), 1.0]}
-    with pytest.raises(ValueError, match=r"NaN or inf values \(ids \['d1'\]"):
+    with pytest.raises(ValueError, match=r"NaN or inf values \(rows \[1\], ids \['d1'\]"):
         PassageVectors().passages(list(_corpus(2)), given=given)

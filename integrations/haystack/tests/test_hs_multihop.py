@@ -319,5 +319,5 @@ def test_embeddings_of_different_lengths_name_the_document_and_both_dimensions()
             Document(id="b", content="Beta.", embedding=[float("nan"), 1.0]),
         ]
     )
-    with pytest.raises(ValueError, match=r"NaN or inf .*'b'"):
+    with pytest.raises(ValueError, match=r"NaN or inf .*ids \['b'\]"):
         MultiHopRetriever(store).run(query="alpha?", query_embedding=[1.0, 0.0])
