@@ -281,7 +281,7 @@ class MultiHopRetriever:
             graph_entity_share=graph_entity_share,
             ppr=ppr,
         )
-        matrix = as_embedding_matrix(vectors, name="passage vectors")
+        matrix = as_embedding_matrix(vectors, name="passage vectors", ids=corpus.ids)
         if matrix.shape[0] != len(corpus):
             raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
         self.corpus = corpus

@@ -13,7 +13,7 @@ from rag_multihop.eval.metrics import all_recall_at_k, last_hop_recall_at_k, rec
 from rag_multihop.eval.report import to_json
 from rag_multihop.eval.splits import split_dataset
 from rag_multihop.eval.views import ViewSettings, apply_view, sentence_spans
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 WORDS = [
     "alpha",

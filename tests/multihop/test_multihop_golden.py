@@ -16,8 +16,8 @@ import pytest
 
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.multihop import MultiHopRetriever
+from rag_multihop.testing import HashingEncoder
 from rag_multihop.types import Query
-from tests.conftest import HashingEncoder
 
 GOLDEN = Path(__file__).parent / "data" / "multihop_demo_golden.json"
 
