@@ -37,7 +37,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.multihop.titles import TitleIndex
 from rag_multihop.store import derive
 from rag_multihop.store.segment import (
     POINTER,
@@ -63,6 +65,7 @@ from rag_multihop.store.segment import (
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
 from rag_multihop.store.views import SegmentSet, StoredTitleIndex
+from rag_multihop.text import title_key
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -357,16 +360,22 @@ class CorpusIndex:
         old = sorted(row for row in touched if row < r0)
         rows = [*old, *range(r0, r0 + n)]
         texts = [state.view.string("texts", row) for row in old] + [p.text for p in passages]
-        titles = StoredTitleIndex(
-            view, size=view.n_rows, positions=None, max_words=settings.title_max_words
-        )
+        titles: TitleIndex
+        rows_of: Callable[[str], Iterable[int]]
+        if state.segments:
+            titles = StoredTitleIndex(
+                view, size=view.n_rows, positions=None, max_words=settings.title_max_words
+            )
+            rows_of = lambda key: view.rows_with_key(key).tolist()  # noqa: E731
+        else:  # a first build or a compaction: the batch is the whole dictionary
+            titles = TitleIndex([p.title for p in passages], max_words=settings.title_max_words)
+            by_key: dict[str, list[int]] = defaultdict(list)
+            for row, passage in enumerate(passages):
+                if title_key(passage.title):
+                    by_key[title_key(passage.title)].append(row)
+            rows_of = lambda key: by_key.get(key, ())  # noqa: E731
         arrays |= derive.link_arrays(rows, texts, titles, settings.context_window)
-        arrays |= derive.graph_link_arrays(
-            rows,
-            texts,
-            lambda key: view.rows_with_key(key).tolist(),
-            settings.graph_max_title_words,
-        )
+        arrays |= derive.graph_link_arrays(rows, texts, rows_of, settings.graph_max_title_words)
         if settings.ann != "flat" and n:
             arrays["ann"] = _ann_bytes(settings.ann, unit)
 

@@ -111,21 +111,39 @@ def write_segment(root: Path, version: int, arrays: Mapping[str, np.ndarray]) ->
 
 
 def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
+    """Memory-map the ``.npy`` file ``path`` as the manifest describes it.
+
+    The header is checked as text against the manifest's dtype and shape rather than
+    parsed with ``np.load``: its parser (``ast``) is not thread-safe on Python 3.11 before
+    3.11.8, and readers open snapshots while a writer thread works.
+    """
+    shape = tuple(int(x) for x in expected["shape"])
+    dtype = np.dtype(expected["dtype"])
     try:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError:  # an empty array cannot be memory-mapped
-        try:
-            array = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ArtifactError(f"{path} is not a readable array: {exc}") from None
+        with open(path, "rb") as handle:
+            start = handle.read(12)
+            size = os.fstat(handle.fileno()).st_size
+            if start[:6] != b"\x93NUMPY":
+                raise ArtifactError(f"{path} is not a .npy array file")
+            if start[6] == 1:
+                offset = 10 + int.from_bytes(start[8:10], "little")
+            else:
+                offset = 12 + int.from_bytes(start[8:12], "little")
+            handle.seek(0)
+            header = handle.read(offset).decode("latin-1")
     except OSError as exc:
         raise ArtifactError(f"{path} is missing or unreadable: {exc.strerror or exc}") from None
-    if list(array.shape) != list(expected["shape"]) or array.dtype.str != expected["dtype"]:
+    described = f"'descr': '{dtype.str}'" in header and f"'shape': {shape!r}" in header
+    if not described or "'fortran_order': False" not in header:
         raise ArtifactError(
-            f"{path} holds a {array.dtype.str} array of shape {list(array.shape)}, the manifest "
-            f"says {expected['dtype']} {expected['shape']}; the segment is corrupt"
+            f"{path} holds an array other than the manifest's {dtype.str} {list(shape)} "
+            f"(header {header[10:].strip()!r}); the segment is corrupt"
         )
-    return array
+    if size < offset + int(np.prod(shape)) * dtype.itemsize:
+        raise ArtifactError(f"{path} is truncated ({size} bytes); the segment is corrupt")
+    if int(np.prod(shape)) == 0:
+        return np.empty(shape, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
 
 
 def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:

@@ -135,8 +135,16 @@ def test_a_missing_or_corrupt_segment_is_a_clear_error(tmp_path, index) -> None:
     segment = next((tmp_path / "idx" / "segments").iterdir())
     vectors = segment / "vectors.npy"
     np.save(vectors, np.zeros((2, 64), dtype=np.float32))
-    with pytest.raises(ArtifactError, match=r"vectors\.npy holds .* the segment is corrupt"):
+    with pytest.raises(
+        ArtifactError, match=r"vectors\.npy holds an array other than .* the segment is corrupt"
+    ):
         index.snapshot()
+    texts = segment / "texts.blob.npy"
+    whole = texts.read_bytes()
+    texts.write_bytes(whole[:-5])
+    with pytest.raises(ArtifactError, match=r"texts\.blob\.npy is truncated"):
+        index.snapshot()
+    texts.write_bytes(whole)
     os.remove(vectors)
     with pytest.raises(ArtifactError, match=r"vectors\.npy is missing"):
         index.snapshot()
