@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 T = TypeVar("T", bound=Hashable)
@@ -54,6 +55,17 @@ def normalize_entity(name: str) -> str:
     text = _PUNCTUATION.sub("", text)
     text = _SPACES.sub(" ", text).strip()
     return _ARTICLE.sub("", text)
+
+
+@lru_cache(maxsize=1 << 18)
+def normalize_word(word: str) -> str:
+    """:func:`normalize_entity` of one word, memoised (texts repeat their words, and title
+    matching normalises every word of every passage).
+
+    >>> normalize_word("Hitchcock's")
+    'hitchcock'
+    """
+    return normalize_entity(word)
 
 
 def strip_disambiguation(title: str) -> str:

@@ -55,7 +55,7 @@ from rag_multihop._atomic import (
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.text import normalize_entity, title_key
+from rag_multihop.text import normalize_entity, normalize_word, title_key
 from rag_multihop.validation import check_fraction, check_number, check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -303,7 +303,7 @@ def passage_title_links(
     [1]
     """
     words = LINK_WORD.findall(text)
-    normalised = [normalize_entity(word) for word in words]
+    normalised = [normalize_word(word) for word in words]
     targets: set[int] = set()
     for start, word in enumerate(words):
         if not (word[0].isupper() or word[0].isdigit()):

@@ -142,8 +142,9 @@ def passage_links(
     links of the passages a new title touches (:mod:`rag_multihop.store`).
 
     >>> titles = TitleIndex(["Rope", "Alfred Hitchcock"])
-    >>> passage_links(0, "Rope was directed by Alfred Hitchcock.", titles)
-    [(1, 1.0, frozenset({'direc', 'rope'}))]
+    >>> [(c, w, sorted(stems)) for c, w, stems in passage_links(0, "Rope was directed by "
+    ...  "Alfred Hitchcock.", titles)]
+    [(1, 1.0, ['direc', 'rope'])]
     """
     found = titles.mentions(text)
     weights: dict[int, float] = {}

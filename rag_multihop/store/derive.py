@@ -21,7 +21,6 @@ column):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -31,12 +30,10 @@ from rag_multihop.multihop.links import passage_links
 from rag_multihop.multihop.titles import TitleIndex, title_tokens, title_variants
 from rag_multihop.store.tables import Postings, build_postings, key_hashes, pack_strings
 from rag_multihop.store.views import QUALIFIER_SEPARATOR
-from rag_multihop.text import normalize_entity, title_key
+from rag_multihop.text import normalize_word, title_key
 from rag_multihop.types import Passage
 
 Arrays = dict[str, np.ndarray]
-
-_normalized = lru_cache(maxsize=1 << 18)(normalize_entity)
 
 
 def _table(prefix: str, table: Postings) -> Arrays:
@@ -107,7 +104,7 @@ def text_pieces(text: str) -> set[str]:
     can name a key only if it holds every word of the key."""
     pieces = {token for _, token in title_tokens(text)}
     for word in LINK_WORD.findall(text):
-        pieces.update(_normalized(word).split())
+        pieces.update(normalize_word(word).split())
     return pieces
 
 

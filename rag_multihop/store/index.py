@@ -64,7 +64,7 @@ from rag_multihop.store.segment import (
 )
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
-from rag_multihop.store.views import SegmentSet, StoredTitleIndex
+from rag_multihop.store.views import PrefetchedTitleIndex, SegmentSet
 from rag_multihop.text import title_key
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
@@ -363,10 +363,14 @@ class CorpusIndex:
         titles: TitleIndex
         rows_of: Callable[[str], Iterable[int]]
         if state.segments:
-            titles = StoredTitleIndex(
-                view, size=view.n_rows, positions=None, max_words=settings.title_max_words
+            prefetched = PrefetchedTitleIndex(
+                view,
+                texts,
+                max_words=settings.title_max_words,
+                graph_max_words=settings.graph_max_title_words,
             )
-            rows_of = lambda key: view.rows_with_key(key).tolist()  # noqa: E731
+            titles = prefetched
+            rows_of = lambda key: prefetched.graph_rows.get(key, ())  # noqa: E731
         else:  # a first build or a compaction: the batch is the whole dictionary
             titles = TitleIndex([p.title for p in passages], max_words=settings.title_max_words)
             by_key: dict[str, list[int]] = defaultdict(list)

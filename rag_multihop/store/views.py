@@ -15,9 +15,9 @@ from functools import cached_property
 
 import numpy as np
 
-from rag_multihop.multihop.titles import TitleIndex
+from rag_multihop.multihop.titles import TitleIndex, title_tokens
 from rag_multihop.store.segment import Segment
-from rag_multihop.store.tables import contains, key_hash, lookup, unpack_string
+from rag_multihop.store.tables import contains, key_hash, key_hashes, lookup, unpack_string
 
 QUALIFIER_SEPARATOR = "\x1f"
 
@@ -104,6 +104,53 @@ class SegmentSet:
                     out.append((row, tuple(text.split(QUALIFIER_SEPARATOR)) if text else ()))
         return out
 
+    def _found(self, prefix: str, keys: Sequence[str]) -> Iterator[tuple[Segment, int, int]]:
+        """``(segment, key number, table slot)`` of each of ``keys`` found in each segment's
+        ``prefix`` table: one vectorised binary search per segment for the whole batch."""
+        hashes = key_hashes(keys)
+        for segment in self.segments:
+            table = segment.table(prefix)
+            if table.size == 0 or hashes.size == 0:
+                continue
+            slots = np.minimum(np.searchsorted(table.hashes, hashes), table.size - 1)
+            for number in np.flatnonzero(table.hashes[slots] == hashes).tolist():
+                yield segment, number, int(slots[number])
+
+    def title_entries(self, keys: Sequence[str]) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
+        """:meth:`title_postings` of many keys at once (keys without a live title left out)."""
+        found: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        for segment, number, slot in self._found("title", keys):
+            table = segment.table("title")
+            for p in table.values[table.pointers[slot] : table.pointers[slot + 1]].tolist():
+                row = int(segment["title.row"][p])
+                if self.alive[row]:
+                    text = unpack_string(segment["title.qual.blob"], segment["title.qual.off"], p)
+                    quals = tuple(text.split(QUALIFIER_SEPARATOR)) if text else ()
+                    found.setdefault(keys[number], []).append((row, quals))
+        return found
+
+    def key_rows(self, keys: Sequence[str]) -> dict[str, list[int]]:
+        """:meth:`rows_with_key` of many keys at once (keys without a live row left out)."""
+        found: dict[str, list[int]] = {}
+        for segment, number, slot in self._found("gkey", keys):
+            table = segment.table("gkey")
+            rows = np.asarray(table.values[table.pointers[slot] : table.pointers[slot + 1]])
+            live = rows[self.alive[rows]].tolist()
+            if live:
+                found.setdefault(keys[number], []).extend(live)
+        return found
+
+    def first_words(self, tokens: Sequence[str]) -> set[str]:
+        """Those of ``tokens`` that begin some title key."""
+        hashes = key_hashes(tokens)
+        present = np.zeros(len(tokens), dtype=bool)
+        for segment in self.segments:
+            table = segment["first.hash"]
+            if table.shape[0]:
+                slots = np.minimum(np.searchsorted(table, hashes), table.shape[0] - 1)
+                present |= table[slots] == hashes
+        return {token for token, keep in zip(tokens, present.tolist(), strict=True) if keep}
+
     def has_first_word(self, token: str) -> bool:
         h = key_hash(token)
         return any(contains(s["first.hash"], h) for s in self.segments)
@@ -180,3 +227,59 @@ class StoredTitleIndex(TitleIndex):
         self._by_key = _TitleKeys(segments, positions)  # type: ignore[assignment]
         self._first_words = _FirstWords(segments)  # type: ignore[assignment]
         self.size = size
+
+
+class _Recorder:
+    """Answers "no" to every key and remembers what it was asked (a dry run of matching)."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, None] = {}
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.asked[key] = None
+        return False
+
+    def __call__(self, key: str) -> list[int]:
+        self.asked[key] = None
+        return []
+
+
+class PrefetchedTitleIndex(TitleIndex):
+    """A :class:`TitleIndex` holding, in a dict, exactly the entries that ``texts`` can
+    match, fetched from the segments with one batched search per segment: matching those
+    texts against it equals matching them against the whole stored dictionary (a writer's
+    look-ups for the passages whose links it recomputes).
+
+    Attributes:
+        graph_rows: the entity graph's title key → live rows, for the same texts.
+    """
+
+    def __init__(
+        self,
+        segments: SegmentSet,
+        texts: Sequence[str],
+        *,
+        max_words: int,
+        graph_max_words: int,
+    ) -> None:
+        from rag_multihop.graph.build import passage_title_links
+
+        self.max_words = max_words
+        self.size = segments.n_rows
+        capitalised = {
+            token
+            for text in texts
+            for word, token in title_tokens(text)
+            if word[0].isupper() or word[0].isdigit()
+        }
+        self._first_words = frozenset(segments.first_words(sorted(capitalised)))
+        recorder = _Recorder()
+        self._by_key = recorder  # type: ignore[assignment]
+        for text in texts:
+            self.mentions(text)
+        self._by_key = segments.title_entries(list(recorder.asked))
+        graph = _Recorder()
+        for text in texts:
+            passage_title_links(-1, text, graph, graph_max_words)
+        self.graph_rows = segments.key_rows(list(graph.asked))
