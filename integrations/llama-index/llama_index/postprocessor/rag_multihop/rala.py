@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -26,6 +28,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
 
 from rag_multihop.coop import RaLaReranker, RaLaSettings
+from rag_multihop.secrets import check_model_name
 from rag_multihop.types import Query
 
 _DEFAULTS = RaLaSettings()
@@ -54,6 +57,12 @@ class RaLaRerank(BaseNodePostprocessor):
     drop_punctuation: bool = Field(default=_DEFAULTS.drop_punctuation, description="Drop it.")
     _core: RaLaReranker | None = PrivateAttr(default=None)
 
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic, whose errors would echo a key pasted here by mistake
+        if data.get("model") is not None:
+            check_model_name(data["model"], "model", kind="sentence-transformers model")
+        super().__init__(**data)
+
     @model_validator(mode="after")
     def _check_settings(self) -> RaLaRerank:
         _ = self.settings
@@ -81,7 +90,7 @@ class RaLaRerank(BaseNodePostprocessor):
         if self._core is None:
             from rag_multihop.encoders import load_encoder
 
-            self._core = RaLaReranker(load_encoder(self.model), self.settings)
+            self._core = RaLaReranker(load_encoder(self.model), settings=self.settings)
         return self._core
 
     def _postprocess_nodes(

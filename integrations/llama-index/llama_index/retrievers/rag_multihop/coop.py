@@ -44,10 +44,10 @@ from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node
 
 from rag_multihop.coop import (
     ChainReader,
-    CoopRAG,
     CoopResult,
     CoopSettings,
     CoopTrace,
+    KeyExtractor,
     LLMKeyExtractor,
     LLMUnroller,
     RaLaReranker,
@@ -55,9 +55,11 @@ from rag_multihop.coop import (
     SimilarityKeyExtractor,
     Unrolling,
 )
+from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
+from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_env_var_name, check_positive_int
+from rag_multihop.validation import check_positive_int
 
 
 def make_client(
@@ -68,6 +70,7 @@ def make_client(
         raise ValueError("api_base and api_key_env apply to a model-string llm, not a client")
     if llm is None or isinstance(llm, LLMClient):
         return llm
+    check_model_name(llm, "llm")  # a key pasted here is refused without being shown
     return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=api_key_env))
 
 
@@ -120,8 +123,8 @@ class UnrollingQueryTransform(BaseQueryTransform):
         api_key_env: str | None = None,
     ) -> None:
         check_env_var_name(api_key_env, "api_key_env")
-        self.llm = llm if isinstance(llm, str) else llm.settings.model
         client = make_client(llm, api_base, api_key_env)
+        self.llm = llm if isinstance(llm, str) else llm.settings.model
         if client is None:  # pragma: no cover - make_client returns a client for a model
             raise ValueError("UnrollingQueryTransform needs an LLM")
         self.unroller = LLMUnroller(client)
@@ -186,13 +189,15 @@ class CoopRetriever(BaseRetriever):
             keyextract_rounds=keyextract_rounds,
         )
         self.client = make_client(llm, api_base, api_key_env)
+        if model is not None:
+            check_model_name(model, "model", kind="sentence-transformers model")
         self.model = model
         reranker = None
         if rala:
             from rag_multihop.encoders import load_encoder
 
-            reranker = RaLaReranker(load_encoder(model), rala_settings)
-        extractor: Any = None
+            reranker = RaLaReranker(load_encoder(model), settings=rala_settings)
+        extractor: KeyExtractor | None = None
         if keyextract_rounds:
             if self.client is not None:
                 extractor = LLMKeyExtractor(self.client)
@@ -200,7 +205,7 @@ class CoopRetriever(BaseRetriever):
                 from rag_multihop.encoders import load_encoder
 
                 extractor = SimilarityKeyExtractor(load_encoder(model))
-        self.core = CoopRAG(
+        self.core = CoreCoopRetriever(
             BundleRetriever(retriever),
             unroller=None if self.client is None else LLMUnroller(self.client),
             reranker=reranker,
