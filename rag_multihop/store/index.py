@@ -353,9 +353,8 @@ class CorpusIndex:
         pending = Segment("pending", (r0, r0 + n), (e0, e1), arrays)
         view = SegmentSet([*state.segments, pending], alive)
 
-        dead_titles = [state.view.string("titles", row) for row in dead]
-        touched: set[int] = set()
-        for key in derive.changed_keys([*(p.title for p in passages), *dead_titles]):
+        touched = set(linking_rows(state.segments, alive, dead))
+        for key in derive.changed_keys(p.title for p in passages):
             touched.update(view.rows_with_pieces(key.split()).tolist())
         old = sorted(row for row in touched if row < r0)
         rows = [*old, *range(r0, r0 + n)]
@@ -405,6 +404,33 @@ class CorpusIndex:
             len(old),
         )
         return version
+
+
+def linking_rows(segments: Sequence[Segment], alive: np.ndarray, dead: Sequence[int]) -> np.ndarray:
+    """The live rows whose current title links (either kind) reach a ``dead`` row.
+
+    Deleting a page changes the links of exactly these passages: a name of the page in a
+    text that did not link to it was either overlapped by a longer name or resolved to
+    other pages, and neither changes when it goes. One vectorised scan of the stored links.
+    """
+    if not len(dead) or not segments:
+        return np.zeros(0, dtype=np.int64)
+    doomed = np.asarray(sorted(dead), dtype=np.int64)
+    found = []
+    for prefix in ("link", "glink"):
+        owner = np.full(alive.shape[0], -1, dtype=np.int64)
+        for i, segment in enumerate(segments):
+            owner[np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)] = i
+        for i, segment in enumerate(segments):
+            targets = np.asarray(segment[f"{prefix}.dst"], dtype=np.int64)
+            hits = np.flatnonzero(np.isin(targets, doomed))
+            if hits.size == 0:
+                continue
+            pointers = np.asarray(segment[f"{prefix}.ptr"])
+            local = np.searchsorted(pointers, hits, side="right") - 1
+            rows = np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)[np.unique(local)]
+            found.append(rows[(owner[rows] == i) & alive[rows]])
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
 def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:

@@ -275,3 +275,17 @@ def test_the_snapshot_corpus_behaves_like_a_corpus(index, polish_wedding) -> Non
     with pytest.raises(IndexError):
         corpus[5]
     assert Path(index.path).is_dir()
+
+
+def test_a_shared_name_splits_and_rejoins_as_pages_come_and_go(tmp_path, hashing_encoder) -> None:
+    review = Passage("r", "A review of Ed Wood and its making.", "Review")
+    person = Passage("p", "Ed Wood was a director.", "Ed Wood")
+    film = Passage("f", "Ed Wood is a 1994 film.", "Ed Wood (film)")
+    index = CorpusIndex.build(
+        tmp_path / "idx", [review, person, film], _vectors(hashing_encoder, [review, person, film])
+    )
+    assert index.snapshot().link_graph.targets(0) == {1: 0.5, 2: 0.5}
+    index.delete(["f"])
+    assert index.snapshot().link_graph.targets(0) == {1: 1.0}
+    index.add([film], _vectors(hashing_encoder, [film]))
+    assert index.snapshot().link_graph.targets(0) == {1: 0.5, 2: 0.5}
