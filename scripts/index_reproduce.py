@@ -23,10 +23,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_multihop.encoders import CachedEncoder, make_encoder
+from rag_multihop.eval.context import build_context
 from rag_multihop.eval.datasets import load_named
-from rag_multihop.eval.harness import build_context
+from rag_multihop.eval.methods import get_method
 from rag_multihop.eval.metrics import recall_at_k
-from rag_multihop.eval.registry import get_method
 from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, graph_fusion_retriever
 
