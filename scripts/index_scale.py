@@ -197,7 +197,8 @@ def phase_add(path: Path, n: int, dim: int) -> dict[str, Any]:
 def phase_delete(path: Path, n: int) -> dict[str, Any]:
     from rag_multihop.store import CorpusIndex
 
-    doomed = [f"p{i}" for i in np.random.default_rng(3).choice(n, size=CHANGE, replace=False)]
+    rows = np.random.default_rng(3).choice(n, size=min(CHANGE, n), replace=False)
+    doomed = [f"p{i}" for i in rows]
     index = CorpusIndex(path)
     start = time.perf_counter()
     index.delete(doomed)
