@@ -70,6 +70,12 @@ METHODS: dict[str, ChatMethod] = {
     for m in (
         ChatMethod("dense", "Dense", "MiniLM cosine similarity, one hop"),
         ChatMethod(
+            "multihop",
+            "Multi-hop (persisted index)",
+            "best pair by names, title links and residual similarity, then links and the "
+            "entity graph; read from the corpus index saved beside the vectors",
+        ),
+        ChatMethod(
             "graph-fusion",
             "Graph fusion (PIT)",
             "dense + Personalized PageRank over the entity graph, PIT-calibrated and fused",
@@ -231,6 +237,16 @@ class ChatCorpus:
                 self._graph = build_entity_graph(self.corpus, show_progress=True)
                 self._graph.save(path)
         return self._graph
+
+    def corpus_index(self) -> Path:
+        """The persistent corpus index of the passages (built once, then reopened)."""
+        from rag_multihop.store import CorpusIndex
+
+        path = self.folder / "corpus.idx"
+        if not (path / "CURRENT").is_file():
+            logger.info("indexing %d passages into %s (once)", len(self.corpus), path)
+            CorpusIndex.build(path, list(self.corpus), self.vectors, encoder=self.encoder)
+        return path
 
     def aar_model(self) -> Path:
         """A saved association model trained label-free on the corpus's title mentions."""
@@ -417,6 +433,11 @@ def _hop(method: str, position: int, signals: Mapping[str, float]) -> tuple[int,
         return 1, "direct match (cosine)"
     if method == "coop":
         return 1, "token-level match (RaLa)"
+    if method == "multihop":
+        if signals.get("pair"):
+            first = signals.get("first_hop", 0.0) > 0
+            return (1, "first hop of the best pair") if first else (2, "second hop of the pair")
+        return 2, "reached through links or the entity graph"
     return 1, "direct match"
 
 

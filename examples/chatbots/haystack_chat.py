@@ -40,6 +40,7 @@ from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoi
 from haystack_integrations.components.rankers.rag_multihop import AssociationRanker, RaLaRanker
 from haystack_integrations.components.retrievers.rag_multihop import (
     BridgeRetriever,
+    CorpusIndexMultiHopRetriever,
     EntityGraphRetriever,
 )
 
@@ -164,6 +165,15 @@ def build_dense(p: Pipeline, s: HaystackStack) -> Wiring:
     return "dense.documents", ["text_embedder.text"]
 
 
+def build_multihop(p: Pipeline, s: HaystackStack) -> Wiring:
+    p.add_component("text_embedder", RagMultihopTextEmbedder())
+    p.add_component(
+        "multihop", CorpusIndexMultiHopRetriever(str(s.corpus.corpus_index()), top_k=TOP_K)
+    )
+    p.connect("text_embedder.embedding", "multihop.query_embedding")
+    return "multihop.documents", ["text_embedder.text", "multihop.query"]
+
+
 def build_graph_fusion(p: Pipeline, s: HaystackStack) -> Wiring:
     _embedded(p, s, 50)
     p.add_component("graph", EntityGraphRetriever(s.store, top_k=20, seed_top_n=2))
@@ -198,6 +208,7 @@ def build_coop(p: Pipeline, s: HaystackStack) -> Wiring:
 
 RETRIEVAL: dict[str, Callable[[Pipeline, HaystackStack], Wiring]] = {
     "dense": build_dense,
+    "multihop": build_multihop,
     "graph-fusion": build_graph_fusion,
     "bridge": build_bridge,
     "aar": build_aar,
