@@ -533,7 +533,7 @@ class LLMClient:
         if is_local_model(s.model):
             server = ensure_local_server(local_model_name(s.model))
             routed = {**request, "model": server.model, "api_base": server.base_url}
-            return routed, PLACEHOLDER_API_KEY
+            return routed, server.api_key
         self.transport.check_model(s.model)
         if s.api_key_env is not None:
             value = os.environ.get(s.api_key_env, "").strip()
