@@ -107,7 +107,8 @@ def chat_generator(settings: LLMSettings) -> Any:
         model, api_base, key = server.alias, server.base_url, Secret.from_token(server.api_key)
     elif settings.model.startswith("openai/"):
         model, api_base = settings.model.removeprefix("openai/"), settings.api_base
-        key = None if api_base else Secret.from_env_var("OPENAI_API_KEY")
+        if not api_base or os.environ.get("OPENAI_API_KEY"):  # a server may need one too
+            key = Secret.from_env_var("OPENAI_API_KEY")
     else:
         return LiteLLMChatGenerator(settings)
     return OpenAIChatGenerator(
