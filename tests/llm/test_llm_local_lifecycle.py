@@ -7,6 +7,7 @@ the import path. Owners that get killed are bounded child processes.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import signal
@@ -15,14 +16,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
 from rag_multihop.llm import LLMClient, LLMConfigError, LLMSettings, local
+from rag_multihop.llm.local_transport import LocalTransport
+from rag_multihop.llm.transport import RawReply, StreamDelta
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="signals and /proc as on Linux"
@@ -225,3 +228,52 @@ def test_a_foreign_process_on_the_port_is_refused(
     finally:
         foreign.shutdown()
         foreign.server_close()
+
+
+class _Recording:
+    """An inner transport that records what the local transport sends it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, str | None]] = []
+
+    def _record(self, request: Mapping[str, Any], api_key: str | None) -> RawReply:
+        self.sent.append((request["model"], request["api_base"], api_key))
+        return RawReply("routed", model=request["model"], prompt_tokens=2, completion_tokens=1)
+
+    def check_model(self, model: str) -> None:
+        raise AssertionError("the local transport checks local names itself")
+
+    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
+        return []
+
+    def supports_response_schema(self, model: str) -> bool:
+        return False
+
+    def complete(self, request: Mapping[str, Any], *, api_key: str | None, timeout: float):
+        return self._record(request, api_key)
+
+    async def acomplete(self, request: Mapping[str, Any], *, api_key: str | None, timeout: float):
+        return self._record(request, api_key)
+
+    def stream(self, request: Mapping[str, Any], *, api_key: str | None, timeout: float):
+        self._record(request, api_key)
+        yield StreamDelta("routed", finish_reason="stop")
+
+    async def astream(self, request: Mapping[str, Any], *, api_key: str | None, timeout: float):
+        self._record(request, api_key)
+        yield StreamDelta("routed", finish_reason="stop")
+
+
+def test_the_local_transport_starts_and_addresses_the_server(fake_local: Path) -> None:
+    """The client has no local-model branch: its default transport for ``local`` starts the
+    server on the first attempt (not at construction) and sends its address and key."""
+    assert isinstance(LLMClient("local").transport, LocalTransport)
+    inner = _Recording()
+    client = LLMClient(LLMSettings("local", max_retries=0), transport=LocalTransport(inner))
+    assert not local._servers  # constructing the client started nothing
+    assert client.complete("Hi?").text == "routed"
+    assert asyncio.run(client.acomplete("Hi?")).text == "routed"
+    assert "".join(client.stream("Hi?")) == "routed"
+    server = local.ensure_local_server()
+    assert inner.sent == [(server.model, server.base_url, server.api_key)] * 3
+    assert client.complete("Hi?").account.cost == 0.0  # local calls cost nothing
