@@ -197,13 +197,12 @@ class LocalServer:
                     pass_fds=(read_end,),
                     start_new_session=True,  # Ctrl-C reaches the owner, which stops it
                 )
-        finally:
-            os.close(read_end)
-        try:
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
+        finally:
+            os.close(read_end)
         logger.info("local model %s ready at %s", self.alias, self.base_url)
         return self
 
