@@ -45,7 +45,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     from rag_multihop.encoders.registry import ENCODERS, make_encoder
     from rag_multihop.eval import perf
     from rag_multihop.eval.datasets import load_named
-    from rag_multihop.eval.registry import get_method
+    from rag_multihop.eval.registry import check_options, get_method
 
     folder = data_dir(args.data_dir)
     for flag, value in (("--datasets", args.datasets), ("--methods", args.methods)):
@@ -61,6 +61,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown encoder {unknown[0]!r}; choose from: {', '.join(ENCODERS)}")
     check_out_dir(args.out)
     options = dict(args.option)
+    check_options(options)  # before the encoders are timed
     anchor: dict[str, float] | None = None
     encoder_rows: list[perf.EncoderRow] = []
     if compared and args.encode_sample:

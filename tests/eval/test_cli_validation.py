@@ -204,3 +204,14 @@ def test_malformed_native_and_broken_files(
     latin = tmp_path / "latin.json"
     latin.write_bytes('[{"question": "caf\xe9"}]'.encode("latin-1"))
     assert "latin.json is not readable" in _error(capsys, _bench(latin, tmp_path))
+
+
+def test_perf_checks_options_before_timing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_work: None
+) -> None:
+    hotpot = tmp_path / "hotpotqa" / "hotpot_dev_distractor_500.json.gz"
+    hotpot.parent.mkdir()
+    hotpot.write_bytes(gzip.compress(json.dumps([HOTPOT]).encode()))
+    argv = ["perf", "--datasets", "hotpotqa-500", "--data-dir", str(tmp_path), "--option",
+            "aar_lamda=0.5", "--encoders", "minilm"]  # fmt: skip
+    assert "aar_lamda" in _error(capsys, argv)
