@@ -22,7 +22,6 @@ Example (needs the ``encoders`` extra; the bundled MiniLM):
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.coop.late_interaction import (
     candidate_layers,
     gap_weights,
@@ -39,8 +39,11 @@ from rag_multihop.coop.late_interaction import (
     pool_idf,
 )
 from rag_multihop.coop.settings import SCORING_NAMES, RaLaSettings
-from rag_multihop.coop.states import HiddenStateEncoder, StateLayout, TokenStates
+from rag_multihop.coop.states import HiddenStateEncoder, LayerEncoder, StateLayout, TokenStates
 from rag_multihop.coop.store import PassageStates
+from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE
+from rag_multihop.protocols import Retriever
+from rag_multihop.reranked import RerankedRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int
 
@@ -157,27 +160,55 @@ class RaLaReranker:
     Args:
         encoder: a :class:`~rag_multihop.coop.states.HiddenStateEncoder`, or anything it
             accepts (a sentence-transformers model, its path, a ``SentenceTransformerEncoder``).
-        settings: a :class:`~rag_multihop.coop.settings.RaLaSettings`; keyword overrides
-            replace single fields.
-        store: passage states precomputed with this reranker's :attr:`layout`; candidates
-            missing from it are encoded at query time (counted in ``encoded_at_query_time``).
+        settings: a :class:`~rag_multihop.coop.settings.RaLaSettings`.
+        scoring, layer, buckets, candidate_layers, seed, pooling, token_weighting,
+            drop_punctuation, candidates: override the same-named field of ``settings``
+            (``None`` keeps it).
+        store: passage states precomputed with this reranker's :attr:`layout` and encoder;
+            candidates missing from it are encoded at query time (counted in
+            ``encoded_at_query_time``). A store is checked when it is first used (given here
+            or assigned to :attr:`store` later): another layout, or states of another model
+            (its fingerprint, :attr:`PassageStates.fingerprint`, is not reproduced by this
+            encoder, even one of the same dimension) raise ``ValueError``. A store saved
+            without a fingerprint is accepted when the encoder names match, with a warning.
     """
 
     def __init__(
         self,
         encoder: Any,
-        settings: RaLaSettings | None = None,
         *,
+        settings: RaLaSettings | None = None,
+        scoring: str | None = None,
+        layer: int | None = None,
+        buckets: int | None = None,
+        candidate_layers: tuple[int, ...] | None = None,
+        seed: int | None = None,
+        pooling: str | None = None,
+        token_weighting: str | None = None,
+        drop_punctuation: bool | None = None,
+        candidates: int | None = None,
         store: PassageStates | None = None,
-        **overrides: Any,
     ) -> None:
-        self.settings = dataclasses.replace(settings or RaLaSettings(), **overrides)
+        self.settings = resolve_settings(
+            RaLaSettings,
+            settings,
+            scoring=scoring,
+            layer=layer,
+            buckets=buckets,
+            candidate_layers=candidate_layers,
+            seed=seed,
+            pooling=pooling,
+            token_weighting=token_weighting,
+            drop_punctuation=drop_punctuation,
+            candidates=candidates,
+        )
         self.encoder = (
             encoder if isinstance(encoder, HiddenStateEncoder) else HiddenStateEncoder(encoder)
         )
         self.store = store
         self.encoded_at_query_time = 0
         self._layout: StateLayout | None = None
+        self._checked_store: PassageStates | None = None
 
     @property
     def scoring(self) -> Scoring:
@@ -186,10 +217,15 @@ class RaLaReranker:
     @property
     def layout(self) -> StateLayout:
         """The layers this reranker reads (loads the encoder to learn its depth)."""
+        layout = self._own_layout()
+        if self.store is not None and self.store is not self._checked_store:
+            self._check_store(self.store, layout)
+            self._checked_store = self.store
+        return layout
+
+    def _own_layout(self) -> StateLayout:
         if self._layout is None:
             self._layout = state_layout(self.settings, self.encoder.n_layers)
-            if self.store is not None:
-                self._check_store(self.store, self._layout)
         return self._layout
 
     @property
@@ -209,13 +245,50 @@ class RaLaReranker:
                 f"the passage store was built with drop_punctuation={store.drop_punctuation}, "
                 f"the settings say {self.settings.drop_punctuation}"
             )
+        self._check_store_encoder(store, layout.token_layers[0])
+
+    def _check_store_encoder(self, store: PassageStates, layer: int) -> None:
+        """``ValueError`` unless the store holds this encoder's states (by fingerprint; by
+        name, with a warning, for a store saved without one)."""
+        built = f"the passage store holds states of encoder {store.encoder_name!r}"
+        fix = (
+            "build the store with this reranker (reranker.build_store(passages)) or use the "
+            "encoder the store was built with"
+        )
+        if store.dim != self.encoder.dim:
+            raise ValueError(
+                f"{built} (dim {store.dim}) but this reranker's encoder {self.encoder.name!r} "
+                f"has dim {self.encoder.dim}: {fix}"
+            )
+        if store.fingerprint is not None:
+            similarity = store.fingerprint.similarity(LayerEncoder(self.encoder, layer))
+            if similarity < 1.0 - FINGERPRINT_TOLERANCE:
+                raise ValueError(
+                    f"{built} but this reranker's encoder {self.encoder.name!r} (also dim "
+                    f"{self.encoder.dim}) is a different model: its layer-{layer} states of the "
+                    f"store's probe texts differ (lowest cosine {similarity:.3f}; the same model "
+                    f"gives at least {1.0 - FINGERPRINT_TOLERANCE:.2f}): {fix}"
+                )
+            return
+        if store.encoder_name != self.encoder.name:
+            raise ValueError(
+                f"{built} but this reranker's encoder is {self.encoder.name!r}. The store has "
+                "no encoder fingerprint (saved by an older rag-multihop), so only names can be "
+                f"compared: {fix}"
+            )
+        logger.warning(
+            "the passage store has no encoder fingerprint (saved by an older rag-multihop): "
+            "encoder %r is accepted by its name only; build and save the store again to "
+            "record the fingerprint",
+            self.encoder.name,
+        )
 
     def build_store(self, passages: Sequence[Any], *, show_progress: bool = False) -> PassageStates:
         """Precompute the states of ``passages`` in this reranker's layout and keep them."""
-        self.store = PassageStates.build(
+        self.store = self._checked_store = PassageStates.build(
             passages,
             self.encoder,
-            self.layout,
+            self._own_layout(),
             pooling=self.pooling,
             drop_punctuation=self.settings.drop_punctuation,
             show_progress=show_progress,
@@ -290,21 +363,18 @@ class RaLaReranker:
         return rank_candidates(rescored, top_n)
 
 
-class RaLaRetriever:
-    """A first-stage retriever's top ``candidates`` (K), reranked by RaLa; a core ``Retriever``.
+class RaLaRetriever(RerankedRetriever):
+    """A first-stage retriever's top ``candidates`` (K), reranked by RaLa; a core ``Retriever``
+    (a :class:`~rag_multihop.reranked.RerankedRetriever`).
 
-    ``retrieve(query, k)`` returns the best ``min(k, K)`` after reranking (a pool smaller
-    than K is reranked whole).
+    ``candidates`` defaults to the reranker's ``settings.candidates``; ``retrieve(query, k)``
+    returns the best ``min(k, K)`` after reranking (a pool smaller than K is reranked whole).
     """
 
-    def __init__(self, base: Any, reranker: RaLaReranker, *, candidates: int | None = None) -> None:
-        self.base = base
-        self.reranker = reranker
-        self.candidates = check_positive_int(
-            reranker.settings.candidates if candidates is None else candidates, "candidates"
-        )
+    reranker: RaLaReranker
 
-    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        found = self.base.retrieve(query, k=self.candidates)
-        return self.reranker.rerank(query, found, top_n=k)
+    def __init__(
+        self, base: Retriever, reranker: RaLaReranker, *, candidates: int | None = None
+    ) -> None:
+        depth = reranker.settings.candidates if candidates is None else candidates
+        super().__init__(base, reranker, candidates=depth)

@@ -14,7 +14,7 @@ component; its rounds and why they stopped are in ``trace``.
 Outputs: ``documents`` (new objects, signals in ``meta["rag_multihop_signals"]``),
 ``unrolling`` (for :class:`~haystack_integrations.components.generators.rag_multihop.
 ChainAnswerGenerator`) and ``trace`` (texts searched, rounds, LLM calls and tokens, seconds).
-The algorithm is the core :class:`rag_multihop.coop.CoopRAG`.
+The algorithm is the core :class:`rag_multihop.coop.CoopRetriever`.
 
 Example:
     >>> from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -43,14 +42,15 @@ from haystack_integrations.common.rag_multihop.convert import (
 )
 
 from rag_multihop.coop import (
-    CoopRAG,
     CoopResult,
     CoopSettings,
+    KeyExtractor,
     LLMKeyExtractor,
     LLMUnroller,
     RaLaReranker,
     SimilarityKeyExtractor,
 )
+from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
@@ -124,7 +124,7 @@ class CoopRetriever:
             uar_mode=uar_mode,
             keyextract_rounds=keyextract_rounds,
         )
-        self._core: CoopRAG | None = None
+        self._core: CoreCoopRetriever | None = None
 
     def warm_up(self) -> None:
         """Warm up the wrapped retriever, load the encoders, set up the LLM client (once)."""
@@ -132,18 +132,18 @@ class CoopRetriever:
             self.retriever.warm_up()
         self._ready()
 
-    def _ready(self) -> CoopRAG:
+    def _ready(self) -> CoreCoopRetriever:
         if self._core is None:
             from rag_multihop.encoders import load_encoder
 
             encoder = as_encoder(self.embedder)
             client = None if self.llm is None else llm_client(self.llm, self.api_base, self.api_key)
-            extractor: Any = None
+            extractor: KeyExtractor | None = None
             if self.settings.keyextract_rounds:
                 extractor = (
                     SimilarityKeyExtractor(encoder) if client is None else LLMKeyExtractor(client)
                 )
-            self._core = CoopRAG(
+            self._core = CoreCoopRetriever(
                 EmbeddingSearch(self.retriever, encoder),
                 unroller=None if client is None else LLMUnroller(client),
                 reranker=RaLaReranker(load_encoder(self.model)) if self.rala else None,
@@ -194,11 +194,7 @@ class CoopRetriever:
         documents=list[Document], unrolling=dict[str, Any], trace=dict[str, Any]
     )
     async def run_async(self, query: str, top_k: int | None = None) -> dict[str, Any]:
-        """The async twin of :meth:`run` (LLM calls awaited; searches in a worker thread)."""
+        """The async twin of :meth:`run`: the core's ``arun`` (LLM calls awaited; searches
+        and RaLa in a worker thread)."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        core = self._ready()
-        if core.uar.unroller is None and core.key_extractor is None:
-            result = await asyncio.to_thread(core.run, Query(query), limit, read=False)
-        else:
-            result = await core.arun(Query(query), limit, read=False)
-        return self._outputs(result)
+        return self._outputs(await self._ready().arun(Query(query), limit, read=False))
