@@ -42,6 +42,7 @@ import numpy as np
 from rag_multihop import Corpus, Passage
 from rag_multihop.llm import LLMAccount, LLMSettings
 from rag_multihop.llm.local import is_local_model
+from rag_multihop.paths import cache_dir
 
 logger = logging.getLogger(__name__)
 
@@ -125,12 +126,6 @@ CHUNK_CHARS = 600
 TITLE_CHARS = 200
 """Titles (a file's first heading, else its name) are cut to this many characters."""
 CHUNKER_VERSION = 2
-
-
-def cache_root() -> Path:
-    """``$RAG_MULTIHOP_CACHE/chatbots`` (default ``~/.cache/rag_multihop/chatbots``)."""
-    root = os.environ.get("RAG_MULTIHOP_CACHE") or Path.home() / ".cache" / "rag_multihop"
-    return Path(root) / "chatbots"
 
 
 def _decode(path: Path) -> str | None:
@@ -293,7 +288,8 @@ def load_chat_corpus(
 ) -> ChatCorpus:
     """The demo corpus (``folder=None``) or ``folder``'s files, embedded once and cached.
 
-    ``encoder`` defaults to the bundled MiniLM (any rag-multihop encoder works).
+    ``encoder`` defaults to the bundled MiniLM (any rag-multihop encoder works); ``cache`` to
+    ``$RAG_MULTIHOP_CACHE/chatbots`` (default ``~/.cache/rag_multihop/chatbots``).
     """
     if folder is None:
         from rag_multihop.demo import load_demo_dataset
@@ -306,7 +302,7 @@ def load_chat_corpus(
 
         encoder = default_encoder()
     corpus = Corpus(passages)
-    where = (cache or cache_root()) / content_key(passages, encoder.name)
+    where = (cache or cache_dir("chatbots")) / content_key(passages, encoder.name)
     where.mkdir(parents=True, exist_ok=True)
     vectors_file = where / "vectors.npy"
     if vectors_file.is_file():
@@ -536,16 +532,21 @@ class TurnAccount:
         return self.condense + self.retrieval + self.answer
 
     def summary(self) -> str:
-        """One line: calls, tokens, cost and latency.
+        """One line: calls, tokens (saying how many are estimates), cost and latency.
 
         >>> TurnAccount(answer=LLMAccount(calls=1, prompt_tokens=90, completion_tokens=10),
         ...             latency_s=1.25, retrieval_s=0.5).summary()
         '1 LLM call · 100 tokens (90 in, 10 out) · cost $0 · 1.2 s (retrieval 0.50 s)'
+        >>> TurnAccount(answer=LLMAccount(calls=1, completion_tokens=12, estimated_calls=1,
+        ...                               estimated_tokens=12), latency_s=1.0).summary()
+        '1 LLM call · 12 tokens (0 in, 12 out), 12 estimated · cost $0 · 1.0 s'
         """
         t = self.total
         cost = "cost unknown" if t.cost is None else f"cost ${t.cost:.6g}"
         calls = f"{t.calls} LLM call{'s' if t.calls != 1 else ''}"
         tokens = f"{t.total_tokens:,} tokens ({t.prompt_tokens:,} in, {t.completion_tokens:,} out)"
+        if t.estimated:  # the provider reported no usage for some calls
+            tokens += f", {t.estimated_tokens:,} estimated"
         timing = f"{self.latency_s:.1f} s"
         if self.retrieval_s is not None:
             timing += f" (retrieval {self.retrieval_s:.2f} s)"
@@ -567,6 +568,8 @@ def spent(before: LLMAccount, after: LLMAccount) -> LLMAccount:
         completion_tokens=after.completion_tokens - before.completion_tokens,
         cost=cost,
         wall_time_s=after.wall_time_s - before.wall_time_s,
+        estimated_calls=after.estimated_calls - before.estimated_calls,
+        estimated_tokens=after.estimated_tokens - before.estimated_tokens,
     )
 
 

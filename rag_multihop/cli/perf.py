@@ -45,7 +45,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     from rag_multihop.encoders.registry import ENCODERS, make_encoder
     from rag_multihop.eval import perf
     from rag_multihop.eval.datasets import load_named
-    from rag_multihop.eval.registry import check_options, get_method
+    from rag_multihop.eval.methods import check_options, get_method
 
     folder = data_dir(args.data_dir)
     for flag, value in (("--datasets", args.datasets), ("--methods", args.methods)):

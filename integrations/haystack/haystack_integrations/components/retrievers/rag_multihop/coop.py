@@ -36,6 +36,8 @@ from haystack_integrations.common.rag_multihop.convert import (
     candidate_to_document,
     check_api_key,
     check_embedder,
+    check_encoder_name,
+    check_llm,
     document_to_candidate,
     embedder_to_dict,
     llm_client,
@@ -112,12 +114,12 @@ class CoopRetriever:
             )
         self.retriever = retriever
         self.top_k = check_positive_int(top_k, "top_k")
-        self.llm = llm
+        self.llm = None if llm is None else check_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)
         self.rala = bool(rala)
-        self.model = model
+        self.model = check_encoder_name(model)
         self.settings = CoopSettings(
             candidates=candidates,
             top_k=keyextract_top_k,
