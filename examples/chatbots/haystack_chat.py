@@ -40,6 +40,7 @@ from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoi
 from haystack_integrations.components.rankers.rag_multihop import AssociationRanker, RaLaRanker
 from haystack_integrations.components.retrievers.rag_multihop import (
     BridgeRetriever,
+    CorpusIndexMultiHopRetriever,
     EntityGraphRetriever,
 )
 
@@ -101,12 +102,14 @@ def chat_generator(settings: LLMSettings) -> Any:
     """``OpenAIChatGenerator`` for the local model and OpenAI-compatible servers, else
     :class:`LiteLLMChatGenerator`."""
     kwargs = {"max_tokens": settings.max_tokens, "temperature": settings.temperature}
+    key: Secret | None = None
     if is_local_model(settings.model):
-        server = ensure_local_server()
-        model, api_base, key = server.alias, server.base_url, None
+        server = ensure_local_server()  # it requires its own random key
+        model, api_base, key = server.alias, server.base_url, Secret.from_token(server.api_key)
     elif settings.model.startswith("openai/"):
-        model, api_base, key = settings.model.removeprefix("openai/"), settings.api_base, None
-        key = None if api_base else Secret.from_env_var("OPENAI_API_KEY")
+        model, api_base = settings.model.removeprefix("openai/"), settings.api_base
+        if not api_base or os.environ.get("OPENAI_API_KEY"):  # a server may need one too
+            key = Secret.from_env_var("OPENAI_API_KEY")
     else:
         return LiteLLMChatGenerator(settings)
     return OpenAIChatGenerator(
@@ -164,6 +167,15 @@ def build_dense(p: Pipeline, s: HaystackStack) -> Wiring:
     return "dense.documents", ["text_embedder.text"]
 
 
+def build_multihop(p: Pipeline, s: HaystackStack) -> Wiring:
+    p.add_component("text_embedder", RagMultihopTextEmbedder())
+    p.add_component(
+        "multihop", CorpusIndexMultiHopRetriever(str(s.corpus.corpus_index()), top_k=TOP_K)
+    )
+    p.connect("text_embedder.embedding", "multihop.query_embedding")
+    return "multihop.documents", ["text_embedder.text", "multihop.query"]
+
+
 def build_graph_fusion(p: Pipeline, s: HaystackStack) -> Wiring:
     _embedded(p, s, 50)
     p.add_component("graph", EntityGraphRetriever(s.store, top_k=20, seed_top_n=2))
@@ -198,6 +210,7 @@ def build_coop(p: Pipeline, s: HaystackStack) -> Wiring:
 
 RETRIEVAL: dict[str, Callable[[Pipeline, HaystackStack], Wiring]] = {
     "dense": build_dense,
+    "multihop": build_multihop,
     "graph-fusion": build_graph_fusion,
     "bridge": build_bridge,
     "aar": build_aar,

@@ -46,6 +46,7 @@ from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
 from llama_index.postprocessor.rag_multihop import AssociationRerank, RaLaRerank
 from llama_index.retrievers.rag_multihop import (
     BridgeRetriever,
+    CorpusIndexMultiHopRetriever,
     EntityGraphRetriever,
     PITFusionRetriever,
 )
@@ -202,6 +203,12 @@ class LlamaIndexStack:
 Built = tuple[BaseRetriever, list[BaseNodePostprocessor]]
 RETRIEVERS: dict[str, Callable[[LlamaIndexStack], Built]] = {
     "dense": lambda s: (s.vector(TOP_K), []),
+    "multihop": lambda s: (
+        CorpusIndexMultiHopRetriever(
+            str(s.corpus.corpus_index()), similarity_top_k=TOP_K, embed_model=s.embed_model
+        ),
+        [],
+    ),
     "graph-fusion": lambda s: (
         PITFusionRetriever(
             [s.vector(50), s.graph()],

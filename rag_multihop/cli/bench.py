@@ -9,8 +9,10 @@ from typing import Any
 from rag_multihop.cli.common import (
     DATA_DIR_HELP,
     add_common_arguments,
+    check_out_dir,
     data_dir,
     encoder_from_args,
+    int_at_least,
     method_names,
 )
 from rag_multihop.eval.views import VIEWS
@@ -26,11 +28,14 @@ _VIEW_KNOBS = ("seed", "chunk_words", "chunk_overlap", "doc_min", "doc_max")
 
 def _parse_ks(text: str) -> tuple[int, ...]:
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        ks = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
+        ks = ()
+    if not ks or min(ks) < 1:
         raise argparse.ArgumentTypeError(
-            f"--ks must be comma-separated integers, got {text!r}"
-        ) from None
+            f"--ks must be comma-separated integers >= 1, got {text!r}"
+        )
+    return ks
 
 
 def _parse_option(text: str) -> tuple[str, str]:
@@ -79,12 +84,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif args.dataset:
         dataset = load_named(args.dataset, data_dir(args.data_dir), limit=args.limit)
     else:
-        raise SystemExit("give --dataset NAME or --questions FILE [--corpus FILE]")
+        raise ValueError("give --dataset NAME or --questions FILE [--corpus FILE]")
     view = ViewSettings(
         args.view,
         **{key: getattr(args, key) for key in _VIEW_KNOBS if getattr(args, key) is not None},
     )
     dataset = split_dataset(apply_view(dataset, view), args.split)
+    check_out_dir(args.out)
     result = run_benchmark(
         dataset,
         method_names(args, BENCH_METHODS),
@@ -112,7 +118,9 @@ def add_bench_parsers(sub: Any) -> None:
     )
     bench.add_argument("--questions", type=Path, help="a question file in any supported format")
     bench.add_argument("--corpus", type=Path, help="its corpus file, when separate")
-    bench.add_argument("--limit", type=int, default=None, help="use the first N questions")
+    bench.add_argument(
+        "--limit", type=int_at_least("--limit", 1), default=None, help="use the first N questions"
+    )
     bench.add_argument(
         "--split",
         choices=("all", "tune", "test"),

@@ -62,9 +62,12 @@ def shared_entities(graph: EntityGraph, settings: MultiHopSettings) -> SharedEnt
     return SharedEntities.from_graph(graph, max_passages=settings.entity_max_passages)
 
 
-def tail_walker(graph: EntityGraph, corpus: Corpus, settings: MultiHopSettings) -> GraphRetriever:
+def tail_walker(
+    graph: EntityGraph, corpus: Corpus, settings: MultiHopSettings, *, check_corpus: bool = True
+) -> GraphRetriever:
     """The tail's walk: PPR over ``graph`` seeded by the pair's first
-    ``graph_seed_passages`` passages and the question's entities."""
+    ``graph_seed_passages`` passages and the question's entities (``check_corpus=False``:
+    the graph is known to be ``corpus``'s, e.g. read from an index)."""
     return GraphRetriever(
         graph,
         corpus,
@@ -73,6 +76,7 @@ def tail_walker(graph: EntityGraph, corpus: Corpus, settings: MultiHopSettings) 
             entity_share=settings.graph_entity_share,
             ppr=settings.ppr,
         ),
+        check_corpus=check_corpus,
     )
 
 

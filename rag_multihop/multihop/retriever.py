@@ -59,7 +59,7 @@ import logging
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -69,7 +69,7 @@ from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import FusionSettings, fuse_candidates
 from rag_multihop.graph.build import EntityGraph
 from rag_multihop.index.dense import DenseIndex
-from rag_multihop.multihop.build import build_structures
+from rag_multihop.multihop.build import build_structures, shared_entities, tail_walker
 from rag_multihop.multihop.links import LinkGraph, stems
 from rag_multihop.multihop.scoring import (
     best_pair,
@@ -83,6 +83,9 @@ from rag_multihop.multihop.titles import TextMentions, TitleIndex
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
+
+if TYPE_CHECKING:
+    from rag_multihop.store.snapshot import IndexSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -312,6 +315,64 @@ class MultiHopRetriever:
         self._tail_fusion = FusionSettings(
             calibration=self.settings.tail_calibration, fusion=self.settings.tail_fusion
         )
+
+    def _attach_graph(self, graph: EntityGraph | None, *, check_corpus: bool) -> None:
+        """The shared-entity postings and the graph tail's retriever over ``graph``."""
+        settings = self.settings
+        self.shared = (
+            shared_entities(graph, settings)
+            if graph is not None and settings.entity_weight > 0
+            else None
+        )
+        self.graph_retriever = (
+            tail_walker(graph, self.corpus, settings, check_corpus=check_corpus)
+            if graph is not None and settings.graph_tail
+            else None
+        )
+        self._tail_fusion = FusionSettings(
+            calibration=settings.tail_calibration, fusion=settings.tail_fusion
+        )
+
+    @classmethod
+    def from_index(
+        cls,
+        snapshot: IndexSnapshot,
+        *,
+        encoder: Encoder | None = None,
+        settings: MultiHopSettings | None = None,
+        **overrides: Any,
+    ) -> MultiHopRetriever:
+        """The retriever over an opened index (:meth:`CorpusIndex.snapshot()
+        <rag_multihop.store.CorpusIndex.snapshot>`), built from its stored structures
+        without reading or re-extracting any text; its rankings equal those of
+        ``MultiHopRetriever(corpus, vectors)`` over the same passages in the same order."""
+        self = cls.__new__(cls)
+        self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
+        if snapshot.n_live == 0:
+            raise ValueError(f"the index at {snapshot.root} holds no passages")
+        if self.settings.context_window != snapshot.settings.context_window:
+            raise ValueError(
+                f"context_window {self.settings.context_window} differs from the index's "
+                f"{snapshot.settings.context_window} (its links were stored with that window)"
+            )
+        if encoder is not None and encoder.dim != snapshot.dim:
+            raise ValueError(f"encoder dimension {encoder.dim} != the index's {snapshot.dim}")
+        self.corpus = snapshot.corpus
+        self.vectors = snapshot.vectors
+        self.index = snapshot.dense_index
+        self._ids = self.corpus.ids
+        self._row = {pid: i for i, pid in enumerate(self._ids)}
+        self.encoder = encoder
+        self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
+        self.titles = snapshot.title_index
+        self._read_subjects = frozenset()
+        self.links = snapshot.link_graph
+        s = self.settings
+        self._attach_graph(
+            snapshot.entity_graph if s.graph_tail or s.entity_weight > 0 else None,
+            check_corpus=False,
+        )
+        return self
 
     @classmethod
     def from_corpus(

@@ -105,3 +105,13 @@ def test_coop_reranks_the_dense_pool_with_rala(stack: HaystackStack) -> None:
         (s.signals["rala"] for s in sources), reverse=True
     )
     assert {e.role for e in result.evidence} == {"token-level match (RaLa)"}
+
+
+def test_multihop_reads_the_persisted_corpus_index(stack: HaystackStack) -> None:
+    chat = HaystackChat(stack, SETTINGS, "multihop", generator_factory=lambda s: FakeGenerator())
+    result = chat.stream(QUESTION).run()
+    sources = result.retrieval.sources
+    assert result.retrieval.method == "multihop" and len(sources) == chatkit.TOP_K
+    assert sum(bool(s.signals.get("pair")) for s in sources) == 2
+    assert (stack.corpus.folder / "corpus.idx" / "CURRENT").is_file()
+    assert {e.hop for e in result.evidence} == {1, 2}

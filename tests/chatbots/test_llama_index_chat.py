@@ -74,6 +74,7 @@ def test_every_method_answers_with_its_signals(stack, fake_transport, method: st
     names = set().union(*(s.signals for s in result.retrieval.sources))
     expected = {
         "dense": "dense",
+        "multihop": "pair",
         "graph-fusion": "graph_cal",
         "bridge": "judge",
         "aar": "association",
