@@ -15,11 +15,15 @@ from rag_multihop.cli.common import (
     int_at_least,
     method_names,
 )
+from rag_multihop.eval.views import VIEWS
 from rag_multihop.secrets import check_env_var_name, check_model_name, looks_like_secret
 
 BENCH_METHODS = ("dense", "bm25", "hs-joiner-dbsf", "aar", "pit-boltzmann", "bridge")
 """``bench``'s default: the baselines, the strongest framework peer of the published tables
 (Haystack's DBSF joiner) and one method per family; ``--methods all`` runs everything."""
+
+
+_VIEW_KNOBS = ("seed", "chunk_words", "chunk_overlap", "doc_min", "doc_max")
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
@@ -73,6 +77,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from rag_multihop.eval.harness import run_benchmark
     from rag_multihop.eval.report import markdown_table, write_report
     from rag_multihop.eval.splits import split_dataset
+    from rag_multihop.eval.views import ViewSettings, apply_view
 
     if args.questions:
         dataset = load_dataset(args.questions, args.corpus, limit=args.limit)
@@ -80,7 +85,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         dataset = load_named(args.dataset, data_dir(args.data_dir), limit=args.limit)
     else:
         raise ValueError("give --dataset NAME or --questions FILE [--corpus FILE]")
-    dataset = split_dataset(dataset, args.split)
+    view = ViewSettings(
+        args.view,
+        **{key: getattr(args, key) for key in _VIEW_KNOBS if getattr(args, key) is not None},
+    )
+    dataset = split_dataset(apply_view(dataset, view), args.split)
     check_out_dir(args.out)
     result = run_benchmark(
         dataset,
@@ -119,6 +128,19 @@ def add_bench_parsers(sub: Any) -> None:
         help="a fixed, seeded half of the questions: choose defaults on 'tune', report on "
         "'test' (default: all questions)",
     )
+    bench.add_argument(
+        "--view",
+        choices=VIEWS,
+        default="titled",
+        help="the corpus as loaded (titled), titles replaced by opaque ids (untitled), or "
+        "passages grouped into documents and re-split into overlapping word windows "
+        "(chunked); see docs/benchmarks.md",
+    )
+    bench.add_argument("--view-seed", dest="seed", type=int, help="seed of the view")
+    bench.add_argument("--chunk-words", type=int, help="chunked: words per chunk (100)")
+    bench.add_argument("--chunk-overlap", type=int, help="chunked: words of overlap (20)")
+    bench.add_argument("--doc-min", type=int, help="chunked: fewest titles per document (2)")
+    bench.add_argument("--doc-max", type=int, help="chunked: most titles per document (5)")
     bench.add_argument("--ks", type=_parse_ks, default=(1, 2, 5, 10, 20), help="recall cut-offs")
     bench.add_argument(
         "--option",

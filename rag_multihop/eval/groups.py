@@ -45,7 +45,7 @@ def grouped_percentages(
         groups = (
             (by_type, "all"),
             (by_type, question.type or UNTYPED),
-            (by_gold, f"{len(set(question.gold_ids))} gold"),
+            (by_gold, f"{len(set(question.gold))} gold"),
         )
         for table, group in groups:
             for key, value in row.items():

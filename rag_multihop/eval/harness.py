@@ -34,6 +34,7 @@ from rag_multihop.eval.context import BenchContext, build_context
 from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.methods import check_options, get_method
 from rag_multihop.eval.metrics import (
+    Gold,
     all_recall_at_k,
     exact_match,
     f1_score,
@@ -98,11 +99,11 @@ class BenchResult:
 
 
 def _scores(
-    metric: Callable[[Sequence[str], Sequence[str], int], float],
+    metric: Callable[[Sequence[str], Gold, int], float],
     pairs: Iterable[tuple[list[str], QAExample]],
     k: int,
 ) -> np.ndarray:
-    return np.array([metric(ranking, question.gold_ids, k) for ranking, question in pairs])
+    return np.array([metric(ranking, question.gold, k) for ranking, question in pairs])
 
 
 def run_method(

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,29 +32,54 @@ _BLOCK_ELEMENTS = 4_000_000
 # --- retrieval ----------------------------------------------------------------------------------
 
 
-def _top_k_hits(retrieved_ids: Sequence[str], gold_ids: Sequence[str], k: int) -> tuple[int, int]:
-    """(gold passages in the top ``k``, distinct gold passages)."""
+Gold = Sequence[str | Collection[str]]
+"""A question's gold: one entry per gold unit, either a passage id or a collection of
+alternative ids, any of which finds the unit (a gold passage split over two chunks)."""
+
+
+def gold_units(gold: Gold) -> list[frozenset[str]]:
+    """Each distinct gold unit as the set of ids that find it.
+
+    >>> gold_units(["a", ("b", "c"), "a"])
+    [frozenset({'a'}), frozenset({'b', 'c'})]
+    """
+    units: dict[frozenset[str], None] = {}
+    for entry in gold:
+        unit = frozenset((entry,) if isinstance(entry, str) else entry)
+        if not unit:
+            raise ValueError("a gold unit is empty; give at least one id for each")
+        units.setdefault(unit)
+    return list(units)
+
+
+def _top_k_hits(retrieved_ids: Sequence[str], gold_ids: Gold, k: int) -> tuple[int, int]:
+    """(gold units with an id in the top ``k``, distinct gold units)."""
     k = check_positive_int(k, "k")
-    gold = set(gold_ids)
-    if not gold:
+    units = gold_units(gold_ids)
+    if not units:
         raise ValueError("gold_ids is empty; a question needs at least one gold passage")
-    return len(gold.intersection(retrieved_ids[:k])), len(gold)
+    top = set(retrieved_ids[:k])
+    return sum(not unit.isdisjoint(top) for unit in units), len(units)
 
 
-def recall_at_k(retrieved_ids: Sequence[str], gold_ids: Sequence[str], k: int) -> float:
+def recall_at_k(retrieved_ids: Sequence[str], gold_ids: Gold, k: int) -> float:
     """Share of the gold passages found in the top ``k`` (``|gold ∩ top-k| / |gold|``).
 
-    This is the Recall@k of the HippoRAG papers.
+    This is the Recall@k of the HippoRAG papers. A gold entry that is a collection of ids
+    (alternatives, e.g. the chunks holding one gold passage) counts once, found when any of
+    its ids is.
 
     >>> recall_at_k(["a", "b", "c"], ["c", "d"], k=3)
+    0.5
+    >>> recall_at_k(["x", "c2"], [("c1", "c2"), "d"], k=2)
     0.5
     """
     hits, total = _top_k_hits(retrieved_ids, gold_ids, k)
     return hits / total
 
 
-def all_recall_at_k(retrieved_ids: Sequence[str], gold_ids: Sequence[str], k: int) -> float:
-    """1.0 when every gold passage is in the top ``k``, else 0.0.
+def all_recall_at_k(retrieved_ids: Sequence[str], gold_ids: Gold, k: int) -> float:
+    """1.0 when every gold passage (unit) is in the top ``k``, else 0.0.
 
     >>> all_recall_at_k(["a", "b", "c"], ["a", "c"], k=2)
     0.0
@@ -64,11 +89,12 @@ def all_recall_at_k(retrieved_ids: Sequence[str], gold_ids: Sequence[str], k: in
 
 
 def last_hop_recall_at_k(
-    retrieved_ids: Sequence[str], gold_ids_in_hop_order: Sequence[str], k: int
+    retrieved_ids: Sequence[str], gold_ids_in_hop_order: Gold, k: int
 ) -> float:
     """1.0 when the last-hop gold passage (the hardest to reach) is in the top ``k``, else 0.0.
 
-    Only meaningful for hop-ordered gold (``QAExample.hop_ordered``).
+    Only meaningful for hop-ordered gold (``QAExample.hop_ordered``); the last entry may be a
+    collection of alternative ids.
 
     >>> last_hop_recall_at_k(["b", "x"], ["a", "b"], k=1)
     1.0
@@ -78,12 +104,13 @@ def last_hop_recall_at_k(
         raise ValueError(
             "gold_ids_in_hop_order is empty; a question needs at least one gold passage"
         )
-    return float(gold_ids_in_hop_order[-1] in retrieved_ids[:k])
+    last = gold_units(gold_ids_in_hop_order[-1:])[0]
+    return float(not last.isdisjoint(retrieved_ids[:k]))
 
 
 def recall_curve(
     per_question_rankings: Sequence[Sequence[str]],
-    golds: Sequence[Sequence[str]],
+    golds: Sequence[Gold],
     ks: Iterable[int],
 ) -> dict[int, float]:
     """Mean :func:`recall_at_k` over questions for each ``k`` in ``ks``.

@@ -151,7 +151,7 @@ def question_groups(result: BenchResult) -> list[str] | None:
     questions = result.dataset.questions
     if any(q.type for q in questions):
         return [q.type or UNTYPED for q in questions]
-    counts = [f"{len(q.gold_ids)} gold" for q in questions]
+    counts = [f"{len(q.gold)} gold" for q in questions]
     return counts if len(set(counts)) > 1 else None
 
 
@@ -226,8 +226,9 @@ def to_json(result: BenchResult) -> dict[str, Any]:
             "format": data.source_format,
             "questions": len(data.questions),
             "passages": len(data.corpus),
-            "gold_passages": int(sum(len(q.gold_ids) for q in data.questions)),
+            "gold_passages": int(sum(len(q.gold) for q in data.questions)),
             "hop_ordered_questions": int(sum(q.hop_ordered for q in data.questions)),
+            "view": dict(data.view),
         },
         "encoder": result.encoder_name,
         "embed_seconds": round(result.embed_seconds, 2),

@@ -1,9 +1,10 @@
 """One LLM-free multi-hop retriever: the best pair for ranks 1-2, links and the graph after.
 
 Modules, one job each: :mod:`.titles` (passage titles named in a text), :mod:`.links`
-(passage-to-passage title links, their specificity and contexts), :mod:`.scoring` (the
-scores as pure functions), :mod:`.settings` (:class:`MultiHopSettings`) and
-:mod:`.retriever` (:class:`MultiHopRetriever`). The ``multihop`` bench method lives in
+(passage-to-passage title links, their specificity and contexts), :mod:`.build` (the
+index-time structures, pure functions over the corpus), :mod:`.scoring` (the scores as pure
+functions), :mod:`.settings` (:class:`MultiHopSettings`) and :mod:`.retriever`
+(:class:`MultiHopRetriever`). The ``multihop`` bench method lives in
 :mod:`rag_multihop.eval.methods.multihop`. See ``docs/multihop.md``.
 
 Example:
@@ -12,7 +13,15 @@ Example:
     (50, True)
 """
 
-from rag_multihop.multihop.links import LinkGraph
+from rag_multihop.multihop.build import (
+    MultiHopStructures,
+    build_structures,
+    link_graph,
+    shared_entities,
+    tail_walker,
+    title_index,
+)
+from rag_multihop.multihop.links import LinkGraph, SharedEntities
 from rag_multihop.multihop.retriever import (
     PAIR_SCORE,
     MultiHopResult,
@@ -29,7 +38,14 @@ __all__ = [
     "MultiHopResult",
     "MultiHopRetriever",
     "MultiHopSettings",
+    "MultiHopStructures",
     "MultiHopTrace",
+    "SharedEntities",
     "TitleIndex",
+    "build_structures",
+    "link_graph",
+    "shared_entities",
+    "tail_walker",
+    "title_index",
     "title_variants",
 ]

@@ -54,6 +54,7 @@ Example (a toy encoder stands in for MiniLM):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Collection, Sequence
@@ -65,12 +66,11 @@ import numpy as np
 from rag_multihop._settings import resolve_settings
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.fusion.core import fuse_lists
-from rag_multihop.graph.build import EntityGraph, build_entity_graph
-from rag_multihop.graph.retriever import GraphRetriever
-from rag_multihop.graph.settings import GraphSettings
+from rag_multihop.fusion.core import FusionSettings, fuse_candidates
+from rag_multihop.graph.build import EntityGraph
 from rag_multihop.index.dense import DenseIndex
-from rag_multihop.multihop.links import LinkGraph, SharedEntities, stems
+from rag_multihop.multihop.build import build_structures, shared_entities, tail_walker
+from rag_multihop.multihop.links import LinkGraph, stems
 from rag_multihop.multihop.scoring import (
     best_pair,
     context_overlap,
@@ -82,6 +82,7 @@ from rag_multihop.multihop.settings import MultiHopSettings
 from rag_multihop.multihop.titles import TextMentions, TitleIndex
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.store.snapshot import IndexSnapshot
@@ -103,6 +104,8 @@ class MultiHopTrace:
     pair_score: float
     candidates: int
     seconds: float
+    kept_first_stage: bool = False
+    """Nothing but similarity supported the pair, so ranks 1-2 kept the first stage's order."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -114,6 +117,7 @@ class MultiHopTrace:
             "pair_score": round(self.pair_score, 4),
             "candidates": self.candidates,
             "seconds": round(self.seconds, 5),
+            "kept_first_stage": self.kept_first_stage,
         }
 
 
@@ -170,6 +174,17 @@ class _Pool:
     def allows(self, row: int) -> bool:
         return self.allowed is None or row in self.allowed
 
+    def signals(self, row: int, link_evidence: dict[int, float]) -> dict[str, float]:
+        """``dense``, ``named`` and ``link`` of corpus ``row`` (empty when not pooled)."""
+        position = self.position.get(row)
+        if position is None:
+            return {}
+        return {
+            "dense": float(self._cos[position]),
+            "named": float(self._mention[position] >= 0),
+            "link": link_evidence.get(position, 0.0),
+        }
+
     @property
     def cos(self) -> np.ndarray:
         return self._cos[: len(self.rows)]
@@ -222,9 +237,53 @@ class MultiHopRetriever:
         titles: TitleIndex | None = None,
         links: LinkGraph | None = None,
         settings: MultiHopSettings | None = None,
-        **overrides: Any,
+        candidates: int | None = None,
+        first_hops: int | None = None,
+        pair: bool | None = None,
+        keep_first_stage: bool | None = None,
+        title_links: bool | None = None,
+        subjects: bool | None = None,
+        residual: bool | None = None,
+        specificity: bool | None = None,
+        exclusive_mentions: bool | None = None,
+        entity_weight: float | None = None,
+        entity_max_passages: int | None = None,
+        context_weight: float | None = None,
+        context_window: int | None = None,
+        fill_depth: int | None = None,
+        graph_tail: bool | None = None,
+        graph_cap: int | None = None,
+        graph_seed_passages: int | None = None,
+        tail_calibration: str | None = None,
+        tail_fusion: str | None = None,
+        graph_entity_share: float | None = None,
+        ppr: str | None = None,
     ) -> None:
-        self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
+        self.settings = resolve_settings(
+            MultiHopSettings,
+            settings,
+            candidates=candidates,
+            first_hops=first_hops,
+            pair=pair,
+            keep_first_stage=keep_first_stage,
+            title_links=title_links,
+            subjects=subjects,
+            residual=residual,
+            specificity=specificity,
+            exclusive_mentions=exclusive_mentions,
+            entity_weight=entity_weight,
+            entity_max_passages=entity_max_passages,
+            context_weight=context_weight,
+            context_window=context_window,
+            fill_depth=fill_depth,
+            graph_tail=graph_tail,
+            graph_cap=graph_cap,
+            graph_seed_passages=graph_seed_passages,
+            tail_calibration=tail_calibration,
+            tail_fusion=tail_fusion,
+            graph_entity_share=graph_entity_share,
+            ppr=ppr,
+        )
         matrix = as_embedding_matrix(vectors, name="passage vectors", ids=corpus.ids)
         if matrix.shape[0] != len(corpus):
             raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
@@ -242,39 +301,37 @@ class MultiHopRetriever:
         if unknown:
             raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
         self.encoder = encoder
-        self.titles = titles if titles is not None else TitleIndex([p.title for p in corpus])
-        if len(self.titles) != len(corpus):
-            raise ValueError(
-                f"the title index has {len(self.titles)} titles for {len(corpus)} passages"
-            )
-        self.links = (
-            links
-            if links is not None
-            else LinkGraph.build(corpus, self.titles, window=self.settings.context_window)
+        self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
+        built = build_structures(corpus, self.settings, graph=graph, titles=titles, links=links)
+        self.titles = built.titles
+        self._read_subjects = frozenset(
+            row
+            for row, (passage, names) in enumerate(zip(corpus, built.names, strict=True))
+            if names != (passage.title,)
         )
-        settings = self.settings
-        if graph is None and (settings.graph_tail or settings.entity_weight > 0):
-            graph = build_entity_graph(corpus)
-        self._attach_graph(graph, check_corpus=True)
+        self.links = built.links
+        self.shared = built.shared
+        self.graph_retriever = built.walker
+        self._tail_fusion = FusionSettings(
+            calibration=self.settings.tail_calibration, fusion=self.settings.tail_fusion
+        )
 
     def _attach_graph(self, graph: EntityGraph | None, *, check_corpus: bool) -> None:
         """The shared-entity postings and the graph tail's retriever over ``graph``."""
         settings = self.settings
-        self.shared: SharedEntities | None = None
-        if graph is not None and settings.entity_weight > 0:
-            self.shared = SharedEntities.from_graph(
-                graph, max_passages=settings.entity_max_passages
-            )
-        self.graph_retriever: GraphRetriever | None = None
-        if graph is not None and settings.graph_tail:
-            self.graph_retriever = GraphRetriever(
-                graph,
-                self.corpus,
-                settings=GraphSettings(
-                    seed_top_n=2, entity_share=settings.graph_entity_share, ppr=settings.ppr
-                ),
-                check_corpus=check_corpus,
-            )
+        self.shared = (
+            shared_entities(graph, settings)
+            if graph is not None and settings.entity_weight > 0
+            else None
+        )
+        self.graph_retriever = (
+            tail_walker(graph, self.corpus, settings, check_corpus=check_corpus)
+            if graph is not None and settings.graph_tail
+            else None
+        )
+        self._tail_fusion = FusionSettings(
+            calibration=settings.tail_calibration, fusion=settings.tail_fusion
+        )
 
     @classmethod
     def from_index(
@@ -306,7 +363,9 @@ class MultiHopRetriever:
         self._ids = self.corpus.ids
         self._row = {pid: i for i, pid in enumerate(self._ids)}
         self.encoder = encoder
+        self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         self.titles = snapshot.title_index
+        self._read_subjects = frozenset()
         self.links = snapshot.link_graph
         s = self.settings
         self._attach_graph(
@@ -323,26 +382,12 @@ class MultiHopRetriever:
         *,
         settings: MultiHopSettings | None = None,
         show_progress: bool = False,
-        **overrides: Any,
     ) -> MultiHopRetriever:
         """Embed every passage (``title + "\\n" + text``) and build everything else."""
         vectors = encoder.encode(corpus.texts(), show_progress=show_progress)
-        return cls(corpus, vectors, encoder=encoder, settings=settings, **overrides)
+        return cls(corpus, vectors, encoder=encoder, settings=settings)
 
     # ------------------------------------------------------------------ steps
-
-    def _query_vector(self, query: Query) -> np.ndarray:
-        if query.embedding is not None:
-            raw = query.embedding
-        elif self.encoder is not None:
-            raw = self.encoder.encode([query.text])
-        else:
-            raise ValueError(
-                "the query has no embedding and the retriever has no encoder; pass "
-                "Query(..., embedding=...) or MultiHopRetriever(..., encoder=...)"
-            )
-        dim = self.vectors.shape[1]
-        return l2_normalize(as_embedding_matrix(raw, name="query embedding", dim=dim))[0]
 
     def _question(self, text: str) -> tuple[TextMentions, dict[int, int], frozenset[str]]:
         """Mentions, named rows (-> mention number) and the stems outside the mentions."""
@@ -388,8 +433,12 @@ class MultiHopRetriever:
             evidence[position] = max(evidence.get(position, 0.0), s.entity_weight * value)
         return np.fromiter(evidence, dtype=np.int64), np.fromiter(evidence.values(), np.float64)
 
-    def _pair(self, pool: _Pool, question: frozenset[str]) -> tuple[list[int], list[int], float]:
-        """The pair's pool positions (rank order), the first hops tried and the pair score."""
+    def _pair(
+        self, pool: _Pool, question: frozenset[str]
+    ) -> tuple[list[int], list[int], float, bool]:
+        """The pair's pool positions (rank order), the first hops tried, the pair score and
+        whether a name or a title link supports it (a passage the question names, a title
+        link from the first hop to its partner); shared entities alone do not."""
         s = self.settings
         firsts = [int(i) for i in np.argsort(-pool.base, kind="stable")[: s.first_hops]]
         first_rows = [pool.rows[i] for i in firsts]
@@ -419,7 +468,9 @@ class MultiHopRetriever:
         i, j, score = best_pair(scores, firsts)
         a = firsts[i]
         order = [a, j] if base[a] >= base[j] else [j, a]
-        return order, firsts, score
+        linked = s.title_links and pool.rows[j] in self.links.targets(first_rows[i])
+        supported = bool(pool.named[a] or pool.named[j] or linked)
+        return order, firsts, score, supported
 
     def _fill(
         self, pool: _Pool, chosen: list[int], question: frozenset[str], depth: int
@@ -445,41 +496,33 @@ class MultiHopRetriever:
             np.maximum.at(bonus, positions, scores)
         return order, evidence
 
-    def _tail(self, query: Query, pool: _Pool, order: list[int], k: int) -> list[Candidate]:
-        """Ranks 3+ of ``order`` fused with the graph walk seeded by the pair."""
-        head = order[:2]
-        rest = [pool.rows[i] for i in order[2:]]
-        ids = self._ids
-        fill_scores = list(range(len(rest), 0, -1))
-        if self.graph_retriever is None or not head:
-            n = max(len(rest), 1)
-            return [
-                Candidate(self.corpus[r], (len(rest) - i) / n, signals={"fill": float(f)})
-                for i, (r, f) in enumerate(zip(rest, fill_scores, strict=True))
-            ]
-        seeds = [Candidate(self.corpus[pool.rows[i]], 1.0) for i in head]
-        depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(ids)
-        walked = self.graph_retriever.rank(query, seeds, k=depth)
-        head_ids = {ids[pool.rows[i]] for i in head}
-        walk = [c for c in walked if c.id not in head_ids and pool.allows(self._row[c.id])][
-            : self.settings.graph_cap
-        ]
-        result = fuse_lists(
-            [
-                ([ids[r] for r in rest], fill_scores),
-                ([c.id for c in walk], [c.score for c in walk]),
-            ],
-            calibration="pit",
-            fusion="boltzmann",
-        )
-        return [
+    def _tail(
+        self, query: Query, pool: _Pool, order: list[int], k: int, reserved: int
+    ) -> list[Candidate]:
+        """Ranks ``reserved + 1``.. of ``order`` fused with the graph walk seeded by its first
+        two (without the pool's signals, which :meth:`run` adds by row)."""
+        seeds_rows = [pool.rows[i] for i in order[:2]]
+        head = seeds_rows[:reserved]
+        rest = [pool.rows[i] for i in order[reserved:]]
+        fill = [
             Candidate(
-                self.corpus[doc_id],
-                float(score),
-                signals={**result.signals(i, ["fill", "graph"]), "fused": float(score)},
+                self.corpus[row], float(len(rest) - i), signals={"fill": float(len(rest) - i)}
             )
-            for i, (doc_id, score) in enumerate(zip(result.ids, result.scores, strict=True))
-        ][: max(k - 2, 0)]
+            for i, row in enumerate(rest)
+        ]
+        if self.graph_retriever is None or not seeds_rows:
+            n = max(len(rest), 1)
+            return [c.with_score((len(rest) - i) / n) for i, c in enumerate(fill)][: k - reserved]
+        seeds = [Candidate(self.corpus[row], 1.0) for row in seeds_rows]
+        depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(self._ids)
+        walked = self.graph_retriever.rank(query, seeds, k=depth)
+        skip = {self._ids[row] for row in head}
+        walk = [c for c in walked if c.id not in skip and pool.allows(self._row[c.id])]
+        return fuse_candidates(
+            {"fill": fill, "graph": walk[: self.settings.graph_cap]},
+            self._tail_fusion,
+            top_n=max(k - reserved, 0),
+        )
 
     # ------------------------------------------------------------------ public
 
@@ -521,19 +564,21 @@ class MultiHopRetriever:
         check_positive_int(k, "k")
         s = self.settings
         rows_allowed = self._allowed_rows(allowed)
-        vector = self._query_vector(query)
+        vector = self._queries.query(query)
         found, named, question = self._question(query.text)
         pool = _Pool(self.vectors, vector, named, rows_allowed)
         pool.add(*self._dense(vector, rows_allowed))
         pool.add(sorted(named))
         pair_score = 0.0
         firsts: list[int] = []
+        kept_first_stage = False
         chosen: list[int]
         if len(pool) == 0:
             chosen = []
         elif s.pair and len(pool) >= 2:
-            chosen, firsts, pair_score = self._pair(pool, question)
-        else:
+            chosen, firsts, pair_score, supported = self._pair(pool, question)
+            kept_first_stage = s.keep_first_stage and not supported
+        if len(pool) and (not s.pair or len(pool) < 2 or kept_first_stage):
             chosen = [int(np.argmax(pool.base))]
         depth = max(k, s.fill_depth)
         order, link_evidence = self._fill(pool, chosen, question, depth)
@@ -541,21 +586,19 @@ class MultiHopRetriever:
         head = order[:2]
         for rank, position in enumerate(head, start=1):
             row = pool.rows[position]
-            signals = self._signals(pool, position, link_evidence)
-            signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
+            signals = self._signals(pool, row, link_evidence)
+            if kept_first_stage:
+                signals["first_stage"] = 1.0
+            else:
+                signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
             out.append(Candidate(self.corpus[row], PAIR_SCORE, rank, signals))
-        tail = self._tail(query, pool, order, k)
-        for candidate in tail:
-            found_at = pool.position.get(self._row[candidate.id])
-            extra = self._signals(pool, found_at, link_evidence) if found_at is not None else {}
-            out.append(
-                Candidate(
-                    candidate.passage,
-                    candidate.score,
-                    len(out) + 1,
-                    {**extra, **candidate.signals},
-                )
-            )
+        fused = self.graph_retriever is not None and bool(order)
+        for candidate in self._tail(query, pool, order, k, len(head)):
+            signals = self._signals(pool, self._row[candidate.id], link_evidence)
+            signals |= candidate.signals
+            if fused:
+                signals["fused"] = candidate.score
+            out.append(Candidate(candidate.passage, candidate.score, len(out) + 1, signals))
         trace = MultiHopTrace(
             query_id=query.id,
             mentions=tuple(
@@ -567,18 +610,29 @@ class MultiHopRetriever:
             pair_score=pair_score,
             candidates=len(pool),
             seconds=time.perf_counter() - start,
+            kept_first_stage=kept_first_stage,
         )
         return MultiHopResult(out[:k], trace)
 
-    def _signals(
-        self, pool: _Pool, position: int, link_evidence: dict[int, float]
-    ) -> dict[str, float]:
-        return {
-            "dense": float(pool.cos[position]),
-            "named": float(pool.named[position]),
-            "link": link_evidence.get(position, 0.0),
-        }
+    def _signals(self, pool: _Pool, row: int, link_evidence: dict[int, float]) -> dict[str, float]:
+        """The pool's signals of ``row``, and ``subject`` (1.0) when the question names it by a
+        subject read from its text."""
+        signals = pool.signals(row, link_evidence)
+        if signals.get("named") and row in self._read_subjects:
+            signals["subject"] = 1.0
+        return signals
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The core ``Retriever`` protocol: :meth:`run` without the trace."""
         return self.run(query, k).candidates
+
+    async def arun(
+        self, query: Query, k: int = 10, *, allowed: Collection[str] | None = None
+    ) -> MultiHopResult:
+        """The async twin of :meth:`run`: the search and the walk run in a worker thread, off
+        the event loop."""
+        return await asyncio.to_thread(self.run, query, k, allowed=allowed)
+
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """The async twin of :meth:`retrieve`."""
+        return (await self.arun(query, k)).candidates

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_multihop.fusion.calibration import CALIBRATIONS
+from rag_multihop.fusion.functions import FUSIONS
 from rag_multihop.graph.settings import PPR_METHODS
 from rag_multihop.multihop.links import DEFAULT_MAX_ENTITY_PASSAGES, DEFAULT_WINDOW
 from rag_multihop.validation import check_choice, check_fraction, check_positive_int
@@ -26,8 +28,14 @@ class MultiHopSettings:
         candidates: dense candidates searched (FAISS top-K) before links and names add more.
         first_hops: the best candidates (by similarity + name) tried as the pair's first hop.
         pair: choose ranks 1-2 as the best (first hop, partner) pair; off: one greedy list.
+        keep_first_stage: when neither a name nor a title link supports a query's best pair
+            (the question names neither passage, the first hop does not name its partner),
+            ranks 1-2 keep the first stage's order (the greedy list) instead of the pair.
         title_links: use title links (pair and fill); off: names, shared entities and
             similarity only.
+        subjects: a passage whose text does not spell its title out is also known by the
+            subjects read from its text (:mod:`~rag_multihop.multihop.subjects`), for the
+            question's names, title links and the pair.
         residual: score a partner by its cosine with the question minus the first hop
             (:func:`~rag_multihop.multihop.scoring.residual_cosine`); off: plain cosine.
         specificity: weigh a link by its target's specificity (links to hubs count less).
@@ -44,6 +52,11 @@ class MultiHopSettings:
         graph_tail: fuse ranks 3+ with entity-graph PPR seeded by the pair and the question's
             entities (PIT calibration, Boltzmann fusion).
         graph_cap: graph candidates (besides the pair) that enter that fusion.
+        graph_seed_passages: the pair passages (rank order) that seed the tail's walk.
+        tail_calibration, tail_fusion: how the fill and the walk are fused
+            (:data:`~rag_multihop.fusion.calibration.CALIBRATIONS`,
+            :data:`~rag_multihop.fusion.functions.FUSIONS`; PIT and Boltzmann, as
+            ``pit-boltzmann``).
         graph_entity_share: share of the tail walk's seed mass on the question's entities
             (the rest on the pair). 0.5, below the graph method's 0.75: the pair already
             holds the passages about the named entities, and the tail is there for their
@@ -56,7 +69,9 @@ class MultiHopSettings:
     candidates: int = 50
     first_hops: int = 5
     pair: bool = True
+    keep_first_stage: bool = True
     title_links: bool = True
+    subjects: bool = True
     residual: bool = True
     specificity: bool = True
     exclusive_mentions: bool = True
@@ -67,6 +82,9 @@ class MultiHopSettings:
     fill_depth: int = 20
     graph_tail: bool = True
     graph_cap: int = 10
+    graph_seed_passages: int = 2
+    tail_calibration: str = "pit"
+    tail_fusion: str = "boltzmann"
     graph_entity_share: float = 0.5
     ppr: str = "push"
 
@@ -78,11 +96,14 @@ class MultiHopSettings:
             "entity_max_passages",
             "fill_depth",
             "graph_cap",
+            "graph_seed_passages",
         ):
             check_positive_int(getattr(self, name), name)
         for name in (
             "pair",
+            "keep_first_stage",
             "title_links",
+            "subjects",
             "residual",
             "specificity",
             "exclusive_mentions",
@@ -95,3 +116,5 @@ class MultiHopSettings:
         check_fraction(self.entity_weight, "entity_weight")
         check_fraction(self.graph_entity_share, "graph_entity_share")
         check_choice(self.ppr, "ppr", PPR_METHODS)
+        check_choice(self.tail_calibration, "tail_calibration", CALIBRATIONS)
+        check_choice(self.tail_fusion, "tail_fusion", FUSIONS)

@@ -128,16 +128,24 @@ class TitleIndex:
     """Finds the passages whose titles a text names (see the module docstring).
 
     Args:
-        titles: one title per passage, in corpus order (an empty title is never found).
+        titles: per passage, in corpus order, its title or the names it is known by (a title
+            and the subjects read from its text, :mod:`~rag_multihop.multihop.subjects`); an
+            empty title is never found.
         max_words: the longest title, in words, looked for.
     """
 
-    def __init__(self, titles: Sequence[str], *, max_words: int = DEFAULT_MAX_WORDS) -> None:
+    def __init__(
+        self, titles: Sequence[str | Sequence[str]], *, max_words: int = DEFAULT_MAX_WORDS
+    ) -> None:
         self.max_words = check_positive_int(max_words, "max_words")
         by_key: dict[str, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
-        for row, title in enumerate(titles):
-            for key, qualifiers in title_variants(title).items():
-                by_key[key].append((row, qualifiers))
+        for row, names in enumerate(titles):
+            seen: set[str] = set()
+            for name in [names] if isinstance(names, str) else names:
+                for key, qualifiers in title_variants(name).items():
+                    if key not in seen:
+                        seen.add(key)
+                        by_key[key].append((row, qualifiers))
         self._by_key = dict(by_key)
         self._first_words = frozenset(key.split(" ", 1)[0] for key in self._by_key)
         self.size = len(titles)

@@ -126,3 +126,29 @@ def test_bench_runs_a_small_default_set_and_all_on_request():
     assert {"dense", "pit-boltzmann", "bridge", "aar"} <= set(chosen) and len(chosen) <= 6
     everything = method_names(argparse.Namespace(methods="all"), BENCH_METHODS)
     assert set(chosen) < set(everything)
+
+
+def test_bench_view_is_applied_and_reported(tmp_path):
+    questions = tmp_path / "tiny.json"
+    questions.write_text(json.dumps(NATIVE))
+    out = tmp_path / "out"
+    argv = ["bench", "--questions", str(questions), "--methods", "dense", "--out", str(out)]
+    argv += ["--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    argv += ["--view", "chunked", "--chunk-words", "6", "--chunk-overlap", "2", "--view-seed", "3"]
+    assert main(argv) == 0
+    dataset = json.loads((out / "results.json").read_text())["dataset"]
+    assert dataset["view"] == {
+        "name": "chunked",
+        "seed": 3,
+        "chunk_words": 6,
+        "chunk_overlap": 2,
+        "doc_min": 2,
+        "doc_max": 5,
+    }
+    assert dataset["passages"] > 3 and dataset["gold_passages"] == 2
+
+
+def test_bench_refuses_an_unknown_view(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--questions", "x.json", "--view", "pdf", "--out", "x"])
+    assert "--view: invalid choice: 'pdf'" in capsys.readouterr().err

@@ -81,6 +81,7 @@ def test_report_files_and_comparison_against_dense(dataset, hashing_encoder, tmp
         "passages": 4,
         "gold_passages": 4,
         "hop_ordered_questions": 2,
+        "view": {"name": "titled"},
     }
     bm25 = data["methods"]["bm25"]
     for key in ("R@2", "R@5", "R@10", "AllR@5", "latency_ms", "vs_dense"):

@@ -127,7 +127,7 @@ def test_bad_k_is_refused(retriever) -> None:
 
 def test_a_query_without_embedding_needs_an_encoder(corpus, hashing_encoder) -> None:
     retriever = MultiHopRetriever(corpus, hashing_encoder.encode(corpus.texts()))
-    with pytest.raises(ValueError, match="no embedding and the retriever has no encoder"):
+    with pytest.raises(ValueError, match="no embedding and no encoder was given"):
         retriever.retrieve(Query("Who directed Rope?"))
 
 
@@ -172,6 +172,9 @@ def test_an_index_of_other_passages_is_refused(corpus, hashing_encoder) -> None:
         ("ppr", "fast", r"ppr must be one of \['auto', 'power', 'push'\], got 'fast'"),
         ("graph_cap", 0, "graph_cap must be a positive integer, got 0"),
         ("graph_entity_share", 1.5, r"graph_entity_share must be in \[0, 1\], got 1.5"),
+        ("graph_seed_passages", 0, "graph_seed_passages must be a positive integer, got 0"),
+        ("tail_calibration", "zeta", r"tail_calibration must be one of \[.*'pit'.*\]"),
+        ("tail_fusion", "mean", r"tail_fusion must be one of \[.*'boltzmann'.*\]"),
     ],
 )
 def test_settings_name_the_bad_value(field: str, value: object, message: str) -> None:
@@ -230,3 +233,42 @@ def test_allowed_must_be_a_collection_of_corpus_ids(retriever) -> None:
         retriever.run(Query(BRIDGE), allowed={"pw", "zz"})
     with pytest.raises(TypeError, match="allowed must be a collection of passage ids.*got str"):
         retriever.run(Query(BRIDGE), allowed="pw")
+
+
+def test_every_setting_is_a_typed_keyword_of_the_constructor() -> None:
+    import inspect
+
+    parameters = inspect.signature(MultiHopRetriever).parameters
+    for field in dataclasses.fields(MultiHopSettings):
+        assert parameters[field.name].kind is inspect.Parameter.KEYWORD_ONLY, field.name
+        assert parameters[field.name].default is None, field.name
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def test_the_tail_fuses_under_its_settings(corpus, hashing_encoder) -> None:
+    vectors = hashing_encoder.encode(corpus.texts())
+    query = Query("Where was the director of the film Polish Wedding born?")
+    boltzmann = MultiHopRetriever(corpus, vectors, encoder=hashing_encoder).run(query, k=8)
+    rrf = MultiHopRetriever(
+        corpus, vectors, encoder=hashing_encoder, tail_calibration="minmax", tail_fusion="rrf"
+    ).run(query, k=8)
+    assert [c.id for c in boltzmann.candidates[:2]] == [c.id for c in rrf.candidates[:2]]
+    tail = rrf.candidates[2:]
+    assert tail and all({"fused", "dense"} <= set(c.signals) for c in tail)
+    assert all({"fill_cal", "graph_cal"} & set(c.signals) for c in tail)
+    assert [c.score for c in tail] != [c.score for c in boltzmann.candidates[2:]]
+
+
+def test_one_seed_passage_seeds_the_tail_walk_with_the_first_hop_only(corpus, hashing_encoder):
+    vectors = hashing_encoder.encode(corpus.texts())
+    walker = MultiHopRetriever(corpus, vectors, graph_seed_passages=1).graph_retriever
+    assert walker is not None and walker.settings.seed_top_n == 1
+
+
+def test_arun_and_aretrieve_match_run(retriever) -> None:
+    import asyncio
+
+    query = Query("Where was the director of the film Polish Wedding born?")
+    result = asyncio.run(retriever.arun(query, k=4, allowed=["pw", "tc", "ph"]))
+    assert result.candidates == retriever.run(query, k=4, allowed=["pw", "tc", "ph"]).candidates
+    assert asyncio.run(retriever.aretrieve(query, k=4)) == retriever.retrieve(query, k=4)

@@ -73,3 +73,15 @@ def test_a_long_text_is_scanned_linearly() -> None:
     index = TitleIndex([f"Person {i}" for i in range(2000)])
     text = " ".join(f"Person {i} met Person {i + 1}." for i in range(0, 1000, 2))
     assert len(index.find(text)) == 1000
+
+
+def test_a_passage_can_be_known_by_several_names() -> None:
+    from rag_multihop.multihop.titles import TitleIndex
+
+    index = TitleIndex([("doc-1", "Ed Wood", "Humaya River"), "Tim Burton"])
+    found = index.find("Did Ed Wood fish in the Humaya River with Tim Burton?")
+    assert [(m.text, sorted(m.referents)) for m in found] == [
+        ("ed wood", [0]),
+        ("humaya river", [0]),
+        ("tim burton", [1]),
+    ]

@@ -35,6 +35,9 @@ class QAExample:
     no answers). ``gold_ids`` are passage ids in the dataset's corpus, in hop order when
     ``hop_ordered``. ``metadata`` keeps the source record's other fields (``level``,
     ``evidences``, ``supporting_facts``, ``question_decomposition``, ...).
+    ``gold_units`` (a corpus view, :mod:`rag_multihop.eval.views`) groups the gold ids: one
+    tuple of alternative ids per gold passage, found when any of them is; empty: each gold id
+    is its own unit. :attr:`gold` is what the metrics score.
     """
 
     id: str
@@ -44,11 +47,25 @@ class QAExample:
     hop_ordered: bool
     type: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    gold_units: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "answers", tuple(self.answers))
         object.__setattr__(self, "gold_ids", tuple(self.gold_ids))
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+        units = tuple(tuple(unit) for unit in self.gold_units)
+        object.__setattr__(self, "gold_units", units)
+        stray = {pid for unit in units for pid in unit} - set(self.gold_ids)
+        if stray:
+            raise ValueError(
+                f"question {self.id}: gold_units name ids that are not in gold_ids: "
+                f"{sorted(stray)[:5]}"
+            )
+
+    @property
+    def gold(self) -> tuple[str | tuple[str, ...], ...]:
+        """The gold the metrics score: ``gold_units`` when set, else ``gold_ids``."""
+        return self.gold_units or self.gold_ids
 
 
 @dataclass(frozen=True)
@@ -57,7 +74,9 @@ class Dataset:
 
     ``split`` names the half of the questions kept (``"all"``, ``"tune"`` or ``"test"``, see
     :func:`rag_multihop.eval.splits.split_dataset`); ``held_out`` holds the other half's
-    questions, never evaluated, for methods that train on it (``dense-ft``).
+    questions, never evaluated, for methods that train on it (``dense-ft``). ``view``
+    describes the corpus view (:mod:`rag_multihop.eval.views`; ``{"name": "titled"}``: the
+    corpus as loaded).
     """
 
     name: str
@@ -66,6 +85,7 @@ class Dataset:
     source_format: str
     split: str = "all"
     held_out: tuple[QAExample, ...] = ()
+    view: Mapping[str, Any] = field(default_factory=lambda: {"name": "titled"})
 
 
 CorpusEntries = Sequence[tuple[str, str]]

@@ -150,7 +150,8 @@ def training_pairs(
 class _Model:
     """A trained reranker, the questions it evaluates and its report for ``bench_extras``."""
 
-    reranker: AssociationReranker
+    reranker: AssociationReranker | None
+    """``None`` when there was no pair to train on: its questions keep the dense order."""
     eval_question_ids: tuple[str, ...]
     report: dict[str, Any]
 
@@ -174,22 +175,31 @@ def _train(
         f"{'label-free' if label_free else fold}"
     )
 
-    def fit() -> tuple[AssociationReranker, PairSet]:
+    def fit() -> tuple[AssociationReranker | None, PairSet]:
         pairs = training_pairs(context, settings, train)
-        reranker = AssociationReranker(training=settings.training).fit(
-            context.dataset.corpus.ids,
-            context.passage_vectors,
-            pairs,
-            encoder_name=context.encoder.name,
-        )
+        reranker = None
+        if len(pairs):
+            reranker = AssociationReranker(training=settings.training).fit(
+                context.dataset.corpus.ids,
+                context.passage_vectors,
+                pairs,
+                encoder_name=context.encoder.name,
+            )
+        else:
+            logger.warning(
+                "no %s pairs to train AAR on (fold %s): its questions keep the dense order",
+                settings.pairs,
+                fold,
+            )
         return reranker, pairs
 
     reranker, pairs = context.memo(key, fit)
     report = {
         "train_questions": 0 if label_free else len(train),
         "eval_questions": len(evaluate),
-        "pair_stats": reranker.provenance["pair_stats"],
-        "training_stats": reranker.provenance["training_stats"],
+        "pair_stats": pairs.stats().to_dict(),
+        "training_stats": None if reranker is None else reranker.provenance["training_stats"],
+        "kept_first_stage": reranker is None,
         "leakage": leakage(pairs, [q.gold_ids for q in evaluate]).to_dict(),
     }
     return _Model(reranker, tuple(q.id for q in evaluate), report)
@@ -217,7 +227,9 @@ class AssociationBenchRetriever:
         self._rerankers = FoldRouter(
             (
                 model.eval_question_ids,
-                model.reranker.with_settings(settings.scoring, mode=mode),
+                None
+                if model.reranker is None
+                else model.reranker.with_settings(settings.scoring, mode=mode),
             )
             for model in self.models
         )
@@ -237,6 +249,9 @@ class AssociationBenchRetriever:
             for pid, s in zip(ids[0], dense_scores[0], strict=True)
         )
         t2 = time.perf_counter()
+        if reranker is None:  # nothing learned: the first stage's order
+            self.faiss_ms.append((t1 - t0) * 1000.0)
+            return found[:k]
         scores = reranker.score(query, found)
         t3 = time.perf_counter()
         ranked = rescore_candidates(found, scores, top_n=k)
@@ -260,7 +275,12 @@ class AssociationBenchRetriever:
             "mode": self.mode,
             "models": [model.report for model in self.models],
             "training_seconds": round(
-                sum(m.report["training_stats"]["seconds"] for m in self.models), 2
+                sum(
+                    m.report["training_stats"]["seconds"]
+                    for m in self.models
+                    if m.report["training_stats"]
+                ),
+                2,
             ),
             "faiss_search_ms": summarize(self.faiss_ms),
             "scoring_ms": summarize(self.scoring_ms),

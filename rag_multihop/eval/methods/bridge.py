@@ -174,6 +174,12 @@ def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, lis
             "pass --option protocol=heldout for a fair run",
             aar.settings.pairs,
         )
+    untrained = [m.report["pair_stats"] for m in aar.models if m.reranker is None]
+    if untrained:
+        raise ValueError(
+            f"bridge-aar needs an AAR model, but there were no {aar.settings.pairs} pairs to "
+            "train one on (a corpus whose texts name no passage title?); use bridge instead"
+        )
     vectors = _vectors(context)
     judges: FoldRouter[Judge] = FoldRouter(
         (
@@ -181,6 +187,7 @@ def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, lis
             AssociationJudge(model.reranker, weights=weights, vectors=vectors),
         )
         for model in aar.models
+        if model.reranker is not None
     )
     report = [
         {"settings": {"protocol": aar.settings.protocol, "pairs": aar.settings.pairs}, **m.report}
@@ -224,16 +231,16 @@ class BridgeBenchRetriever:
             question = self._questions.get(trace.query_id)
             if question is None:
                 continue
-            gold = question.gold_ids
+            gold, ids = question.gold, set(question.gold_ids)
             reach = {*trace.pool_ids, *([trace.bridge_id] if trace.bridge_id else [])}
             row = {
                 "R@2": recall_at_k(ranking, gold, 2),
                 "R@5": recall_at_k(ranking, gold, 5),
                 "dense_R@2": recall_at_k(list(trace.hop1_ids), gold, 2),
                 "dense_R@5": recall_at_k(list(trace.hop1_ids), gold, 5),
-                "pool_coverage": len(set(gold) & reach) / len(set(gold)),
+                "pool_coverage": recall_at_k(sorted(reach), gold, max(len(reach), 1)),
                 "dense_coverage_same_size": recall_at_k(list(trace.hop1_ids), gold, len(reach)),
-                "bridge_is_gold": float(trace.bridge_id in gold),
+                "bridge_is_gold": float(trace.bridge_id in ids),
             }
             rows.append((question, row))
         return grouped_percentages(rows)

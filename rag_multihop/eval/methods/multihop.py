@@ -64,12 +64,12 @@ class MultiHopBenchRetriever:
             question = self._questions.get(trace.query_id)
             if question is None:
                 continue
-            gold = question.gold_ids
+            gold, ids = question.gold, set(question.gold_ids)
             row = {
                 "R@2": recall_at_k(ranking, gold, 2),
                 "R@5": recall_at_k(ranking, gold, 5),
-                "pair_all_gold": float(bool(trace.pair) and set(trace.pair) <= set(gold)),
-                "named_gold": float(any(i in gold for _, ids in trace.mentions for i in ids)),
+                "pair_all_gold": float(bool(trace.pair) and set(trace.pair) <= ids),
+                "named_gold": float(any(i in ids for _, named in trace.mentions for i in named)),
             }
             rows.append((question, row))
         return grouped_percentages(rows)
