@@ -33,6 +33,7 @@ from rag_multihop.coop.pipeline import CoopRAG, CoopResult, CoopSettings, CoopTr
 from rag_multihop.coop.rala import SCORINGS, RaLaReranker, RaLaRetriever, Scoring, state_layout
 from rag_multihop.coop.reader import ChainReader, Reading, is_binary_question, unsupported_spans
 from rag_multihop.coop.settings import DEFAULT_CANDIDATES, SCORING_NAMES, RaLaSettings
+from rag_multihop.coop.signals import SIGNALS
 from rag_multihop.coop.states import (
     HiddenStateEncoder,
     HiddenStatesUnavailable,
@@ -56,6 +57,7 @@ __all__ = [
     "DEFAULT_CANDIDATES",
     "SCORINGS",
     "SCORING_NAMES",
+    "SIGNALS",
     "UAR_MODES",
     "UNKNOWN",
     "ChainReader",
