@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -130,6 +131,37 @@ def nodes_to_corpus(nodes: Sequence[BaseNode]) -> Corpus:
     ['a']
     """
     return Corpus(node_to_passage(node) for node in nodes)
+
+
+class ThreadTrace:
+    """A retriever attribute holding the core trace of the last query it ran **in the calling
+    thread** (``None`` before that), so a retriever shared by threads (a web app's sessions)
+    hands each its own trace.
+
+    >>> class Traced:
+    ...     last_trace = ThreadTrace()
+    >>> traced = Traced()
+    >>> traced.last_trace is None
+    True
+    >>> traced.last_trace = "trace of query 1"
+    >>> seen = []
+    >>> worker = threading.Thread(target=lambda: seen.append(traced.last_trace))
+    >>> worker.start(); worker.join()
+    >>> traced.last_trace, seen
+    ('trace of query 1', [None])
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_by_thread"
+
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        local = obj.__dict__.get(self._slot)
+        return None if local is None else getattr(local, "value", None)
+
+    def __set__(self, obj: object, value: Any) -> None:
+        obj.__dict__.setdefault(self._slot, threading.local()).value = value
 
 
 def _union(keys: list[str], extra: list[str]) -> list[str]:

@@ -49,6 +49,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.retrievers.retriever import VectorIndexRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.retrievers.rag_multihop._convert import (
+    ThreadTrace,
     as_encoder,
     candidate_to_node,
     node_to_candidate,
@@ -165,7 +166,12 @@ class BridgeRetriever(BaseRetriever):
         bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
             :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
             core's), kept as ``core.settings``.
+
+    ``last_trace`` is the core :class:`~rag_multihop.bridge.BridgeTrace` of the last query run
+    in the calling thread (bridge, entities, queries, pool, LLM account).
     """
+
+    last_trace = ThreadTrace()
 
     def __init__(
         self,
@@ -195,8 +201,10 @@ class BridgeRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = self.core.run(Query(query_bundle.query_str), self.similarity_top_k)
+        self.last_trace = result.trace
         return [candidate_to_node(c) for c in result.candidates]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = await self.core.arun(Query(query_bundle.query_str), self.similarity_top_k)
+        self.last_trace = result.trace
         return [candidate_to_node(c) for c in result.candidates]

@@ -13,7 +13,8 @@ The algorithm is rag-multihop's core (:mod:`rag_multihop.coop`); this file trans
   question alone), search the unrolled question (the same ``custom_embedding_strs`` hook),
   rerank with RaLa (``rala=True``), and optionally run KeyExtract rounds (LLM judge and key
   sentence with ``llm``; LLM-free the most similar sentence); ``last_trace`` keeps the core
-  :class:`~rag_multihop.coop.CoopTrace` of the last query (calls, tokens, flags).
+  :class:`~rag_multihop.coop.CoopTrace` of the last query run in the calling thread (calls,
+  tokens, flags).
 - :class:`CoopQueryEngine`: a ``CustomQueryEngine`` over a :class:`CoopRetriever` with an
   LLM: the chain is completed from the top nodes and a concise answer generated (yes/no for
   binary questions); the ``Response`` carries the answer, the source nodes and, in
@@ -40,14 +41,17 @@ from llama_index.core.indices.query.query_transform.base import BaseQueryTransfo
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
+from llama_index.retrievers.rag_multihop._convert import (
+    ThreadTrace,
+    candidate_to_node,
+    node_to_candidate,
+)
 
 from rag_multihop.coop import (
     ChainReader,
     CoopRAG,
     CoopResult,
     CoopSettings,
-    CoopTrace,
     LLMKeyExtractor,
     LLMUnroller,
     RaLaReranker,
@@ -160,6 +164,8 @@ class CoopRetriever(BaseRetriever):
             :class:`~rag_multihop.coop.CoopSettings` fields.
     """
 
+    last_trace = ThreadTrace()
+
     def __init__(
         self,
         retriever: BaseRetriever,
@@ -208,7 +214,6 @@ class CoopRetriever(BaseRetriever):
             key_extractor=extractor,
             settings=settings,
         )
-        self.last_trace: CoopTrace | None = None
         super().__init__(callback_manager=callback_manager)
 
     def run(self, query: str, *, read: bool) -> CoopResult:

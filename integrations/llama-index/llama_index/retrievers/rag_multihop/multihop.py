@@ -52,6 +52,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 from llama_index.retrievers.rag_multihop._convert import (
     NODE_KEY,
+    ThreadTrace,
     as_encoder,
     candidate_to_node,
     check_metadata_filters,
@@ -90,7 +91,12 @@ class MultiHopRetriever(BaseRetriever):
         filters: ``MetadataFilters`` the nodes must match to be retrieved (module docstring).
         settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``overrides`` replace
             single fields of it.
+
+    ``last_trace`` is the core :class:`~rag_multihop.multihop.MultiHopTrace` of the last query
+    run in the calling thread (the question's title mentions, the pair, the first hops tried).
     """
+
+    last_trace = ThreadTrace()
 
     def __init__(
         self,
@@ -144,6 +150,7 @@ class MultiHopRetriever(BaseRetriever):
 
     def _ranked(self, query: Query) -> list[NodeWithScore]:
         result = self.core.run(query, self.similarity_top_k, allowed=self._allowed)
+        self.last_trace = result.trace
         return [candidate_to_node(c) for c in result.candidates]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -1,0 +1,127 @@
+"""``RagMultihopChatGenerator``: replies through the core client, sync and async, streamed,
+accounted in the reply's meta, serialised without a key; a plain-object transport stands in
+for the provider (the client's default transport is replaced, nothing else)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from haystack import Pipeline
+from haystack.components.builders import ChatPromptBuilder
+from haystack.dataclasses import ChatMessage, StreamingChunk
+from haystack.utils import Secret
+from haystack_integrations.components.generators.rag_multihop import RagMultihopChatGenerator
+
+from rag_multihop.llm.transport import RawReply, StreamDelta
+
+ANSWER = "Theresa Connelly was born in Philadelphia [2]."
+
+
+class ScriptedTransport:
+    """Replies ``ANSWER`` (streamed word by word, usage last) and records every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def check_model(self, model: str) -> None:
+        pass
+
+    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
+        return []
+
+    def supports_response_schema(self, model: str) -> bool:
+        return False
+
+    def complete(self, request: dict[str, Any], *, api_key: str | None, timeout: float) -> RawReply:
+        self.requests.append({**request, "timeout": timeout})
+        return RawReply(ANSWER, "stop", None, "fake", 30, 8, 0.0)
+
+    async def acomplete(
+        self, request: dict[str, Any], *, api_key: str | None, timeout: float
+    ) -> RawReply:
+        return self.complete(request, api_key=api_key, timeout=timeout)
+
+    def stream(self, request: dict[str, Any], *, api_key: str | None, timeout: float):
+        self.requests.append(request)
+        for i, word in enumerate(ANSWER.split(" ")):
+            yield StreamDelta((" " if i else "") + word, model="fake")
+        yield StreamDelta("", "stop", "fake", 30, 8)
+
+    async def astream(self, request: dict[str, Any], *, api_key: str | None, timeout: float):
+        for delta in self.stream(request, api_key=api_key, timeout=timeout):
+            yield delta
+
+
+@pytest.fixture
+def transport(monkeypatch: pytest.MonkeyPatch) -> ScriptedTransport:
+    scripted = ScriptedTransport()
+    monkeypatch.setattr("rag_multihop.llm.client.LiteLLMTransport", lambda: scripted)
+    return scripted
+
+
+MESSAGES = [ChatMessage.from_system("Cite passages."), ChatMessage.from_user("Where?")]
+
+
+def test_reply_meta_and_request(transport) -> None:
+    generator = RagMultihopChatGenerator(llm="openai/fake", max_tokens=64, timeout=20)
+    reply = generator.run(MESSAGES)["replies"][0]
+    assert reply.text == ANSWER
+    assert reply.meta["usage"] == {"prompt_tokens": 30, "completion_tokens": 8}
+    assert reply.meta["model"] == "openai/fake" and reply.meta["finish_reason"] == "stop"
+    request = transport.requests[0]
+    assert request["messages"][0] == {"role": "system", "content": "Cite passages."}
+    assert request["max_tokens"] == 64 and request["timeout"] == 20
+
+
+def test_streaming_in_a_pipeline(transport) -> None:
+    chunks: list[StreamingChunk] = []
+    pipeline = Pipeline()
+    pipeline.add_component("prompt", ChatPromptBuilder([ChatMessage.from_user("{{ q }}")]))
+    pipeline.add_component("llm", RagMultihopChatGenerator(llm="openai/fake"))
+    pipeline.connect("prompt.prompt", "llm.messages")
+    out = pipeline.run({"prompt": {"q": "Where?"}, "llm": {"streaming_callback": chunks.append}})
+    assert "".join(c.content for c in chunks) == ANSWER == out["llm"]["replies"][0].text
+    assert len(chunks) == len(ANSWER.split(" "))
+    assert out["llm"]["replies"][0].meta["usage"]["completion_tokens"] == 8
+
+
+@pytest.mark.anyio
+async def test_async_with_an_async_callback(transport) -> None:
+    generator = RagMultihopChatGenerator(llm="openai/fake")
+    pieces: list[str] = []
+
+    async def collect(chunk: StreamingChunk) -> None:
+        pieces.append(chunk.content)
+
+    streamed = await generator.run_async(MESSAGES, streaming_callback=collect)
+    plain = await generator.run_async(MESSAGES)
+    assert "".join(pieces) == ANSWER == streamed["replies"][0].text == plain["replies"][0].text
+    with pytest.raises(TypeError, match="run_async"):
+        generator.run(MESSAGES, streaming_callback=collect)
+
+
+def test_round_trip_keeps_the_key_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_LLM_KEY", "sk-secret-value")
+    generator = RagMultihopChatGenerator(
+        llm="openai/gpt-4o-mini",
+        api_key=Secret.from_env_var("MY_LLM_KEY", strict=False),
+        max_tokens=128,
+        temperature=0.3,
+        timeout=30,
+        max_retries=1,
+    )
+    data = generator.to_dict()
+    assert "sk-secret-value" not in str(data)
+    again = RagMultihopChatGenerator.from_dict(data)
+    assert again.to_dict() == data and again.settings == generator.settings
+    assert again.settings.api_key_env == "MY_LLM_KEY"
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="llm must be a litellm model string"):
+        RagMultihopChatGenerator(llm="")
+    with pytest.raises(ValueError, match="api_key must be Secret.from_env_var"):
+        RagMultihopChatGenerator(llm="openai/x", api_key=Secret.from_token("sk-pasted"))
+    with pytest.raises(ValueError, match="timeout"):
+        RagMultihopChatGenerator(llm="openai/x", timeout=0)
