@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 MAX_SESSIONS = 64
 """Conversations kept at once (the oldest is dropped beyond that)."""
 
+
 def signal_bar(name: str, meaning: str, value: float) -> str:
     """One signal as a bar labelled in plain words, its name and exact value on hover (values
     outside [0, 1] are shown, the bar is clipped)."""
