@@ -42,11 +42,12 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.retrievers.rag_multihop._convert import (
+    NodeSearcher,
     ThreadTrace,
     candidate_to_node,
-    node_to_candidate,
 )
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.coop import (
     ChainReader,
     CoopRAG,
@@ -60,7 +61,7 @@ from rag_multihop.coop import (
     Unrolling,
 )
 from rag_multihop.llm import LLMClient, LLMSettings
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Query
 from rag_multihop.validation import check_env_var_name, check_positive_int
 
 
@@ -73,38 +74,6 @@ def make_client(
     if llm is None or isinstance(llm, LLMClient):
         return llm
     return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=api_key_env))
-
-
-class BundleRetriever:
-    """A LlamaIndex retriever as a core retriever: each search text goes in
-    ``custom_embedding_strs`` (what vector retrievers embed) and as ``query_str``."""
-
-    def __init__(self, retriever: BaseRetriever) -> None:
-        self.retriever = retriever
-
-    def _bundle(self, query: Query) -> QueryBundle:
-        return QueryBundle(query_str=query.text, custom_embedding_strs=[query.text])
-
-    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        nodes = self.retriever.retrieve(self._bundle(query))
-        return _candidates(nodes, k)
-
-    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        nodes = await self.retriever.aretrieve(self._bundle(query))
-        return _candidates(nodes, k)
-
-
-def _candidates(nodes: list[NodeWithScore], k: int) -> list[Candidate]:
-    seen: set[str] = set()
-    out = []
-    for node in nodes:
-        candidate = node_to_candidate(node)
-        if candidate.id not in seen:
-            seen.add(candidate.id)
-            out.append(candidate)
-    return out[:k]
 
 
 class UnrollingQueryTransform(BaseQueryTransform):
@@ -160,8 +129,11 @@ class CoopRetriever(BaseRetriever):
         rala: rerank with RaLa; ``model`` names the sentence-transformers model whose hidden
             states it reads (``None``: the bundled all-MiniLM-L6-v2); ``rala_settings`` are
             the core's :class:`~rag_multihop.coop.RaLaSettings`.
-        candidates, top_k, uar_mode, keyextract_rounds: the core
-            :class:`~rag_multihop.coop.CoopSettings` fields.
+        settings: a :class:`~rag_multihop.coop.CoopSettings` (default: its defaults).
+        candidates, reader_top_k, uar_mode, keyextract_rounds: override the
+            :class:`~rag_multihop.coop.CoopSettings` fields ``candidates``, ``top_k`` (the
+            passages KeyExtract and the reader read), ``uar_mode`` and ``keyextract_rounds``
+            (``None`` keeps the field; checks are the core's); kept as :attr:`settings`.
     """
 
     last_trace = ThreadTrace()
@@ -177,17 +149,20 @@ class CoopRetriever(BaseRetriever):
         rala: bool = True,
         model: str | None = None,
         rala_settings: RaLaSettings | None = None,
-        candidates: int = CoopSettings.candidates,
-        top_k: int = CoopSettings.top_k,
-        uar_mode: str = CoopSettings.uar_mode,
-        keyextract_rounds: int = CoopSettings.keyextract_rounds,
+        settings: CoopSettings | None = None,
+        candidates: int | None = None,
+        reader_top_k: int | None = None,
+        uar_mode: str | None = None,
+        keyextract_rounds: int | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         check_env_var_name(api_key_env, "api_key_env")
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
-        settings = CoopSettings(
+        settings = resolve_settings(
+            CoopSettings,
+            settings,
             candidates=candidates,
-            top_k=top_k,
+            top_k=reader_top_k,
             uar_mode=uar_mode,
             keyextract_rounds=keyextract_rounds,
         )
@@ -199,7 +174,7 @@ class CoopRetriever(BaseRetriever):
 
             reranker = RaLaReranker(load_encoder(model), rala_settings)
         extractor: Any = None
-        if keyextract_rounds:
+        if settings.keyextract_rounds:
             if self.client is not None:
                 extractor = LLMKeyExtractor(self.client)
             else:
@@ -207,14 +182,19 @@ class CoopRetriever(BaseRetriever):
 
                 extractor = SimilarityKeyExtractor(load_encoder(model))
         self.core = CoopRAG(
-            BundleRetriever(retriever),
+            NodeSearcher.of(retriever),
             unroller=None if self.client is None else LLMUnroller(self.client),
             reranker=reranker,
-            reader=None if self.client is None else ChainReader(self.client, top_k=top_k),
+            reader=None if self.client is None else ChainReader(self.client, top_k=settings.top_k),
             key_extractor=extractor,
             settings=settings,
         )
         super().__init__(callback_manager=callback_manager)
+
+    @property
+    def settings(self) -> CoopSettings:
+        """The core's :class:`~rag_multihop.coop.CoopSettings`."""
+        return self.core.settings
 
     def run(self, query: str, *, read: bool) -> CoopResult:
         """The core result for ``query`` (``read``: complete the chain and answer)."""
