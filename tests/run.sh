@@ -25,7 +25,7 @@ ruff format --check .
 mypy rag_multihop
 (cd integrations/llama-index && mypy --explicit-package-bases \
     -p llama_index.retrievers.rag_multihop -p llama_index.postprocessor.rag_multihop \
-    -p llama_index.embeddings.rag_multihop)
+    -p llama_index.embeddings.rag_multihop -p llama_index.llms.rag_multihop)
 (cd integrations/haystack && mypy --explicit-package-bases \
     -p haystack_integrations.common.rag_multihop \
     -p haystack_integrations.components.embedders.rag_multihop \
