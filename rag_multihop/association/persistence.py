@@ -14,9 +14,9 @@ Layout (no pickle anywhere; arrays are read with ``allow_pickle=False``):
   The fingerprint is optional within format version 1: models saved without it load (the
   encoder is then checked by name), and older rag-multihop versions ignore it.
 
-Writes go to a temporary sibling directory that replaces the target in one rename, so a
-crash never leaves a half-written model; an existing directory that is not a saved
-association model is never overwritten.
+Writes are atomic (:mod:`rag_multihop._atomic`): a crash never leaves a half-written model,
+and a save deletes nothing but the model's own superseded versions. An existing directory
+with files that is not a saved association model is refused rather than written into.
 
 Example:
     >>> import tempfile, numpy as np
@@ -40,9 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop._atomic import artifact_path, atomic_directory
+from rag_multihop._artifact_config import read_config as read_artifact_config
+from rag_multihop._artifact_config import write_config
+from rag_multihop._atomic import artifact_path, atomic_directory, read_artifact
 from rag_multihop._optional import require
-from rag_multihop._version import __version__
 from rag_multihop.association.model import AssociationWeights
 from rag_multihop.encoders.fingerprint import EncoderFingerprint
 
@@ -85,16 +86,9 @@ def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
     encoder = {key: value for key, value in model.config["encoder"].items() if key != "probe_texts"}
     if model.fingerprint is not None:
         encoder["probe_texts"] = list(model.fingerprint.texts)
-    config = {
-        **model.config,
-        "encoder": encoder,
-        "kind": KIND,
-        "format_version": FORMAT_VERSION,
-        "rag_multihop_version": __version__,
-        "passages": len(model.passage_ids),
-    }
+    config = {**model.config, "encoder": encoder, "passages": len(model.passage_ids)}
     with atomic_directory(target) as staging:
-        (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False))
+        write_config(staging, KIND, FORMAT_VERSION, config, filename=CONFIG_FILE)
         safetensors_numpy.save_file(
             model.weights.to_state_dict(), str(staging / WEIGHTS_FILE), metadata={"kind": KIND}
         )
@@ -120,23 +114,14 @@ def read_config(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """The model's ``config.json``, checked for kind and format version (no arrays loaded)."""
     source = artifact_path(directory)
     path = source / CONFIG_FILE
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{source} is not a saved association model (no {CONFIG_FILE}); "
-            "save one with AssociationReranker.save or `rag-multihop aar train`"
-        )
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is corrupted (not valid JSON: {exc})") from None
-    if not isinstance(config, dict) or config.get("kind") != KIND:
-        kind = config.get("kind") if isinstance(config, dict) else type(config).__name__
-        raise ValueError(f"{source} holds a {kind!r} model, not a {KIND!r} one")
-    if config.get("format_version") != FORMAT_VERSION:
-        raise ValueError(
-            f"{source} has format_version {config.get('format_version')!r}; this version of "
-            f"rag-multihop reads format_version {FORMAT_VERSION}"
-        )
+    config = read_artifact_config(
+        source,
+        KIND,
+        (FORMAT_VERSION,),
+        filename=CONFIG_FILE,
+        label="association model",
+        hint="save one with AssociationReranker.save or `rag-multihop aar train`",
+    )
     encoder = config.get("encoder")
     name = encoder.get("name") if isinstance(encoder, dict) else None
     dim = encoder.get("dim") if isinstance(encoder, dict) else None
@@ -154,7 +139,11 @@ def read_config(directory: str | os.PathLike[str]) -> dict[str, Any]:
 
 def load_model(directory: str | os.PathLike[str]) -> SavedModel:
     """Read a model directory; ``ValueError`` names the corrupted or inconsistent file."""
-    source = artifact_path(directory)
+    with read_artifact(directory) as source:
+        return _read_model(source)
+
+
+def _read_model(source: Path) -> SavedModel:
     config = read_config(source)
     missing = [name for name in FILES if not (source / name).is_file()]
     if missing:

@@ -10,7 +10,11 @@ non-gold passage of the base encoder's dense search.
 :func:`weighted_info_nce` is the loss (torch tensors in, a scalar tensor out);
 :func:`difficulty_weights` the weights; :func:`fine_tune` the training loop, which saves the
 trained model to a folder and names it by a fingerprint of its weights, so embeddings of
-different models never share a cache. torch is imported when these functions run.
+different models never share a cache. The folder is written atomically
+(:mod:`rag_multihop._atomic`): a save killed midway leaves the previous model loadable.
+Load it with :class:`~rag_multihop.encoders.sentence_transformer.SentenceTransformerEncoder`
+(``SentenceTransformerEncoder(result.path)``), which follows the folder's ``CURRENT`` pointer.
+torch is imported when these functions run.
 
 Example (the loss on two questions, hand-checkable):
     >>> import torch
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_multihop._atomic import atomic_directory
 from rag_multihop._optional import require
 from rag_multihop.coop.settings import FineTuneSettings
 
@@ -194,8 +199,9 @@ def fine_tune(
 ) -> FineTuneResult:
     """Fine-tune a copy of the sentence-transformers model at ``base_model`` on ``triples``
     (``weights[i]`` weighs triple ``i``) with :func:`weighted_info_nce`; save it to
-    ``out_dir``. ``max_steps`` stops early (tests). The result's ``name`` is
-    ``f"{base_name}-ft-{weights fingerprint}"``.
+    ``out_dir`` atomically (a model saved there before stays loadable until the new one is
+    complete). ``max_steps`` stops early (tests). The result's ``name`` is
+    ``f"{base_name}-ft-{weights fingerprint}"``; its ``path`` is ``out_dir``.
     """
     settings = settings or FineTuneSettings()
     if not triples:
@@ -261,8 +267,8 @@ def fine_tune(
     model.eval()
     model.max_seq_length = saved_length
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save(str(out))
+    with atomic_directory(out) as staging:
+        model.save(str(staging))
     name = f"{base_name}-ft-{weights_fingerprint(model)}"
     logger.info("fine-tuned %s in %.1f s (%d steps): %s", base_name, seconds, len(losses), name)
     return FineTuneResult(

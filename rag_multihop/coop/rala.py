@@ -39,8 +39,9 @@ from rag_multihop.coop.late_interaction import (
     pool_idf,
 )
 from rag_multihop.coop.settings import SCORING_NAMES, RaLaSettings
-from rag_multihop.coop.states import HiddenStateEncoder, StateLayout, TokenStates
+from rag_multihop.coop.states import HiddenStateEncoder, LayerEncoder, StateLayout, TokenStates
 from rag_multihop.coop.store import PassageStates
+from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int
 
@@ -159,8 +160,13 @@ class RaLaReranker:
             accepts (a sentence-transformers model, its path, a ``SentenceTransformerEncoder``).
         settings: a :class:`~rag_multihop.coop.settings.RaLaSettings`; keyword overrides
             replace single fields.
-        store: passage states precomputed with this reranker's :attr:`layout`; candidates
-            missing from it are encoded at query time (counted in ``encoded_at_query_time``).
+        store: passage states precomputed with this reranker's :attr:`layout` and encoder;
+            candidates missing from it are encoded at query time (counted in
+            ``encoded_at_query_time``). A store is checked when it is first used (given here
+            or assigned to :attr:`store` later): another layout, or states of another model
+            (its fingerprint, :attr:`PassageStates.fingerprint`, is not reproduced by this
+            encoder, even one of the same dimension) raise ``ValueError``. A store saved
+            without a fingerprint is accepted when the encoder names match, with a warning.
     """
 
     def __init__(
@@ -178,6 +184,7 @@ class RaLaReranker:
         self.store = store
         self.encoded_at_query_time = 0
         self._layout: StateLayout | None = None
+        self._checked_store: PassageStates | None = None
 
     @property
     def scoring(self) -> Scoring:
@@ -186,10 +193,15 @@ class RaLaReranker:
     @property
     def layout(self) -> StateLayout:
         """The layers this reranker reads (loads the encoder to learn its depth)."""
+        layout = self._own_layout()
+        if self.store is not None and self.store is not self._checked_store:
+            self._check_store(self.store, layout)
+            self._checked_store = self.store
+        return layout
+
+    def _own_layout(self) -> StateLayout:
         if self._layout is None:
             self._layout = state_layout(self.settings, self.encoder.n_layers)
-            if self.store is not None:
-                self._check_store(self.store, self._layout)
         return self._layout
 
     @property
@@ -209,13 +221,50 @@ class RaLaReranker:
                 f"the passage store was built with drop_punctuation={store.drop_punctuation}, "
                 f"the settings say {self.settings.drop_punctuation}"
             )
+        self._check_store_encoder(store, layout.token_layers[0])
+
+    def _check_store_encoder(self, store: PassageStates, layer: int) -> None:
+        """``ValueError`` unless the store holds this encoder's states (by fingerprint; by
+        name, with a warning, for a store saved without one)."""
+        built = f"the passage store holds states of encoder {store.encoder_name!r}"
+        fix = (
+            "build the store with this reranker (reranker.build_store(passages)) or use the "
+            "encoder the store was built with"
+        )
+        if store.dim != self.encoder.dim:
+            raise ValueError(
+                f"{built} (dim {store.dim}) but this reranker's encoder {self.encoder.name!r} "
+                f"has dim {self.encoder.dim}: {fix}"
+            )
+        if store.fingerprint is not None:
+            similarity = store.fingerprint.similarity(LayerEncoder(self.encoder, layer))
+            if similarity < 1.0 - FINGERPRINT_TOLERANCE:
+                raise ValueError(
+                    f"{built} but this reranker's encoder {self.encoder.name!r} (also dim "
+                    f"{self.encoder.dim}) is a different model: its layer-{layer} states of the "
+                    f"store's probe texts differ (lowest cosine {similarity:.3f}; the same model "
+                    f"gives at least {1.0 - FINGERPRINT_TOLERANCE:.2f}): {fix}"
+                )
+            return
+        if store.encoder_name != self.encoder.name:
+            raise ValueError(
+                f"{built} but this reranker's encoder is {self.encoder.name!r}. The store has "
+                "no encoder fingerprint (saved by an older rag-multihop), so only names can be "
+                f"compared: {fix}"
+            )
+        logger.warning(
+            "the passage store has no encoder fingerprint (saved by an older rag-multihop): "
+            "encoder %r is accepted by its name only; build and save the store again to "
+            "record the fingerprint",
+            self.encoder.name,
+        )
 
     def build_store(self, passages: Sequence[Any], *, show_progress: bool = False) -> PassageStates:
         """Precompute the states of ``passages`` in this reranker's layout and keep them."""
-        self.store = PassageStates.build(
+        self.store = self._checked_store = PassageStates.build(
             passages,
             self.encoder,
-            self.layout,
+            self._own_layout(),
             pooling=self.pooling,
             drop_punctuation=self.settings.drop_punctuation,
             show_progress=show_progress,

@@ -32,7 +32,11 @@ from typing import Any
 import numpy as np
 
 from rag_multihop._optional import require
-from rag_multihop.encoders.sentence_transformer import SMALL_CALL, torch_threads
+from rag_multihop.encoders.sentence_transformer import (
+    SMALL_CALL,
+    load_sentence_transformer,
+    torch_threads,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -166,8 +170,7 @@ class HiddenStateEncoder:
             return self._parts
         st = self._source
         if isinstance(st, str):
-            module = require("sentence_transformers", extra="encoders")
-            st = module.SentenceTransformer(st, device=self.device)
+            st = load_sentence_transformer(st, self.device)
         elif hasattr(st, "model") and not hasattr(st, "__getitem__"):
             st = st.model  # our SentenceTransformerEncoder
         try:
@@ -303,3 +306,30 @@ def _states(
         _unit(pooled).astype(np.float32),
         ids[mask].astype(np.int32),
     )
+
+
+class LayerEncoder:
+    """One layer of a :class:`HiddenStateEncoder` seen as an
+    :class:`~rag_multihop.encoders.base.Encoder`: a text's vector is the mean of its token
+    states at ``layer`` (unit length). RaLa stores use it to fingerprint the model whose
+    states they hold (:class:`~rag_multihop.encoders.fingerprint.EncoderFingerprint`).
+    """
+
+    def __init__(self, encoder: HiddenStateEncoder, layer: int) -> None:
+        self.encoder = encoder
+        self.layer = layer
+
+    @property
+    def name(self) -> str:
+        return f"{self.encoder.name}@layer{self.layer}"
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        layout = StateLayout(token_layers=(self.layer,), pooled_layers=(self.layer,))
+        states = self.encoder.encode(texts, layout, pooling="mean", show_progress=show_progress)
+        return np.stack([s.pooled[0] for s in states]).astype(np.float32)

@@ -6,10 +6,20 @@ array per kind (token vectors of all passages end to end, with offsets; pooled v
 row per passage). RaLa reads a candidate's states from here instead of running the encoder
 at query time; :attr:`PassageStates.nbytes` / :attr:`bytes_per_passage` give its memory.
 
-Saved as a folder (``config.json`` with the format version, encoder name, dimension, layout,
-and the passage ids; ``tokens.npy``, ``offsets.npy``, ``pooled.npy``, ``token_ids.npy``,
-``id_offsets.npy``), written atomically
-(:mod:`rag_multihop._atomic`); :meth:`PassageStates.load` refuses files that disagree.
+A store knows the model whose states it holds: :meth:`PassageStates.build` records the
+encoder's :attr:`~PassageStates.fingerprint` (the mean token states of fixed probe texts at
+the scoring layer, :class:`~rag_multihop.coop.states.LayerEncoder`), and
+:class:`~rag_multihop.coop.rala.RaLaReranker` refuses a store whose fingerprint its encoder
+does not reproduce. Passage ids are unique: a store never serves one passage's states under
+another's id.
+
+Saved as a folder (``config.json`` with the kind, format version, encoder name, dimension,
+layout, the passage ids and the fingerprint's ``probe_texts``; ``tokens.npy``,
+``offsets.npy``, ``pooled.npy``, ``token_ids.npy``, ``id_offsets.npy`` and
+``encoder_fingerprint.npy``), written atomically (:mod:`rag_multihop._atomic`);
+:meth:`PassageStates.load` refuses files that disagree and duplicate ids. Stores saved before
+fingerprints were recorded load without one; the reranker then compares encoder names and
+warns.
 
 Example (a toy encoder of two layers):
     >>> import tempfile
@@ -24,21 +34,26 @@ Example (a toy encoder of two layers):
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from rag_multihop._atomic import ArtifactError, artifact_path, atomic_directory, read_json_file
-from rag_multihop.coop.states import HiddenStateEncoder, StateLayout, TokenStates
+from rag_multihop._artifact_config import read_config, write_config
+from rag_multihop._atomic import ArtifactError, atomic_directory, read_artifact
+from rag_multihop.coop.states import HiddenStateEncoder, LayerEncoder, StateLayout, TokenStates
+from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.types import Passage
 
 logger = logging.getLogger(__name__)
 
+KIND = "rag_multihop.passage_states"
 FORMAT_VERSION = 1
+FINGERPRINT_FILE = "encoder_fingerprint.npy"
 STORE_DTYPE = np.float16
 
 
@@ -54,18 +69,22 @@ class PassageStates:
         encoder_name: str,
         pooling: str = "mean",
         drop_punctuation: bool = True,
+        fingerprint: EncoderFingerprint | None = None,
     ) -> None:
         ids = list(ids)
         if len(ids) != len(states):
             raise ValueError(f"{len(ids)} ids for {len(states)} token states")
-        if len(set(ids)) != len(ids):
-            raise ValueError("passage ids must be unique")
+        _check_unique(ids, "passage ids")
         if not states:
             raise ValueError("no passages to store")
         n_token, n_pooled = len(layout.token_layers), len(layout.pooled_layers)
         dims = {s.tokens.shape[-1] for s in states}
         if len(dims) != 1:
             raise ValueError(f"token states of different dimensions: {sorted(dims)}")
+        if fingerprint is not None and fingerprint.dim not in dims:
+            raise ValueError(
+                f"the fingerprint has dimension {fingerprint.dim}, the token states {dims.pop()}"
+            )
         for pid, s in zip(ids, states, strict=True):
             if s.tokens.shape[0] != n_token or s.pooled.shape[0] != n_pooled:
                 raise ValueError(
@@ -85,6 +104,7 @@ class PassageStates:
             encoder_name,
             pooling,
             drop_punctuation,
+            fingerprint,
         )
 
     def _assign(
@@ -99,6 +119,7 @@ class PassageStates:
         encoder_name: str,
         pooling: str,
         drop_punctuation: bool,
+        fingerprint: EncoderFingerprint | None,
     ) -> None:
         self.ids = ids
         self.tokens = tokens  # (token layers, all kept tokens, D)
@@ -110,6 +131,9 @@ class PassageStates:
         self.encoder_name = encoder_name
         self.pooling = pooling
         self.drop_punctuation = drop_punctuation
+        self.fingerprint = fingerprint
+        """The encoder's fingerprint at the scoring layer (``None``: a store saved before
+        fingerprints were recorded)."""
         self._row = {pid: i for i, pid in enumerate(ids)}
 
     @classmethod
@@ -123,9 +147,14 @@ class PassageStates:
         drop_punctuation: bool = True,
         show_progress: bool = False,
     ) -> PassageStates:
-        """Encode every passage (``title + "\\n" + text``) once and pack the states."""
+        """Encode every passage (``title + "\\n" + text``) once and pack the states, with
+        the encoder's fingerprint at the scoring layer (``layout.token_layers[0]``).
+
+        Raises ``ValueError`` for no passages or duplicate passage ids (naming them).
+        """
         if not passages:
             raise ValueError("no passages to store")
+        _check_unique([p.id for p in passages], "passage ids")
         pooling = pooling or encoder.pooling
         states = encoder.encode(
             [p.embedding_text for p in passages],
@@ -141,6 +170,7 @@ class PassageStates:
             encoder_name=encoder.name,
             pooling=pooling,
             drop_punctuation=drop_punctuation,
+            fingerprint=EncoderFingerprint.of(LayerEncoder(encoder, layout.token_layers[0])),
         )
 
     def __len__(self) -> int:
@@ -196,8 +226,7 @@ class PassageStates:
             np.save(staging / "pooled.npy", self.pooled)
             np.save(staging / "token_ids.npy", self.token_ids)
             np.save(staging / "id_offsets.npy", self.id_offsets)
-            config = {
-                "format_version": FORMAT_VERSION,
+            config: dict[str, Any] = {
                 "encoder": self.encoder_name,
                 "dim": self.dim,
                 "token_layers": list(self.layout.token_layers),
@@ -207,33 +236,40 @@ class PassageStates:
                 "dtype": str(np.dtype(STORE_DTYPE)),
                 "ids": self.ids,
             }
-            (staging / "config.json").write_text(json.dumps(config))
+            if self.fingerprint is not None:
+                config["probe_texts"] = list(self.fingerprint.texts)
+                np.save(staging / FINGERPRINT_FILE, self.fingerprint.vectors)
+            write_config(staging, KIND, FORMAT_VERSION, config, indent=None)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], *, mmap: bool = False) -> PassageStates:
         """Read a store written by :meth:`save` (``mmap=True`` maps the token array from disk).
 
-        Files that are missing, corrupt or inconsistent raise
+        Files that are missing, corrupt or inconsistent, and duplicate passage ids, raise
         :class:`~rag_multihop._atomic.ArtifactError` naming the file.
         """
-        source = artifact_path(directory)
+        with read_artifact(directory) as source:
+            return cls._read(source, mmap)
+
+    @classmethod
+    def _read(cls, source: Path, mmap: bool) -> PassageStates:
         config_path = source / "config.json"
-        if not config_path.is_file():
-            raise FileNotFoundError(f"{source} is not a saved PassageStates (no config.json)")
-        config = read_json_file(config_path, "PassageStates config")
-        if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
-            raise ArtifactError(
-                f"{config_path}: unsupported PassageStates format_version "
-                f"{config.get('format_version') if isinstance(config, dict) else config!r}; "
-                f"this version reads {FORMAT_VERSION}"
-            )
+        config = read_config(
+            source, KIND, (FORMAT_VERSION,), label="PassageStates", kindless=True
+        )  # kindless: stores saved before kinds were recorded
         try:
             layout = StateLayout(tuple(config["token_layers"]), tuple(config["pooled_layers"]))
             ids = config["ids"]
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
                 raise ValueError("ids must be a list of strings")
+            _check_unique(ids, "ids")
             encoder, pooling = str(config["encoder"]), str(config["pooling"])
             drop = bool(config["drop_punctuation"])
+            texts = config.get("probe_texts")
+            if texts is not None and (
+                not isinstance(texts, list) or not all(isinstance(t, str) and t for t in texts)
+            ):
+                raise ValueError("probe_texts must be a list of non-empty strings")
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtifactError(
                 f"{config_path} is not a valid PassageStates config: {exc}"
@@ -241,13 +277,22 @@ class PassageStates:
         arrays = {}
         for name in ("tokens", "offsets", "pooled", "token_ids", "id_offsets"):
             path = source / f"{name}.npy"
-            try:
-                arrays[name] = np.load(
-                    path, mmap_mode="r" if mmap and name == "tokens" else None, allow_pickle=False
-                )
-            except (OSError, ValueError, EOFError) as exc:
-                raise ArtifactError(f"{path} is not a readable array: {exc}") from None
+            arrays[name] = _load_array(path, mmap and name == "tokens")
         _check_arrays(source, arrays, len(ids), layout, config.get("dim"))
+        fingerprint = None
+        if texts is not None:
+            path = source / FINGERPRINT_FILE
+            try:
+                fingerprint = EncoderFingerprint(tuple(texts), _load_array(path, False))
+            except ValueError as exc:
+                raise ArtifactError(
+                    f"{path} is not the fingerprint {config_path.name} names: {exc}"
+                ) from None
+            if fingerprint.dim != config.get("dim"):
+                raise ArtifactError(
+                    f"{path} has dimension {fingerprint.dim}, {config_path.name} says "
+                    f"{config.get('dim')!r}"
+                )
         store = cls.__new__(cls)
         store._assign(
             ids,
@@ -260,8 +305,26 @@ class PassageStates:
             encoder,
             pooling,
             drop,
+            fingerprint,
         )
         return store
+
+
+def _check_unique(ids: Sequence[str], what: str) -> None:
+    """``ValueError`` naming the ids that occur more than once."""
+    repeated = [pid for pid, count in Counter(ids).items() if count > 1]
+    if repeated:
+        raise ValueError(
+            f"{what} must be unique: {len(repeated)} repeated, e.g. {repeated[:5]} (one "
+            "passage's states would be served under another's id)"
+        )
+
+
+def _load_array(path: Path, mmap: bool) -> np.ndarray:
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise ArtifactError(f"{path} is not a readable array: {exc}") from None
 
 
 def _check_arrays(

@@ -12,10 +12,12 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rag_multihop._atomic import read_artifact
 from rag_multihop._optional import require
 from rag_multihop.validation import as_embedding_matrix, check_positive_int
 
@@ -47,11 +49,23 @@ def torch_threads(torch: Any, threads: int | None) -> Iterator[None]:
             torch.set_num_threads(previous)
 
 
+def load_sentence_transformer(model_name_or_path: str, device: str = "cpu") -> Any:
+    """A ``sentence_transformers.SentenceTransformer`` from a local folder or a hub id; a
+    folder saved atomically (a fine-tuned model, :func:`~rag_multihop.coop.finetune.
+    fine_tune`) loads its current version."""
+    st = require("sentence_transformers", extra="encoders")
+    if not Path(model_name_or_path).is_dir():
+        return st.SentenceTransformer(model_name_or_path, device=device)
+    with read_artifact(model_name_or_path) as folder:
+        return st.SentenceTransformer(str(folder), device=device)
+
+
 class SentenceTransformerEncoder:
     """Wraps a ``sentence_transformers.SentenceTransformer``; the model loads on first use.
 
     Args:
-        model_name_or_path: a local directory or a hub id (hub ids need network access).
+        model_name_or_path: a local directory (a fine-tuned model's folder loads its current
+            version) or a hub id (hub ids need network access).
         name: the id recorded in caches and saved models (defaults to ``model_name_or_path``).
         batch_size: texts per forward pass.
         device: torch device string.
@@ -83,9 +97,8 @@ class SentenceTransformerEncoder:
     def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loaded on first access)."""
         if self._model is None:
-            st = require("sentence_transformers", extra="encoders")
             logger.info("loading sentence-transformers model from %s", self.model_name_or_path)
-            self._model = st.SentenceTransformer(self.model_name_or_path, device=self.device)
+            self._model = load_sentence_transformer(self.model_name_or_path, self.device)
         return self._model
 
     @property

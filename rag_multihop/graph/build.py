@@ -32,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -46,12 +45,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from rag_multihop._atomic import (
-    ArtifactError,
-    artifact_path,
-    atomic_directory,
-    read_json_file,
-)
+from rag_multihop._artifact_config import read_config, write_config
+from rag_multihop._atomic import ArtifactError, artifact_path, atomic_directory, read_artifact
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
@@ -60,7 +55,9 @@ from rag_multihop.validation import check_fraction, check_number, check_positive
 
 logger = logging.getLogger(__name__)
 
+KIND = "rag_multihop.entity_graph"
 FORMAT_VERSION = 1
+META_FILE = "graph.json"
 DEFAULT_SYNONYM_THRESHOLD = 0.85
 _TOKEN = re.compile(r"[^\W_][\w'’\-.&]*", re.UNICODE)
 
@@ -201,34 +198,33 @@ class EntityGraph:
                 arrays[f"{name}_indptr"] = matrix.indptr.astype(np.int64)
             np.savez_compressed(staging / "graph.npz", **arrays)  # type: ignore[arg-type]
             meta = {
-                "format_version": FORMAT_VERSION,
                 "fingerprint": self.fingerprint,
                 "passage_ids": list(self.passage_ids),
                 "entity_names": list(self.entity_names),
                 "edge_counts": self.edge_counts,
                 "settings": dict(self.settings),
             }
-            (staging / "graph.json").write_text(json.dumps(meta, ensure_ascii=False))
+            write_config(staging, KIND, FORMAT_VERSION, meta, filename=META_FILE, indent=None)
 
     @staticmethod
     def is_saved(directory: str | os.PathLike[str]) -> bool:
         """Whether ``directory`` holds a graph written by :meth:`save`."""
-        return Path(directory).is_dir() and (artifact_path(directory) / "graph.json").is_file()
+        return Path(directory).is_dir() and (artifact_path(directory) / META_FILE).is_file()
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], corpus: Corpus) -> EntityGraph:
         """Read a graph saved by :meth:`save`; ``ValueError`` if it belongs to another corpus."""
-        source = artifact_path(directory)
-        meta_path = source / "graph.json"
-        if not meta_path.is_file():
-            raise FileNotFoundError(f"{source} is not a saved EntityGraph (no graph.json)")
-        meta = read_json_file(meta_path, "EntityGraph description")
-        version = meta.get("format_version") if isinstance(meta, dict) else meta
-        if version != FORMAT_VERSION:
-            raise ArtifactError(
-                f"unsupported EntityGraph format_version {version!r} in "
-                f"{meta_path}; this version reads {FORMAT_VERSION}"
-            )
+        with read_artifact(directory) as source:
+            graph = cls._read(source)
+        graph.check_corpus(corpus)
+        return graph
+
+    @classmethod
+    def _read(cls, source: Path) -> EntityGraph:
+        meta_path = source / META_FILE
+        meta = read_config(
+            source, KIND, (FORMAT_VERSION,), filename=META_FILE, label="EntityGraph", kindless=True
+        )  # kindless: graphs saved before kinds were recorded
         for key in ("passage_ids", "entity_names"):
             names = meta.get(key)
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -258,7 +254,7 @@ class EntityGraph:
             raise ArtifactError(
                 f"{arrays_path} does not hold the graph that {meta_path.name} describes: {exc}"
             ) from None
-        graph = cls(
+        return cls(
             tuple(meta["passage_ids"]),
             tuple(meta["entity_names"]),
             blocks["mentions"],
@@ -267,8 +263,6 @@ class EntityGraph:
             meta["fingerprint"],
             meta.get("settings", {}),
         )
-        graph.check_corpus(corpus)
-        return graph
 
 
 def _title_links(

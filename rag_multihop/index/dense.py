@@ -22,16 +22,13 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rag_multihop._atomic import (
-    ArtifactError,
-    artifact_path,
-    atomic_directory,
-    read_json_file,
-)
+from rag_multihop._artifact_config import read_config, write_config
+from rag_multihop._atomic import ArtifactError, atomic_directory, read_artifact, read_json_file
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query, rank_candidates
@@ -40,6 +37,7 @@ from rag_multihop.vectors import PassageVectors
 
 logger = logging.getLogger(__name__)
 
+KIND = "rag_multihop.dense_index"
 FORMAT_VERSION = 1
 
 SMALL_SEARCH = 16
@@ -150,30 +148,27 @@ class DenseIndex:
             _faiss().write_index(self._index, str(staging / "index.faiss"))
             (staging / "ids.json").write_text(json.dumps(self.ids))
             config = {
-                "format_version": FORMAT_VERSION,
                 "factory": self.factory,
                 "normalize": self.normalize,
                 "dim": self.dim,
                 "size": len(self.ids),
             }
-            (staging / "config.json").write_text(json.dumps(config, indent=2))
+            write_config(staging, KIND, FORMAT_VERSION, config)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> DenseIndex:
         """Read an index saved by :meth:`save`; a folder that is not one, or whose files are
         corrupt or disagree, raises :class:`~rag_multihop._atomic.ArtifactError` naming the
         file."""
-        source = artifact_path(directory)
+        with read_artifact(directory) as source:
+            return cls._read(source)
+
+    @classmethod
+    def _read(cls, source: Path) -> DenseIndex:
         config_path = source / "config.json"
-        if not config_path.is_file():
-            raise FileNotFoundError(f"{source} is not a saved DenseIndex (no config.json)")
-        config = read_json_file(config_path, "DenseIndex config")
-        if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
-            version = config.get("format_version") if isinstance(config, dict) else config
-            raise ArtifactError(
-                f"{config_path}: unsupported DenseIndex format_version {version!r}; this "
-                f"version reads {FORMAT_VERSION}"
-            )
+        config = read_config(
+            source, KIND, (FORMAT_VERSION,), label="DenseIndex", kindless=True
+        )  # kindless: indexes saved before kinds were recorded
         factory, normalize = config.get("factory"), config.get("normalize")
         if not isinstance(factory, str) or not isinstance(normalize, bool):
             raise ArtifactError(

@@ -18,6 +18,7 @@ from rag_multihop.coop.finetune import (  # noqa: E402
     weighted_info_nce,
 )
 from rag_multihop.coop.settings import FineTuneSettings  # noqa: E402
+from tests.conftest import polish_wedding_passages  # noqa: E402
 
 
 def _hand_loss(q, p, n, w, tau):
@@ -127,20 +128,26 @@ def test_fine_tune_refuses_bad_input(tmp_path, polish_wedding, triples, weights,
         fine_tune("unused", triples, weights, tmp_path)
 
 
-def test_one_step_of_minilm_saves_a_new_model(tmp_path, minilm, polish_wedding) -> None:
-    from rag_multihop.coop.finetune import weights_fingerprint
-    from rag_multihop.encoders.sentence_transformer import SentenceTransformerEncoder
-
+@pytest.fixture(scope="module")
+def one_step(tmp_path_factory, minilm):
+    """One step of fine-tuning the bundled MiniLM, saved to a fresh folder."""
     settings = FineTuneSettings(batch_size=2, max_length=32, learning_rate=1e-3)
-    result = fine_tune(
+    return fine_tune(
         minilm.model_name_or_path,
-        _toy_triples(polish_wedding),
+        _toy_triples(polish_wedding_passages()),
         [1.0, 2.0],
-        tmp_path / "ft",
+        tmp_path_factory.mktemp("finetune") / "ft",
         settings=settings,
         base_name="minilm",
         max_steps=1,
     )
+
+
+def test_one_step_of_minilm_saves_a_new_model(one_step, minilm) -> None:
+    from rag_multihop.coop.finetune import weights_fingerprint
+    from rag_multihop.encoders.sentence_transformer import SentenceTransformerEncoder
+
+    result = one_step
     assert result.steps == 1 and result.triples == 2 and math.isfinite(result.first_loss)
     assert result.name.startswith("minilm-ft-") and result.name != "minilm"
     assert not result.name.endswith(weights_fingerprint(minilm.model))
@@ -158,3 +165,62 @@ def test_settings_refuse_bad_values() -> None:
         FineTuneSettings(weighting="loss")
     with pytest.raises(ValueError, match="batch_size"):
         FineTuneSettings(batch_size=1)
+
+
+KILLED_SAVE = """
+import json, sys, time
+from sentence_transformers.sentence_transformer.modules import Pooling
+from rag_multihop.coop.finetune import Triple, fine_tune
+from rag_multihop.coop.settings import FineTuneSettings
+
+def paused(self, *args, **kwargs):  # the transformer's weights are written by now
+    print("saving", flush=True)
+    time.sleep(120)
+
+Pooling.save = paused
+base, out, triples = sys.argv[1], sys.argv[2], [Triple(*t) for t in json.loads(sys.argv[3])]
+settings = FineTuneSettings(batch_size=2, max_length=32, learning_rate=1e-2, seed=7)
+fine_tune(base, triples, [1.0, 1.0], out, settings=settings, max_steps=1)
+"""
+
+
+def test_a_fine_tune_killed_while_saving_keeps_the_previous_model(
+    one_step, minilm, polish_wedding
+) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    from dataclasses import astuple
+
+    from rag_multihop.coop.finetune import weights_fingerprint
+    from rag_multihop.encoders.sentence_transformer import SentenceTransformerEncoder
+
+    first, out = one_step, one_step.path
+    triples = _toy_triples(polish_wedding)
+    texts = ["Who directed Polish Wedding?"]
+    before = SentenceTransformerEncoder(str(first.path)).encode(texts)
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            KILLED_SAVE,
+            minilm.model_name_or_path,
+            str(out),
+            json.dumps([astuple(t) for t in triples]),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None
+        line = writer.stdout.readline().strip()
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        _, errors = writer.communicate(timeout=60)
+    assert line == "saving", errors[-2000:]
+    kept = SentenceTransformerEncoder(str(out))
+    assert first.name.endswith(weights_fingerprint(kept.model))  # the first model, whole
+    assert np.allclose(kept.encode(texts), before, atol=1e-6)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import logging
 
 import numpy as np
 import pytest
@@ -206,3 +208,89 @@ def test_retriever_with_k_larger_than_the_pool(
     retriever = RaLaRetriever(Five(), RaLaReranker(states_encoder), candidates=100)
     found = retriever.retrieve(Query(POLISH_WEDDING_QUESTION), k=20)
     assert len(found) == 5 and found[0].id == "polish-wedding"
+
+
+@pytest.fixture(scope="module")
+def other_model(minilm):
+    """A model of MiniLM's shape (6 layers, 384 dimensions) with other weights."""
+    import copy
+
+    import torch
+
+    model = copy.deepcopy(minilm.model)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if ".layer." in name and name.endswith("weight"):
+                parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.05)
+    return model
+
+
+def test_a_store_of_another_model_of_the_same_shape_is_refused(
+    states_encoder: HiddenStateEncoder, other_model, polish_wedding: list[Passage], tmp_path
+) -> None:
+    impostor = HiddenStateEncoder(other_model, name=states_encoder.name)  # same name and shape
+    assert (impostor.n_layers, impostor.dim) == (states_encoder.n_layers, states_encoder.dim)
+    RaLaReranker(impostor).build_store(polish_wedding).save(tmp_path / "states")
+    store = PassageStates.load(tmp_path / "states")
+    assert store.fingerprint is not None and store.fingerprint.dim == 384
+    reranker = RaLaReranker(states_encoder, store=store)
+    with pytest.raises(ValueError, match=r"is a different model: its layer-6 states") as refused:
+        reranker.rerank(Query(POLISH_WEDDING_QUESTION), _candidates(polish_wedding))
+    assert "reranker.build_store(passages)" in str(refused.value)
+    late = RaLaReranker(states_encoder)
+    late.store = store  # assigned after construction: checked at first use
+    with pytest.raises(ValueError, match="is a different model"):
+        late.rerank(Query(POLISH_WEDDING_QUESTION), _candidates(polish_wedding))
+    late.build_store(polish_wedding)  # replacing it with this encoder's states works
+    assert late.rerank(Query(POLISH_WEDDING_QUESTION), _candidates(polish_wedding))
+
+
+def test_a_store_is_accepted_by_the_same_model_under_another_name(
+    states_encoder: HiddenStateEncoder, minilm, polish_wedding: list[Passage]
+) -> None:
+    store = RaLaReranker(states_encoder).build_store(polish_wedding)
+    renamed = RaLaReranker(HiddenStateEncoder(minilm, name="my-minilm"), store=store)
+    ranked = renamed.rerank(Query(POLISH_WEDDING_QUESTION), _candidates(polish_wedding))
+    assert ranked[0].id == "polish-wedding" and renamed.encoded_at_query_time == 0
+
+
+def test_duplicate_ids_are_refused_when_building_or_loading_a_store(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage], tmp_path
+) -> None:
+    twin = Passage("rope", "Rope is a play by Patrick Hamilton.", title="Rope (play)")
+    with pytest.raises(ValueError, match=r"ids must be unique: 1 repeated, e.g. \['rope'\]"):
+        RaLaReranker(states_encoder).build_store([*polish_wedding, twin])
+    RaLaReranker(states_encoder).build_store(polish_wedding).save(tmp_path / "s")
+    config_path = artifact_path(tmp_path / "s") / "config.json"
+    config = json.loads(config_path.read_text())
+    config["ids"][0] = "rope"  # one passage's states would be served under another's id
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(ArtifactError, match=r"config\.json is not a valid .*\['rope'\]"):
+        PassageStates.load(tmp_path / "s")
+
+
+def test_a_store_saved_without_a_fingerprint_is_checked_by_name_with_a_warning(
+    states_encoder: HiddenStateEncoder,
+    minilm,
+    polish_wedding: list[Passage],
+    tmp_path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    RaLaReranker(states_encoder).build_store(polish_wedding).save(tmp_path / "s")
+    folder = artifact_path(tmp_path / "s")
+    config = json.loads((folder / "config.json").read_text())
+    for key in ("probe_texts", "kind", "rag_multihop_version"):  # as an older version wrote it
+        del config[key]
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "encoder_fingerprint.npy").unlink()
+    store = PassageStates.load(tmp_path / "s")
+    assert store.fingerprint is None
+    with caplog.at_level(logging.WARNING):
+        ranked = RaLaReranker(states_encoder, store=store).rerank(
+            Query(POLISH_WEDDING_QUESTION), _candidates(polish_wedding)
+        )
+    assert ranked[0].id == "polish-wedding" and "no encoder fingerprint" in caplog.text
+    other = RaLaReranker(HiddenStateEncoder(minilm, name="other"), store=store)
+    with pytest.raises(ValueError, match="has no encoder fingerprint .* only names can be"):
+        _ = other.layout

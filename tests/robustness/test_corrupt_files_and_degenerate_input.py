@@ -80,7 +80,7 @@ def _saved_index(tmp_path: Path) -> Path:
     [
         ("config.json", b"\x00\xff garbage", r"config\.json is not a valid DenseIndex config"),
         ("config.json", b'{"format_version": 1, "factory": 3}', r"config\.json: 'factory'"),
-        ("config.json", b"[1, 2]", r"config\.json: unsupported DenseIndex format_version"),
+        ("config.json", b"[1, 2]", r"config\.json is not a valid DenseIndex config: expected"),
         ("index.faiss", b"not faiss at all", r"index\.faiss is not a FAISS index"),
         ("ids.json", b'["a", "b"]', r"2 ids for 3 vectors"),
         ("ids.json", b'{"a": 1}', r"ids\.json must hold a JSON list"),
@@ -92,6 +92,30 @@ def test_a_corrupt_dense_index_fails_at_load_naming_the_file(
     folder = _saved_index(tmp_path)
     (folder / file).write_bytes(content)
     with pytest.raises(ArtifactError, match=message):
+        DenseIndex.load(folder)
+
+
+def test_an_artifact_of_another_kind_or_version_is_named(tmp_path) -> None:
+    from rag_multihop.coop import PassageStates
+
+    folder = _saved_index(tmp_path)
+    with pytest.raises(
+        ArtifactError,
+        match=r"config\.json holds a 'rag_multihop\.dense_index' artifact, not a "
+        r"'rag_multihop\.passage_states' \(PassageStates\) one",
+    ):
+        PassageStates.load(folder)
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["kind"], config["format_version"]) == ("rag_multihop.dense_index", 1)
+    del config["kind"]  # as indexes saved before kinds were recorded
+    (folder / "config.json").write_text(json.dumps(config))
+    assert DenseIndex.load(folder).ids == CORPUS.ids
+    (folder / "config.json").write_text(json.dumps({**config, "format_version": 2}))
+    with pytest.raises(
+        ArtifactError,
+        match=r"config\.json: unsupported DenseIndex format_version 2; this version of "
+        r"rag-multihop reads format_version 1",
+    ):
         DenseIndex.load(folder)
 
 

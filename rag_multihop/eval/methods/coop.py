@@ -239,6 +239,7 @@ def rala_reranker(context: BenchContext, **overrides: Any) -> tuple[RaLaReranker
     reranker = RaLaReranker(_hidden_state_encoder(context), bench.rala, **overrides)
     if bench.token_states == "precomputed":
         reranker.store = passage_store(context, reranker)
+        _ = reranker.layout  # checks the store against the encoder now, outside query timing
     return reranker, bench.token_states
 
 
