@@ -488,9 +488,7 @@ HIDDEN_SIGNALS = frozenset({"fused", "pool_rank", "bridge", "backfill", "first_h
 """Signals the chain already shows another way (the score, the step)."""
 
 
-def signal_items(
-    signals: Mapping[str, float], method: str = "dense"
-) -> list[tuple[str, str, float]]:
+def signal_items(signals: Mapping[str, float], method: str) -> list[tuple[str, str, float]]:
     """``(name, meaning, value)`` of the signals worth showing, in plain words from the
     method's vocabularies: a fused system's calibrated value (0-1) under the system's own
     meaning first, then the other signals; the flags the chain shows as steps left out.
@@ -514,7 +512,7 @@ def signal_items(
     ]
 
 
-def render_evidence_text(chain: Sequence[Evidence], method: str = "dense") -> str:
+def render_evidence_text(chain: Sequence[Evidence], method: str) -> str:
     """The chain as plain text for terminal chats: one line per passage, one per signal."""
     lines = []
     for e in chain:
