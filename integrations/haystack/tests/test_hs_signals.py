@@ -1,5 +1,6 @@
 """Every component of this package writes under ``meta["rag_multihop_signals"]`` only the
-signal names the core methods declare (``SIGNALS`` of each method package)."""
+signal names the core methods declare (``SIGNALS`` of each method package), on the bundled
+demo corpus."""
 
 from __future__ import annotations
 
@@ -23,16 +24,12 @@ from haystack_integrations.components.retrievers.rag_multihop import (
 from hs_fakes import HashingEncoder, HashingTextEmbedder, hashing_vectors
 
 from rag_multihop import association, bridge, coop, fusion, graph, multihop
+from rag_multihop.demo import load_demo_dataset
 from rag_multihop.signals import check_signals
 
-TEXTS = {
-    "polish-wedding": ("Polish Wedding", "Polish Wedding is a 1998 film by Theresa Connelly."),
-    "theresa-connelly": ("Theresa Connelly", "Theresa Connelly was born in Philadelphia."),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes starred in Polish Wedding."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
+DEMO = load_demo_dataset()
+TEXTS = {p.id: (p.title, p.text) for p in DEMO.corpus}
+QUESTION = DEMO.questions[0].question
 
 
 def signals(documents: list[Document]) -> list[dict[str, float]]:
@@ -86,7 +83,7 @@ def test_rankers_and_coop(store, dense, tmp_path) -> None:
     vectors = encoder.encode([f"{t}\n{x}" for t, x in TEXTS.values()])
     model = association.AssociationReranker(
         encoder=encoder, training=association.TrainingConfig(epochs=2, batch_size=2, seed=0)
-    ).fit(list(TEXTS), vectors, [("polish-wedding", "theresa-connelly")])
+    ).fit(list(TEXTS), vectors, [DEMO.questions[0].gold_ids])
     aar = AssociationRanker(
         str(model.save(tmp_path / "aar")), top_k=3, embedder=HashingTextEmbedder()
     )

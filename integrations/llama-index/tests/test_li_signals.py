@@ -1,5 +1,6 @@
 """Every component of this package writes under ``metadata["rag_multihop_signals"]`` only the
-signal names the core methods declare (``SIGNALS`` of each method package)."""
+signal names the core methods declare (``SIGNALS`` of each method package), on the bundled
+demo corpus."""
 
 from __future__ import annotations
 
@@ -22,16 +23,12 @@ from llama_index.retrievers.rag_multihop import (
 )
 
 from rag_multihop import association, bridge, coop, fusion, graph, index, multihop
+from rag_multihop.demo import load_demo_dataset
 from rag_multihop.signals import check_signals
 
-TEXTS = {
-    "polish-wedding": ("Polish Wedding", "Polish Wedding is a 1998 film by Theresa Connelly."),
-    "theresa-connelly": ("Theresa Connelly", "Theresa Connelly was born in Philadelphia."),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes starred in Polish Wedding."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
+DEMO = load_demo_dataset()
+TEXTS = {p.id: (p.title, p.text) for p in DEMO.corpus}
+QUESTION = DEMO.questions[0].question
 
 
 def signals(found: list[NodeWithScore]) -> list[dict[str, float]]:
@@ -81,7 +78,7 @@ def test_rerankers_and_coop(nodes, vector, tmp_path) -> None:
     vectors = encoder.encode([f"{t}\n{x}" for t, x in TEXTS.values()])
     model = association.AssociationReranker(
         encoder=encoder, training=association.TrainingConfig(epochs=2, batch_size=2, seed=0)
-    ).fit(ids, vectors, [("polish-wedding", "theresa-connelly")])
+    ).fit(ids, vectors, [DEMO.questions[0].gold_ids])
     aar = AssociationRerank(
         model_path=str(model.save(tmp_path / "aar")), top_n=3, embed_model=HashingEmbedding()
     )
