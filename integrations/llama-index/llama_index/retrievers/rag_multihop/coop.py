@@ -10,7 +10,8 @@ The algorithm is rag-multihop's core (:mod:`rag_multihop.coop`); this file trans
   embed it, keyword retrievers and response synthesis still see the question. Use it with
   ``TransformQueryEngine`` or ``transform(query)`` before any retriever.
 - :class:`CoopRetriever`: around any ``BaseRetriever``: unroll (with ``llm``; LLM-free the
-  question alone), search the unrolled question (the same ``custom_embedding_strs`` hook),
+  question alone), search the unrolled question (as the query text; a vector retriever's
+  texts are embedded in one batch by its embed model, through the package's ``NodeSearcher``),
   rerank with RaLa (``rala=True``), and optionally run KeyExtract rounds (LLM judge and key
   sentence with ``llm``; LLM-free the most similar sentence); ``last_trace`` keeps the core
   :class:`~rag_multihop.coop.CoopTrace` of the last query run in the calling thread (calls,
