@@ -443,8 +443,9 @@ def _listed_by(signals: Mapping[str, float]) -> str:
 
 def chain_steps(source: Source, trace: Trace | None, method: ChatMethod) -> tuple[str, str]:
     """Step and role of ``source``, read from the method's trace: a bridge trace names hop 1
-    (the bridge) and the judged pool (hop 2); a multi-hop trace names the pair (hop 1, hop 2)
-    and everything after it is related. Without such a trace the method names no hops.
+    (the bridge) and the judged pool (hop 2); a multi-hop trace names the pair (hop 1, hop 2),
+    everything after it being related, and the passages whose titles the question names.
+    Without such a trace the method names no hops.
 
     >>> m = METHODS["bridge"]
     >>> trace = {"bridge_id": "a", "pool_ids": ["b"]}
@@ -460,7 +461,8 @@ def chain_steps(source: Source, trace: Trace | None, method: ChatMethod) -> tupl
         return "hop 1", "hop-1 match kept to fill the list"
     pair = list(trace.get("pair") or ())
     if pair:
-        named = " (its title is named in the question)" if source.signals.get("named") else ""
+        mentioned = {pid for _, ids in trace.get("mentions", ()) for pid in ids}
+        named = " (its title is named in the question)" if source.id in mentioned else ""
         if source.id == pair[0]:
             return "hop 1", "first passage of the best pair" + named
         if source.id in pair[1:]:

@@ -116,9 +116,10 @@ def test_evidence_chain_reads_the_multihop_trace() -> None:
         _source("a", named=1.0, pair=2.1),
         _source("tail", fill=3.0, fill_cal=0.5, graph=0.01, graph_cal=0.9),
     ]
-    chain = chatkit.evidence_chain(sources, "multihop", trace={"pair": ["a", "b"]})
+    trace = {"pair": ["a", "b"], "mentions": [["Film A", ["a"]]]}
+    chain = chatkit.evidence_chain(sources, "multihop", trace=trace)
     assert [(e.number, e.step) for e in chain] == [(2, "hop 1"), (1, "hop 2"), (3, "related")]
-    assert "named in the question" in chain[0].role
+    assert "named in the question" in chain[0].role and "named" not in chain[1].role
     assert chain[2].role == "listed by fill and graph"
 
 
