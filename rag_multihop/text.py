@@ -4,6 +4,8 @@
   entities, bridge entities and title keys all meet on it);
 - :func:`strip_disambiguation` / :func:`title_key`: a title without its trailing
   ``(...)`` disambiguation, as written / as an entity key;
+- :func:`normalize_answer`: SQuAD/HotpotQA answer normalisation (the metrics compare
+  answers with it; CoopRAG's reader checks spans against passages with it);
 - :class:`MentionIndex`: names as token sequences; :meth:`MentionIndex.find` lists the
   names a text contains as whole, contiguous tokens. Callers choose the tokens: label-free
   association pairs match case-sensitive :func:`word_tokens` over a whole corpus (so that
@@ -23,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
@@ -35,6 +38,8 @@ _SPACES = re.compile(r"[\s\-]+")
 _ARTICLE = re.compile(r"^(the|a|an)\s+")
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"\w+")
+_ANSWER_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_ANSWER_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 def normalize_entity(name: str) -> str:
@@ -54,6 +59,16 @@ def normalize_entity(name: str) -> str:
     text = _PUNCTUATION.sub("", text)
     text = _SPACES.sub(" ", text).strip()
     return _ARTICLE.sub("", text)
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD/HotpotQA normalisation: lower case, drop punctuation and articles, fix spaces.
+
+    >>> normalize_answer("  The  Cat's hat!")
+    'cats hat'
+    """
+    text = s.lower().translate(_ANSWER_PUNCTUATION)
+    return " ".join(_ANSWER_ARTICLES.sub(" ", text).split())
 
 
 def strip_disambiguation(title: str) -> str:

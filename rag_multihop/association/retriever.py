@@ -7,24 +7,25 @@ Example (a fitted reranker and any base retriever, e.g. a ``DenseRetriever``):
 
 from __future__ import annotations
 
-from rag_multihop._settings import resolve_settings
 from rag_multihop.association.reranker import AssociationReranker
-from rag_multihop.association.settings import DEFAULT_CANDIDATES, AssociationSettings
+from rag_multihop.association.settings import DEFAULT_CANDIDATES
 from rag_multihop.protocols import Retriever
-from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.reranked import RerankedRetriever
 
 __all__ = ["DEFAULT_CANDIDATES", "AssociationRetriever"]
 
 
-class AssociationRetriever:
-    """Retrieves ``candidates`` (K) passages with ``base`` and reranks them with ``reranker``.
+class AssociationRetriever(RerankedRetriever):
+    """Retrieves ``candidates`` (K) passages with ``base`` and reranks them with ``reranker``
+    (a :class:`~rag_multihop.reranked.RerankedRetriever`).
 
     ``candidates`` defaults to the reranker's ``settings.candidates``.
 
     ``retrieve(query, k)`` returns the best ``min(k, K)`` after reranking; candidates keep
     the base retriever's signals (``"dense"``, ...) and gain ``"association"`` and ``"cosine"``.
     """
+
+    reranker: AssociationReranker
 
     def __init__(
         self,
@@ -33,12 +34,5 @@ class AssociationRetriever:
         *,
         candidates: int | None = None,
     ) -> None:
-        self.base = base
-        self.reranker = reranker
-        settings = resolve_settings(AssociationSettings, reranker.settings, candidates=candidates)
-        self.candidates = settings.candidates
-
-    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        found = self.base.retrieve(query, k=self.candidates)
-        return self.reranker.rerank(query, found, top_n=k)
+        depth = reranker.settings.candidates if candidates is None else candidates
+        super().__init__(base, reranker, candidates=depth)

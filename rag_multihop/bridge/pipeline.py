@@ -65,6 +65,7 @@ from rag_multihop.bridge.judges import (
     EmbeddingJudge,
     Judge,
     Judgement,
+    JudgeWeights,
     LLMJudge,
     check_judgement,
     judge_name,
@@ -188,6 +189,8 @@ class BridgeRetriever:
             :class:`~rag_multihop.bridge.queries.TemplateQueryWriter` of ``settings``).
         judge: scores pool candidates (see :mod:`rag_multihop.bridge.judges`).
         settings: :class:`~rag_multihop.bridge.settings.BridgeSettings`.
+        alpha, entity_k, query_k, pool_cap, bridge_position, entities, templates,
+            judge_weights: override the same-named field of ``settings`` (``None`` keeps it).
 
     Use :meth:`llm_free` or :meth:`with_llm` to build one from a dense retriever.
     """
@@ -199,11 +202,30 @@ class BridgeRetriever:
         judge: Judge,
         writer: QueryWriter | None = None,
         settings: BridgeSettings | None = None,
+        alpha: float | None = None,
+        entity_k: int | None = None,
+        query_k: int | None = None,
+        pool_cap: int | None = None,
+        bridge_position: str | None = None,
+        entities: int | None = None,
+        templates: Sequence[str] | None = None,
+        judge_weights: JudgeWeights | None = None,
     ) -> None:
         if not isinstance(judge, Judge):
             raise TypeError(f"judge must implement score and ascore, got {type(judge).__name__}")
         self.searcher = as_searcher(base)
-        self.settings = resolve_settings(BridgeSettings, settings)
+        self.settings = resolve_settings(
+            BridgeSettings,
+            settings,
+            alpha=alpha,
+            entity_k=entity_k,
+            query_k=query_k,
+            pool_cap=pool_cap,
+            bridge_position=bridge_position,
+            entities=entities,
+            templates=templates,
+            judge_weights=judge_weights,
+        )
         self.writer: QueryWriter = writer if writer is not None else self.settings.template_writer()
         if not isinstance(self.writer, QueryWriter):
             raise TypeError(
@@ -220,11 +242,19 @@ class BridgeRetriever:
         vectors: PassageVectors | None = None,
         settings: BridgeSettings | None = None,
         writer: QueryWriter | None = None,
+        alpha: float | None = None,
+        entity_k: int | None = None,
+        query_k: int | None = None,
+        pool_cap: int | None = None,
+        bridge_position: str | None = None,
+        entities: int | None = None,
+        templates: Sequence[str] | None = None,
+        judge_weights: JudgeWeights | None = None,
     ) -> BridgeRetriever:
         """Template queries and the :class:`EmbeddingJudge`; no LLM, no key.
 
         The judge's vectors come from ``vectors``, else ``encoder``, else the encoder of a
-        ``DenseRetriever`` given as ``base``.
+        ``DenseRetriever`` given as ``base``; the overrides are the constructor's.
         """
         if vectors is None:
             encoder = encoder if encoder is not None else getattr(base, "encoder", None)
@@ -233,7 +263,18 @@ class BridgeRetriever:
                     "the LLM-free judge needs passage vectors: pass encoder= or vectors="
                 )
             vectors = PassageVectors(encoder)
-        settings = resolve_settings(BridgeSettings, settings)
+        settings = resolve_settings(
+            BridgeSettings,
+            settings,
+            alpha=alpha,
+            entity_k=entity_k,
+            query_k=query_k,
+            pool_cap=pool_cap,
+            bridge_position=bridge_position,
+            entities=entities,
+            templates=templates,
+            judge_weights=judge_weights,
+        )
         judge = EmbeddingJudge(vectors, weights=settings.judge_weights)
         return cls(base, judge=judge, writer=writer, settings=settings)
 
@@ -246,6 +287,14 @@ class BridgeRetriever:
         api_base: str | None = None,
         api_key_env: str | None = None,
         settings: BridgeSettings | None = None,
+        alpha: float | None = None,
+        entity_k: int | None = None,
+        query_k: int | None = None,
+        pool_cap: int | None = None,
+        bridge_position: str | None = None,
+        entities: int | None = None,
+        templates: Sequence[str] | None = None,
+        judge_weights: JudgeWeights | None = None,
     ) -> BridgeRetriever:
         """BridgeRAG with an LLM for entities, SVO queries and the judge.
 
@@ -253,9 +302,22 @@ class BridgeRetriever:
         ``api_key_env``, the NAME of the key's variable, apply to it), an
         :class:`~rag_multihop.llm.client.LLMSettings` or a ready client. The key is read
         from the environment at the first call; a missing one raises
-        :class:`~rag_multihop.llm.errors.LLMConfigError` naming the variable.
+        :class:`~rag_multihop.llm.errors.LLMConfigError` naming the variable. The overrides
+        are the constructor's.
         """
         client = make_client(llm, api_base=api_base, api_key_env=api_key_env)
+        settings = resolve_settings(
+            BridgeSettings,
+            settings,
+            alpha=alpha,
+            entity_k=entity_k,
+            query_k=query_k,
+            pool_cap=pool_cap,
+            bridge_position=bridge_position,
+            entities=entities,
+            templates=templates,
+            judge_weights=judge_weights,
+        )
         return cls(base, judge=LLMJudge(client), writer=LLMQueryWriter(client), settings=settings)
 
     # ------------------------------------------------------------------ steps

@@ -21,11 +21,12 @@ Example (LLM-free, a toy encoder):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -58,10 +59,14 @@ class KeyStep:
     issue: str | None = None
 
 
+@runtime_checkable
 class KeyExtractor(Protocol):
-    """``extract(search_text, passages) -> KeyStep`` (and ``aextract`` for async callers)."""
+    """One KeyExtract round's verdict, synchronously and asynchronously:
+    ``extract(search_text, passages) -> KeyStep`` and its awaitable twin ``aextract``."""
 
     def extract(self, search_text: str, passages: Sequence[Passage]) -> KeyStep: ...
+
+    async def aextract(self, search_text: str, passages: Sequence[Passage]) -> KeyStep: ...
 
 
 @dataclass
@@ -136,6 +141,10 @@ class SimilarityKeyExtractor:
         vectors = self.encoder.encode([search_text, *sentences])
         best = int(np.argmax(vectors[1:] @ vectors[0]))
         return KeyStep(False, sentences[best])
+
+    async def aextract(self, search_text: str, passages: Sequence[Passage]) -> KeyStep:
+        """:meth:`extract` in a worker thread (the encoder runs off the event loop)."""
+        return await asyncio.to_thread(self.extract, search_text, passages)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """CoopRAG end to end: unroll, retrieve with the unrolled question, RaLa, KeyExtract, read.
 
-For a question q (:meth:`CoopRAG.run`):
+For a question q (:meth:`CoopRetriever.run`; ``CoopRAG`` is its deprecated old name):
 
 1. **Unroll** (LLM; skipped LLM-free): sub-questions and a masked reasoning chain
    (:mod:`~rag_multihop.coop.unroll`); an unusable reply falls back to q, flagged.
@@ -25,55 +25,37 @@ Example (LLM-free: the question alone, a stand-in base retriever):
     >>> class Two:
     ...     def retrieve(self, query, k=10):
     ...         return [Candidate(Passage(i, "x"), 1.0 - n) for n, i in enumerate("ab")][:k]
-    >>> result = CoopRAG(Two()).run(Query("Who directed Rope?"), k=2)
+    >>> result = CoopRetriever(Two()).run(Query("Who directed Rope?"), k=2)
     >>> [c.id for c in result.candidates], result.answer, result.trace.stages
     (['a', 'b'], None, ('retrieve',))
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.coop.keyextract import KeyExtractor, KeyRound, KeyStep
 from rag_multihop.coop.reader import ChainReader, Reading
-from rag_multihop.coop.settings import DEFAULT_CANDIDATES
-from rag_multihop.coop.uar import UAR_MODES, UARRetriever
-from rag_multihop.coop.unroll import Triple, Unrolling
+from rag_multihop.coop.settings import CoopSettings
+from rag_multihop.coop.uar import UARRetriever
+from rag_multihop.coop.unroll import Triple, Unroller, Unrolling
 from rag_multihop.protocols import Retriever
-from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_choice, check_int
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_positive_int
 
 if TYPE_CHECKING:
     from rag_multihop.coop.rala import RaLaReranker
     from rag_multihop.llm.accounting import LLMAccount
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
-
-@dataclass(frozen=True)
-class CoopSettings:
-    """Knobs of :class:`CoopRAG`.
-
-    Attributes:
-        candidates: K, the first-stage depth that RaLa reranks (100, the paper's).
-        top_k: passages the reader and KeyExtract see (5).
-        uar_mode: ``"concatenate"`` (the paper) or ``"sub-questions"`` (PIT-fused searches).
-        keyextract_rounds: KeyExtract's round budget; 0 turns it off.
-    """
-
-    candidates: int = DEFAULT_CANDIDATES
-    top_k: int = 5
-    uar_mode: str = "concatenate"
-    keyextract_rounds: int = 0
-
-    def __post_init__(self) -> None:
-        check_int(self.candidates, "candidates", low=1)
-        check_int(self.top_k, "top_k", low=1)
-        check_int(self.keyextract_rounds, "keyextract_rounds", low=0)
-        check_choice(self.uar_mode, "uar_mode", UAR_MODES)
+__all__ = ["CoopResult", "CoopRetriever", "CoopSettings", "CoopTrace"]
 
 
 @dataclass(frozen=True)
@@ -143,34 +125,52 @@ class CoopResult:
         return self.trace.unrolling.chain if reading is None else reading.chain
 
 
-class CoopRAG:
+class CoopRetriever:
     """CoopRAG over any core retriever (see the module docstring).
 
     Args:
         base: the first-stage retriever; it must embed the texts it is given.
-        unroller: an :class:`~rag_multihop.coop.unroll.LLMUnroller` (``None``: LLM-free).
+        settings: :class:`~rag_multihop.coop.settings.CoopSettings`.
+        candidates, top_k, uar_mode, keyextract_rounds: override the same-named field of
+            ``settings`` (``None`` keeps it).
+        unroller: an :class:`~rag_multihop.coop.unroll.Unroller` such as
+            :class:`~rag_multihop.coop.unroll.LLMUnroller` (``None``: LLM-free).
         reranker: a :class:`~rag_multihop.coop.rala.RaLaReranker` (``None``: no reranking).
         reader: a :class:`~rag_multihop.coop.reader.ChainReader` (``None``: no answer).
-        key_extractor: an LLM or similarity key extractor, used when
-            ``settings.keyextract_rounds > 0``.
-        settings: :class:`CoopSettings`; keyword overrides replace single fields.
+        key_extractor: a :class:`~rag_multihop.coop.keyextract.KeyExtractor` (LLM or
+            similarity), needed when ``keyextract_rounds > 0``.
     """
 
     def __init__(
         self,
         base: Retriever,
         *,
-        unroller: Any | None = None,
+        settings: CoopSettings | None = None,
+        candidates: int | None = None,
+        top_k: int | None = None,
+        uar_mode: str | None = None,
+        keyextract_rounds: int | None = None,
+        unroller: Unroller | None = None,
         reranker: RaLaReranker | None = None,
         reader: ChainReader | None = None,
         key_extractor: KeyExtractor | None = None,
-        settings: CoopSettings | None = None,
-        **overrides: Any,
     ) -> None:
-        self.settings = dataclasses.replace(settings or CoopSettings(), **overrides)
+        self.settings = resolve_settings(
+            CoopSettings,
+            settings,
+            candidates=candidates,
+            top_k=top_k,
+            uar_mode=uar_mode,
+            keyextract_rounds=keyextract_rounds,
+        )
         if self.settings.keyextract_rounds and key_extractor is None:
             raise ValueError("keyextract_rounds > 0 needs a key_extractor")
-        self.uar = UARRetriever(base, unroller, mode=self.settings.uar_mode)
+        if key_extractor is not None and not isinstance(key_extractor, KeyExtractor):
+            raise TypeError(
+                "key_extractor must implement extract and aextract, got "
+                f"{type(key_extractor).__name__}"
+            )
+        self.uar = UARRetriever(base, unroller, settings=self.settings)
         self.reranker = reranker
         self.reader = reader
         self.key_extractor = key_extractor
@@ -184,36 +184,47 @@ class CoopRAG:
         reranker: RaLaReranker | None = None,
         keyextract: bool = False,
         settings: CoopSettings | None = None,
-        **overrides: Any,
-    ) -> CoopRAG:
+        candidates: int | None = None,
+        top_k: int | None = None,
+        uar_mode: str | None = None,
+        keyextract_rounds: int | None = None,
+    ) -> CoopRetriever:
         """The full method with one LLM for unrolling, reading and (when ``keyextract``)
-        KeyExtract; ``llm`` is a litellm model string, ``"local"``, settings or a client."""
+        KeyExtract (2 rounds unless ``keyextract_rounds`` says otherwise); ``llm`` is a
+        litellm model string, ``"local"``, settings or a client."""
         from rag_multihop.coop.keyextract import LLMKeyExtractor
         from rag_multihop.coop.unroll import LLMUnroller
         from rag_multihop.llm.client import LLMClient
 
         client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
-        settings = dataclasses.replace(settings or CoopSettings(), **overrides)
+        settings = resolve_settings(
+            CoopSettings,
+            settings,
+            candidates=candidates,
+            top_k=top_k,
+            uar_mode=uar_mode,
+            keyextract_rounds=keyextract_rounds,
+        )
         if keyextract and not settings.keyextract_rounds:
             settings = dataclasses.replace(settings, keyextract_rounds=2)
         return cls(
             base,
+            settings=settings,
             unroller=LLMUnroller(client),
             reranker=reranker,
             reader=ChainReader(client, top_k=settings.top_k),
             key_extractor=LLMKeyExtractor(client) if keyextract else None,
-            settings=settings,
         )
 
     # ------------------------------------------------------------------ stages
 
     def _search(self, query: Query, unrolling: Unrolling, k: int) -> tuple[list[Candidate], str]:
-        """UAR's candidates for the unrolled question, reranked by RaLa against its text."""
+        """UAR's candidates for the unrolled question, reranked against its text."""
         candidates, text = self.uar.search(query, unrolling, max(k, self.settings.candidates))
         return self._rerank(query, text, candidates), text
 
     def _search_text(self, query: Query, text: str, k: int) -> list[Candidate]:
-        """A KeyExtract round's search: the extended text, reranked by RaLa against it."""
+        """A KeyExtract round's search: the extended text, reranked against it."""
         depth = max(k, self.settings.candidates)
         return self._rerank(query, text, self.uar.base.retrieve(Query(text, id=query.id), depth))
 
@@ -225,10 +236,13 @@ class CoopRAG:
     def _next_text(self, text: str, step: KeyStep) -> str | None:
         return f"{text} {step.sentence}" if step.sentence and step.sentence not in text else None
 
+    def _passages(self, candidates: Sequence[Candidate]) -> list[Passage]:
+        return [c.passage for c in candidates[: self.settings.top_k]]
+
     def run(self, query: Query | str, k: int = 10, *, read: bool = True) -> CoopResult:
         """Candidates (at most ``k``) and, with a reader and ``read``, the answer."""
         query = _as_query(query)
-        check_int(k, "k", low=1)
+        check_positive_int(k, "k")
         seconds: dict[str, float] = {}
         accounts: dict[str, LLMAccount] = {}
         clock = time.perf_counter()
@@ -243,7 +257,7 @@ class CoopRAG:
         if self.key_extractor is not None and self.settings.keyextract_rounds:
             clock = time.perf_counter()
             for _ in range(self.settings.keyextract_rounds):
-                step = self.key_extractor.extract(text, _passages(candidates, self.settings.top_k))
+                step = self.key_extractor.extract(text, self._passages(candidates))
                 rounds.append(_round(text, candidates, self.settings.top_k, step))
                 _add(accounts, f"keyextract_{len(rounds)}", step.account)
                 stop, following = _verdict(step, self._next_text(text, step))
@@ -257,7 +271,7 @@ class CoopRAG:
         reading = None
         if self.reader is not None and read and candidates:
             clock = time.perf_counter()
-            reading = self.reader.read(unrolling, _passages(candidates, self.settings.top_k))
+            reading = self.reader.read(unrolling, self._passages(candidates))
             seconds["read"] = time.perf_counter() - clock
             accounts.update(reading.calls)
         trace = CoopTrace(
@@ -266,9 +280,10 @@ class CoopRAG:
         return CoopResult(candidates[:k], trace)
 
     async def arun(self, query: Query | str, k: int = 10, *, read: bool = True) -> CoopResult:
-        """The async twin of :meth:`run` (LLM calls awaited; searches run in this thread)."""
+        """The async twin of :meth:`run`: LLM calls awaited, searches and reranking in a
+        worker thread (the event loop is never blocked by them)."""
         query = _as_query(query)
-        check_int(k, "k", low=1)
+        check_positive_int(k, "k")
         seconds: dict[str, float] = {}
         accounts: dict[str, LLMAccount] = {}
         clock = time.perf_counter()
@@ -277,34 +292,27 @@ class CoopRAG:
             seconds["unroll"] = time.perf_counter() - clock
             _add(accounts, "unroll", account)
         clock = time.perf_counter()
-        candidates, text = self._search(query, unrolling, k)
+        candidates, text = await asyncio.to_thread(self._search, query, unrolling, k)
         seconds["retrieve"] = time.perf_counter() - clock
         texts, rounds, stop = [text], [], None
-        extractor = self.key_extractor
-        if extractor is not None and self.settings.keyextract_rounds:
+        if self.key_extractor is not None and self.settings.keyextract_rounds:
             clock = time.perf_counter()
             for _ in range(self.settings.keyextract_rounds):
-                passages = _passages(candidates, self.settings.top_k)
-                aextract = getattr(extractor, "aextract", None)
-                step = (
-                    await aextract(text, passages)
-                    if aextract is not None
-                    else extractor.extract(text, passages)
-                )
+                step = await self.key_extractor.aextract(text, self._passages(candidates))
                 rounds.append(_round(text, candidates, self.settings.top_k, step))
                 _add(accounts, f"keyextract_{len(rounds)}", step.account)
                 stop, following = _verdict(step, self._next_text(text, step))
                 if following is None:
                     break
                 text = following
-                candidates = self._search_text(query, text, k)
+                candidates = await asyncio.to_thread(self._search_text, query, text, k)
                 texts.append(text)
             stop = stop or "budget"
             seconds["keyextract"] = time.perf_counter() - clock
         reading = None
         if self.reader is not None and read and candidates:
             clock = time.perf_counter()
-            reading = await self.reader.aread(unrolling, _passages(candidates, self.settings.top_k))
+            reading = await self.reader.aread(unrolling, self._passages(candidates))
             seconds["read"] = time.perf_counter() - clock
             accounts.update(reading.calls)
         trace = CoopTrace(
@@ -316,6 +324,27 @@ class CoopRAG:
         """The candidates alone (no reading): a core ``Retriever``."""
         return self.run(query, k, read=False).candidates
 
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """The async twin of :meth:`retrieve`."""
+        return (await self.arun(query, k, read=False)).candidates
+
+
+def deprecated_name(name: str, module: str) -> type[CoopRetriever]:
+    """:class:`CoopRetriever` for ``CoopRAG``, its old name, with a ``DeprecationWarning``
+    pointing at the caller's import; ``AttributeError`` for any other missing ``name``."""
+    if name != "CoopRAG":
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(
+        "CoopRAG is deprecated; use rag_multihop.coop.CoopRetriever (the same class, renamed)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return CoopRetriever
+
+
+def __getattr__(name: str) -> Any:
+    return deprecated_name(name, __name__)
+
 
 def _as_query(query: Query | str) -> Query:
     return Query(query) if isinstance(query, str) else query
@@ -324,10 +353,6 @@ def _as_query(query: Query | str) -> Query:
 def _add(accounts: dict[str, LLMAccount], stage: str, account: LLMAccount | None) -> None:
     if account is not None:
         accounts[stage] = account
-
-
-def _passages(candidates: Sequence[Candidate], top_k: int) -> list[Any]:
-    return [c.passage for c in candidates[:top_k]]
 
 
 def _round(text: str, candidates: Sequence[Candidate], top_k: int, step: KeyStep) -> KeyRound:

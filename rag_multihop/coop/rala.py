@@ -22,7 +22,6 @@ Example (needs the ``encoders`` extra; the bundled MiniLM):
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.coop.late_interaction import (
     candidate_layers,
     gap_weights,
@@ -42,6 +42,8 @@ from rag_multihop.coop.settings import SCORING_NAMES, RaLaSettings
 from rag_multihop.coop.states import HiddenStateEncoder, LayerEncoder, StateLayout, TokenStates
 from rag_multihop.coop.store import PassageStates
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE
+from rag_multihop.protocols import Retriever
+from rag_multihop.reranked import RerankedRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int
 
@@ -158,8 +160,10 @@ class RaLaReranker:
     Args:
         encoder: a :class:`~rag_multihop.coop.states.HiddenStateEncoder`, or anything it
             accepts (a sentence-transformers model, its path, a ``SentenceTransformerEncoder``).
-        settings: a :class:`~rag_multihop.coop.settings.RaLaSettings`; keyword overrides
-            replace single fields.
+        settings: a :class:`~rag_multihop.coop.settings.RaLaSettings`.
+        scoring, layer, buckets, candidate_layers, seed, pooling, token_weighting,
+            drop_punctuation, candidates: override the same-named field of ``settings``
+            (``None`` keeps it).
         store: passage states precomputed with this reranker's :attr:`layout` and encoder;
             candidates missing from it are encoded at query time (counted in
             ``encoded_at_query_time``). A store is checked when it is first used (given here
@@ -172,12 +176,32 @@ class RaLaReranker:
     def __init__(
         self,
         encoder: Any,
-        settings: RaLaSettings | None = None,
         *,
+        settings: RaLaSettings | None = None,
+        scoring: str | None = None,
+        layer: int | None = None,
+        buckets: int | None = None,
+        candidate_layers: tuple[int, ...] | None = None,
+        seed: int | None = None,
+        pooling: str | None = None,
+        token_weighting: str | None = None,
+        drop_punctuation: bool | None = None,
+        candidates: int | None = None,
         store: PassageStates | None = None,
-        **overrides: Any,
     ) -> None:
-        self.settings = dataclasses.replace(settings or RaLaSettings(), **overrides)
+        self.settings = resolve_settings(
+            RaLaSettings,
+            settings,
+            scoring=scoring,
+            layer=layer,
+            buckets=buckets,
+            candidate_layers=candidate_layers,
+            seed=seed,
+            pooling=pooling,
+            token_weighting=token_weighting,
+            drop_punctuation=drop_punctuation,
+            candidates=candidates,
+        )
         self.encoder = (
             encoder if isinstance(encoder, HiddenStateEncoder) else HiddenStateEncoder(encoder)
         )
@@ -339,21 +363,18 @@ class RaLaReranker:
         return rank_candidates(rescored, top_n)
 
 
-class RaLaRetriever:
-    """A first-stage retriever's top ``candidates`` (K), reranked by RaLa; a core ``Retriever``.
+class RaLaRetriever(RerankedRetriever):
+    """A first-stage retriever's top ``candidates`` (K), reranked by RaLa; a core ``Retriever``
+    (a :class:`~rag_multihop.reranked.RerankedRetriever`).
 
-    ``retrieve(query, k)`` returns the best ``min(k, K)`` after reranking (a pool smaller
-    than K is reranked whole).
+    ``candidates`` defaults to the reranker's ``settings.candidates``; ``retrieve(query, k)``
+    returns the best ``min(k, K)`` after reranking (a pool smaller than K is reranked whole).
     """
 
-    def __init__(self, base: Any, reranker: RaLaReranker, *, candidates: int | None = None) -> None:
-        self.base = base
-        self.reranker = reranker
-        self.candidates = check_positive_int(
-            reranker.settings.candidates if candidates is None else candidates, "candidates"
-        )
+    reranker: RaLaReranker
 
-    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        found = self.base.retrieve(query, k=self.candidates)
-        return self.reranker.rerank(query, found, top_n=k)
+    def __init__(
+        self, base: Retriever, reranker: RaLaReranker, *, candidates: int | None = None
+    ) -> None:
+        depth = reranker.settings.candidates if candidates is None else candidates
+        super().__init__(base, reranker, candidates=depth)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_multihop.coop.unroll import ANSWER_SLOT, UNKNOWN, Triple, Unrolling, normalize_slot
+from rag_multihop.text import normalize_answer
 from rag_multihop.types import Passage
 
 if TYPE_CHECKING:
@@ -58,20 +59,13 @@ def is_binary_question(question: str) -> bool:
     return bool(_BINARY_START.match(question.strip()))
 
 
-def normalize_text(text: str) -> str:
-    """Lower case, no punctuation, no articles, single spaces (SQuAD's answer normalisation)."""
-    from rag_multihop.eval.metrics import normalize_answer
-
-    return normalize_answer(text)
-
-
 def in_passages(span: str, passages: Sequence[Passage | str]) -> bool:
     """``span`` occurs in one of the passages (title included), after normalisation."""
-    key = normalize_text(span)
+    key = normalize_answer(span)
     if not key:
         return True
     return any(
-        f" {key} " in f" {normalize_text(p.embedding_text if isinstance(p, Passage) else p)} "
+        f" {key} " in f" {normalize_answer(p.embedding_text if isinstance(p, Passage) else p)} "
         for p in passages
     )
 
@@ -119,7 +113,7 @@ def check_completion(
             if before in (UNKNOWN, ANSWER_SLOT):
                 fields.append(after)
             else:
-                changed_known |= normalize_text(after) != normalize_text(before)
+                changed_known |= normalize_answer(after) != normalize_answer(before)
                 fields.append(before)
         completed.append(Triple(fields[0], old.relation, fields[1]))
     if changed_known:

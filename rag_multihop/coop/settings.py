@@ -1,4 +1,9 @@
-"""RaLa's settings: one frozen, validated object used by the reranker, adapters and bench.
+"""CoopRAG's settings: frozen, validated objects used by the classes, adapters and bench.
+
+- :class:`CoopSettings`: :class:`~rag_multihop.coop.pipeline.CoopRetriever` and
+  :class:`~rag_multihop.coop.uar.UARRetriever` (depth, reader's top k, UAR mode, KeyExtract);
+- :class:`RaLaSettings`: :class:`~rag_multihop.coop.rala.RaLaReranker` and its retriever;
+- :class:`FineTuneSettings`: :func:`~rag_multihop.coop.finetune.fine_tune`.
 
 Example:
     >>> RaLaSettings().scoring, RaLaSettings(scoring="gap-weighted", buckets=2).buckets
@@ -13,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag_multihop.validation import check_choice, check_int, check_number
+from rag_multihop.validation import check_choice, check_int, check_number, check_positive_int
 
 SCORING_NAMES = ("maxsim", "gap-weighted", "layer-gap")
 """RaLa's scorings (:data:`rag_multihop.coop.rala.SCORINGS` holds the functions)."""
@@ -25,6 +30,38 @@ TOKEN_WEIGHTINGS = ("pool-idf", "uniform")
 
 DEFAULT_CANDIDATES = 100
 """K, the first-stage depth RaLa reranks (the paper reranks a top-100)."""
+
+UAR_MODES = ("concatenate", "sub-questions")
+"""How UAR searches: the unrolled question as one text, or one search per sub-question."""
+
+
+@dataclass(frozen=True)
+class CoopSettings:
+    """Knobs of :class:`~rag_multihop.coop.pipeline.CoopRetriever`.
+
+    Attributes:
+        candidates: K, the first-stage depth that RaLa reranks (100, the paper's).
+        top_k: passages the reader and KeyExtract see (5).
+        uar_mode: ``"concatenate"`` (the paper) or ``"sub-questions"`` (PIT-fused searches);
+            see :data:`UAR_MODES`.
+        keyextract_rounds: KeyExtract's round budget; 0 turns it off.
+
+    >>> CoopSettings(uar_mode="each")
+    Traceback (most recent call last):
+    ...
+    ValueError: uar_mode must be one of ['concatenate', 'sub-questions'], got 'each'
+    """
+
+    candidates: int = DEFAULT_CANDIDATES
+    top_k: int = 5
+    uar_mode: str = "concatenate"
+    keyextract_rounds: int = 0
+
+    def __post_init__(self) -> None:
+        check_positive_int(self.candidates, "candidates")
+        check_positive_int(self.top_k, "top_k")
+        check_int(self.keyextract_rounds, "keyextract_rounds", low=0)
+        check_choice(self.uar_mode, "uar_mode", UAR_MODES)
 
 
 @dataclass(frozen=True)
@@ -87,7 +124,7 @@ class RaLaSettings:
             raise ValueError(
                 f"drop_punctuation must be True or False, got {self.drop_punctuation!r}"
             )
-        check_int(self.candidates, "candidates", low=1)
+        check_positive_int(self.candidates, "candidates")
 
 
 WEIGHTINGS = ("hops", "uniform")
@@ -129,4 +166,4 @@ class FineTuneSettings:
         check_choice(self.weighting, "weighting", WEIGHTINGS)
         check_int(self.max_length, "max_length", low=8)
         check_int(self.seed, "seed", low=0)
-        check_int(self.threads, "threads", low=1)
+        check_positive_int(self.threads, "threads")

@@ -1,17 +1,21 @@
 """Unrolling-augmented retrieval (CoopRAG §3.3): search with the unrolled question.
 
 :class:`UARRetriever` unrolls a query (:class:`~rag_multihop.coop.unroll.LLMUnroller`) and
-asks any core retriever for candidates in one of two modes (:data:`UAR_MODES`):
+asks any core retriever for candidates in one of two modes
+(:data:`~rag_multihop.coop.settings.UAR_MODES`, the ``uar_mode`` of
+:class:`~rag_multihop.coop.settings.CoopSettings`):
 
 - ``"concatenate"`` (the paper): one search with :meth:`Unrolling.query_text` — the question,
   its sub-questions and the chain without masks;
 - ``"sub-questions"``: one search for the question and one per sub-question, fused by
-  percentile rank (PIT calibration, linear fusion, equal weights).
+  :func:`~rag_multihop.fusion.core.fuse_candidates` (PIT calibration, linear fusion, equal
+  weights).
 
 Without an unroller (``unroller=None``) it searches the question alone: the LLM-free mode.
 The base retriever must embed the texts it is given (a ``DenseRetriever`` with an encoder).
 An unrolling that fell back to the raw question searches the question alone, flagged in the
-unrolling's ``issues``.
+unrolling's ``issues``. ``arun``/``aretrieve`` await the unroller's ``aunroll`` and run the
+searches in a worker thread, off the event loop.
 
 Example (a stand-in unroller; no LLM):
     >>> from rag_multihop import Candidate, Passage, Query
@@ -21,6 +25,8 @@ Example (a stand-in unroller; no LLM):
     >>> class Fixed:
     ...     def unroll(self, question):
     ...         return Unrolling(question, ("Who directed Rope?",)), None
+    ...     async def aunroll(self, question):
+    ...         return self.unroll(question)
     >>> uar = UARRetriever(Echo(), Fixed())
     >>> [c.id for c in uar.retrieve(Query("Where was the director of Rope born?"))]
     ['10 words']
@@ -30,13 +36,17 @@ Example (a stand-in unroller; no LLM):
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
-from rag_multihop.coop.unroll import Unrolling, raw_question
-from rag_multihop.fusion.core import fuse_lists
+from rag_multihop._settings import SettingsField, resolve_settings
+from rag_multihop.coop.settings import UAR_MODES, CoopSettings
+from rag_multihop.coop.unroll import Unroller, Unrolling, raw_question
+from rag_multihop.fusion.core import fuse_candidates
+from rag_multihop.fusion.settings import FusionSettings
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int
@@ -44,13 +54,10 @@ from rag_multihop.validation import check_positive_int
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
 
-UAR_MODES = ("concatenate", "sub-questions")
+__all__ = ["UAR_MODES", "UARResult", "UARRetriever", "fuse_searches"]
 
-
-class Unroller(Protocol):
-    """Anything that unrolls a question: ``unroll(question) -> (Unrolling, account or None)``."""
-
-    def unroll(self, question: str) -> tuple[Unrolling, LLMAccount | None]: ...
+SEARCH_FUSION = FusionSettings(calibration="pit", fusion="linear")
+"""How ``"sub-questions"`` fuses its searches: percentile ranks, averaged with equal weights."""
 
 
 @dataclass(frozen=True)
@@ -65,23 +72,40 @@ class UARResult:
 
 
 class UARRetriever:
-    """Retrieves with the unrolled question (see the module docstring)."""
+    """Retrieves with the unrolled question (see the module docstring).
+
+    Args:
+        base: the first-stage retriever; it must embed the texts it is given.
+        unroller: an :class:`~rag_multihop.coop.unroll.Unroller` (``unroll`` and ``aunroll``),
+            e.g. :class:`~rag_multihop.coop.unroll.LLMUnroller`; ``None`` searches the
+            question alone.
+        settings: :class:`~rag_multihop.coop.settings.CoopSettings` (UAR reads ``uar_mode``).
+        uar_mode: overrides ``settings.uar_mode``.
+        masks: keep the chain's masks in the search text (the paper leaves them out).
+    """
+
+    uar_mode = SettingsField()
 
     def __init__(
         self,
         base: Retriever,
-        unroller: Any | None = None,
+        unroller: Unroller | None = None,
         *,
-        mode: str = "concatenate",
+        settings: CoopSettings | None = None,
+        uar_mode: str | None = None,
         masks: bool = False,
     ) -> None:
-        if mode not in UAR_MODES:
-            raise ValueError(f"mode must be one of {list(UAR_MODES)}, got {mode!r}")
+        if not isinstance(base, Retriever):
+            raise TypeError(f"base must be a Retriever (retrieve), got {type(base).__name__}")
+        if unroller is not None and not isinstance(unroller, Unroller):
+            raise TypeError(
+                f"unroller must implement unroll and aunroll, got {type(unroller).__name__}"
+            )
         if not isinstance(masks, bool):
             raise ValueError(f"masks must be True or False, got {masks!r}")
+        self.settings = resolve_settings(CoopSettings, settings, uar_mode=uar_mode)
         self.base = base
         self.unroller = unroller
-        self.mode = mode
         self.masks = masks
 
     def unroll(self, query: Query) -> tuple[Unrolling, LLMAccount | None]:
@@ -91,18 +115,15 @@ class UARRetriever:
         return self.unroller.unroll(query.text)
 
     async def aunroll(self, query: Query) -> tuple[Unrolling, LLMAccount | None]:
-        """The async twin of :meth:`unroll` (unrollers without ``aunroll`` run synchronously)."""
+        """The async twin of :meth:`unroll`."""
         if self.unroller is None:
             return raw_question(query.text.strip()), None
-        aunroll = getattr(self.unroller, "aunroll", None)
-        if aunroll is None:
-            return self.unroller.unroll(query.text)
-        return await aunroll(query.text)
+        return await self.unroller.aunroll(query.text)
 
     def search(self, query: Query, unrolling: Unrolling, k: int) -> tuple[list[Candidate], str]:
         """Candidates for an unrolling already made, and the text searched."""
         check_positive_int(k, "k")
-        if self.mode == "concatenate" or not unrolling.sub_questions:
+        if self.settings.uar_mode == "concatenate" or not unrolling.sub_questions:
             text = unrolling.query_text(masks=self.masks)
             if text == query.text.strip():
                 return self.base.retrieve(query, k=k), text  # keeps a precomputed embedding
@@ -117,31 +138,27 @@ class UARRetriever:
         return UARResult(candidates, unrolling, text, account, time.perf_counter() - start)
 
     async def arun(self, query: Query, k: int = 10) -> UARResult:
+        """The async twin of :meth:`run`: the unroller awaited, the searches in a thread."""
         start = time.perf_counter()
         unrolling, account = await self.aunroll(query)
-        candidates, text = self.search(query, unrolling, k)
+        candidates, text = await asyncio.to_thread(self.search, query, unrolling, k)
         return UARResult(candidates, unrolling, text, account, time.perf_counter() - start)
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         return self.run(query, k).candidates
 
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        return (await self.arun(query, k)).candidates
+
 
 def fuse_searches(base: Retriever, query: Query, texts: Sequence[str], k: int) -> list[Candidate]:
     """One search per text (the first is the question: its precomputed embedding is kept),
-    fused by percentile rank; signals ``search_0``, ``search_0_cal``, ... and ``uar``."""
-    lists = [base.retrieve(query, k=k)]
-    lists += [base.retrieve(Query(text, id=query.id), k=k) for text in texts[1:]]
-    by_id = {c.id: c.passage for found in lists for c in found}
-    fused = fuse_lists(
-        [([c.id for c in found], [c.score for c in found]) for found in lists],
-        calibration="pit",
-        fusion="linear",
-    )
-    names = [f"search_{i}" for i in range(len(lists))]
-    return rank_candidates(
-        (
-            Candidate(by_id[pid], float(score), signals={**fused.signals(row, names), "uar": score})
-            for row, (pid, score) in enumerate(zip(fused.ids, fused.scores, strict=True))
-        ),
-        top_n=k,
-    )
+    fused by :func:`~rag_multihop.fusion.core.fuse_candidates` under :data:`SEARCH_FUSION`
+    and ranked by :func:`~rag_multihop.types.rank_candidates` (ties by passage id); the
+    candidates keep the base's signals and gain ``search_0``, ``search_0_cal``, ... and
+    ``uar`` (the fused score)."""
+    lists = {"search_0": base.retrieve(query, k=k)}
+    for i, text in enumerate(texts[1:], start=1):
+        lists[f"search_{i}"] = base.retrieve(Query(text, id=query.id), k=k)
+    fused = fuse_candidates(lists, SEARCH_FUSION)
+    return rank_candidates((c.with_score(c.score, uar=c.score) for c in fused), top_n=k)

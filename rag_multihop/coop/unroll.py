@@ -41,7 +41,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from rag_multihop.validation import loggable
 
@@ -200,6 +200,17 @@ def check_unrolling(question: str, reply: UnrolledQuestion) -> Unrolling:
     if chain_words and chain_words <= set(question_key):
         issues.append("the chain only restates the question")
     return Unrolling(question, tuple(sub_questions), tuple(chain), issues=tuple(issues))
+
+
+@runtime_checkable
+class Unroller(Protocol):
+    """Anything that unrolls a question, synchronously and asynchronously:
+    ``unroll(question) -> (Unrolling, account or None)`` and its awaitable twin ``aunroll``
+    (:class:`LLMUnroller` is one; an unroller without I/O may run ``unroll`` in ``aunroll``)."""
+
+    def unroll(self, question: str) -> tuple[Unrolling, LLMAccount | None]: ...
+
+    async def aunroll(self, question: str) -> tuple[Unrolling, LLMAccount | None]: ...
 
 
 @dataclass

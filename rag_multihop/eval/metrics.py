@@ -12,21 +12,18 @@ Example:
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from rag_multihop.text import normalize_answer
 from rag_multihop.validation import check_positive_int
 
 Values = Sequence[float] | np.ndarray
 """Per-question metric values: a sequence of floats or a 1-D array."""
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _SPECIAL_ANSWERS = frozenset({"yes", "no", "noanswer"})
 # Bootstrap resamples are drawn in blocks of about this many indices to bound memory.
 _BLOCK_ELEMENTS = 4_000_000
@@ -112,16 +109,7 @@ def recall_curve(
 
 
 # --- answers ------------------------------------------------------------------------------------
-
-
-def normalize_answer(s: str) -> str:
-    """SQuAD/HotpotQA normalisation: lower case, drop punctuation and articles, fix spaces.
-
-    >>> normalize_answer("  The  Cat's hat!")
-    'cats hat'
-    """
-    text = s.lower().translate(_PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
+# normalize_answer (SQuAD/HotpotQA normalisation) lives in rag_multihop.text: methods use it too.
 
 
 def _as_answers(answers: str | Sequence[str]) -> list[str]:

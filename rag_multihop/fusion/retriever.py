@@ -2,7 +2,7 @@
 
 Each child is asked for ``child_k`` candidates; the lists are fused by
 :func:`~rag_multihop.fusion.core.fuse_candidates` (pool cap, calibration, fusion, consensus
-boost under :class:`~rag_multihop.fusion.core.FusionSettings`) and the best ``k`` come back.
+boost under :class:`~rag_multihop.fusion.settings.FusionSettings`) and the best ``k`` come back.
 Every fused candidate carries, for each system that listed it, the raw score under the
 system's name and the calibrated one under ``<name>_cal`` (e.g. ``dense``, ``dense_cal``,
 ``graph``, ``graph_cal``); a system that did not list it has neither key.
@@ -25,11 +25,13 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
 from rag_multihop._settings import SettingsField, resolve_settings
-from rag_multihop.fusion.core import FusionSettings, PoolCaps, Weights, fuse_candidates
+from rag_multihop.fusion.core import fuse_candidates
+from rag_multihop.fusion.settings import FusionSettings, PoolCaps, Weights
 from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
@@ -43,7 +45,7 @@ class FusionRetriever:
     Args:
         retrievers: ``{name: retriever}`` with at least two entries; the names become the
             signal names of the fused candidates.
-        settings: :class:`~rag_multihop.fusion.core.FusionSettings` (calibration, fusion,
+        settings: :class:`~rag_multihop.fusion.settings.FusionSettings` (calibration, fusion,
             weights and pool caps by position or by retriever name, ``child_k`` candidates
             asked from each child, consensus boost, fusion parameters).
         calibration, fusion, weights, pool_cap, child_k, consensus_beta, params: override
@@ -113,3 +115,7 @@ class FusionRetriever:
         child_k = self.settings.child_k
         lists = {name: r.retrieve(query, k=child_k) for name, r in self.retrievers.items()}
         return self.fuse(lists, k)
+
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """:meth:`retrieve` in a worker thread (every child's search off the event loop)."""
+        return await asyncio.to_thread(self.retrieve, query, k)

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -251,6 +252,10 @@ class GraphRetriever:
             else []
         )
         return self.rank(query, seeds, k)
+
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        """:meth:`retrieve` in a worker thread (seed search and PageRank off the event loop)."""
+        return await asyncio.to_thread(self.retrieve, query, k)
 
 
 def _top_positive(scores: np.ndarray, nodes: np.ndarray, k: int) -> Sequence[int]:

@@ -20,7 +20,7 @@ import pytest
 from vcr.cassette import Cassette
 
 from rag_multihop import Corpus, Query
-from rag_multihop.coop import ANSWER_SLOT, UNKNOWN, CoopRAG, LLMUnroller
+from rag_multihop.coop import ANSWER_SLOT, UNKNOWN, CoopRetriever, LLMUnroller
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
 from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
@@ -132,7 +132,7 @@ def test_unrolling_reply_repeating_the_question(api_base: str, vcr: Cassette) ->
 @pytest.mark.vcr
 def test_pipeline_good_path(api_base: str, vcr: Cassette) -> None:
     dense = DenseRetriever.from_corpus(Corpus(polish_wedding_passages()), HashingEncoder())
-    coop = CoopRAG.with_llm(dense, client(api_base), top_k=3)
+    coop = CoopRetriever.with_llm(dense, client(api_base), top_k=3)
     result = coop.run(Query(POLISH_WEDDING_QUESTION, id="q1"), k=3)
     assert result.answer == "Philadelphia" and result.trace.reading is not None
     assert result.trace.reading.unsupported == ()

@@ -15,7 +15,7 @@ from rag_multihop.coop import (
     ANSWER_SLOT,
     UNKNOWN,
     ChainReader,
-    CoopRAG,
+    CoopRetriever,
     CoopSettings,
     LLMKeyExtractor,
     LLMUnroller,
@@ -309,7 +309,7 @@ def test_a_raw_question_is_answered_without_a_completion_call() -> None:
 
 def test_full_pipeline_accounts_for_every_call() -> None:
     fake = FakeLLM()
-    coop = CoopRAG.with_llm(dense(), client(fake), candidates=100, top_k=3)
+    coop = CoopRetriever.with_llm(dense(), client(fake), candidates=100, top_k=3)
     result = coop.run(Query(POLISH_WEDDING_QUESTION, id="q1"), k=3)
     assert fake.kinds() == ["unroll", "complete", "answer"]
     trace = result.trace
@@ -334,7 +334,9 @@ def test_keyextract_that_never_judges_answerable_is_ended_by_the_budget() -> Non
         return json.dumps({"answerable": False, "key_sentence": sentence})
 
     fake = FakeLLM(key=key)
-    coop = CoopRAG.with_llm(dense(), client(fake), keyextract=True, keyextract_rounds=2, top_k=5)
+    coop = CoopRetriever.with_llm(
+        dense(), client(fake), keyextract=True, keyextract_rounds=2, top_k=5
+    )
     result = coop.run(Query(POLISH_WEDDING_QUESTION, id="q1"), k=3)
     trace = result.trace
     assert trace.stop == "budget" and len(trace.rounds) == 2
@@ -347,25 +349,25 @@ def test_keyextract_that_never_judges_answerable_is_ended_by_the_budget() -> Non
 
 
 def test_keyextract_stops_when_answerable_or_when_the_sentence_is_not_in_the_passages() -> None:
-    coop = CoopRAG.with_llm(dense(), client(FakeLLM()), keyextract=True, top_k=3)
+    coop = CoopRetriever.with_llm(dense(), client(FakeLLM()), keyextract=True, top_k=3)
     trace = coop.run(Query(POLISH_WEDDING_QUESTION), k=3).trace
     assert trace.stop == "answerable" and len(trace.rounds) == 1
     assert len(trace.search_texts) == 1
 
     invented = '{"answerable": false, "key_sentence": "Theresa Connelly grew up in Ohio."}'
-    coop = CoopRAG.with_llm(dense(), client(FakeLLM(key=invented)), keyextract=True, top_k=3)
+    coop = CoopRetriever.with_llm(dense(), client(FakeLLM(key=invented)), keyextract=True, top_k=3)
     trace = coop.run(Query(POLISH_WEDDING_QUESTION), k=3).trace
     assert trace.stop == "no new sentence"
     assert trace.rounds[0].issue == "the key sentence is not in the passages; ignored"
 
-    broken = CoopRAG.with_llm(dense(), client(FakeLLM(key="nope")), keyextract=True, top_k=3)
+    broken = CoopRetriever.with_llm(dense(), client(FakeLLM(key="nope")), keyextract=True, top_k=3)
     trace = broken.run(Query(POLISH_WEDDING_QUESTION), k=3).trace
     assert trace.stop == "unusable reply" and trace.fallbacks == 1
 
 
 def test_llm_free_keyextract_picks_similar_sentences_until_the_budget() -> None:
     encoder = HashingEncoder()
-    coop = CoopRAG(
+    coop = CoopRetriever(
         dense(),
         key_extractor=SimilarityKeyExtractor(encoder),
         keyextract_rounds=2,
@@ -382,7 +384,7 @@ def test_llm_free_keyextract_picks_similar_sentences_until_the_budget() -> None:
 
 def test_async_run_matches_sync_run() -> None:
     fake = FakeLLM()
-    coop = CoopRAG.with_llm(dense(), client(fake), top_k=3)
+    coop = CoopRetriever.with_llm(dense(), client(fake), top_k=3)
     query = Query(POLISH_WEDDING_QUESTION, id="q1")
     sync = coop.run(query, k=3)
     asynchronous = asyncio.run(coop.arun(query, k=3))
@@ -392,29 +394,29 @@ def test_async_run_matches_sync_run() -> None:
 
 
 def test_uar_sub_question_mode_fuses_one_search_per_sub_question() -> None:
-    uar = UARRetriever(dense(), LLMUnroller(client(FakeLLM())), mode="sub-questions")
+    uar = UARRetriever(dense(), LLMUnroller(client(FakeLLM())), uar_mode="sub-questions")
     result = uar.run(Query(POLISH_WEDDING_QUESTION, id="q1"), k=50)
     assert len(result.candidates) == len(PASSAGES)
     top = result.candidates[0]
     assert {"search_0", "search_0_cal", "uar"} <= set(top.signals)
     assert result.query_text.count(" | ") == 2
-    with pytest.raises(ValueError, match="mode must be one of"):
-        UARRetriever(dense(), mode="each")
+    with pytest.raises(ValueError, match="uar_mode must be one of"):
+        UARRetriever(dense(), uar_mode="each")
 
 
 def test_settings_validation() -> None:
     for kwargs, message in (
-        ({"candidates": 0}, "candidates must be an integer >= 1"),
-        ({"top_k": -1}, "top_k must be an integer >= 1"),
+        ({"candidates": 0}, "candidates must be a positive integer, got 0"),
+        ({"top_k": -1}, "top_k must be a positive integer, got -1"),
         ({"keyextract_rounds": -1}, "keyextract_rounds must be an integer >= 0"),
         ({"uar_mode": "all"}, "uar_mode must be one of"),
     ):
         with pytest.raises(ValueError, match=message):
             CoopSettings(**kwargs)
     with pytest.raises(ValueError, match="needs a key_extractor"):
-        CoopRAG(dense(), keyextract_rounds=1)
-    with pytest.raises(ValueError, match="k must be an integer >= 1"):
-        CoopRAG(dense()).run("Who?", k=0)
+        CoopRetriever(dense(), keyextract_rounds=1)
+    with pytest.raises(ValueError, match="k must be a positive integer, got 0"):
+        CoopRetriever(dense()).run("Who?", k=0)
 
 
 def test_a_client_error_propagates_from_run() -> None:
@@ -422,7 +424,7 @@ def test_a_client_error_propagates_from_run() -> None:
         def complete(self, request: Mapping[str, Any], **kwargs: Any) -> RawReply:
             raise TimeoutError("the provider timed out")
 
-    coop = CoopRAG.with_llm(dense(), client(Down()))
+    coop = CoopRetriever.with_llm(dense(), client(Down()))
     with pytest.raises(Exception, match="timed out"):
         coop.run(Query(POLISH_WEDDING_QUESTION))
 

@@ -12,16 +12,14 @@ import pytest
 from rag_multihop import Candidate, Passage, Query
 from rag_multihop._atomic import ArtifactError, artifact_path
 from rag_multihop.coop import (
-    SCORING_NAMES,
     HiddenStateEncoder,
-    HiddenStatesUnavailable,
     PassageStates,
     RaLaReranker,
     RaLaRetriever,
     RaLaSettings,
-    StateLayout,
 )
-from rag_multihop.coop.states import is_punctuation
+from rag_multihop.coop.settings import SCORING_NAMES
+from rag_multihop.coop.states import HiddenStatesUnavailable, StateLayout, is_punctuation
 from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder
 
 
@@ -90,7 +88,7 @@ def test_settings_validation_names_parameter_and_value() -> None:
         ({"layer": 3, "candidate_layers": (4,)}, "must lie below layer 3"),
         ({"pooling": "max"}, "pooling must be one of"),
         ({"token_weighting": "bm25"}, "token_weighting must be one of"),
-        ({"candidates": 0}, "candidates must be an integer >= 1, got 0"),
+        ({"candidates": 0}, "candidates must be a positive integer, got 0"),
         ({"drop_punctuation": "yes"}, "drop_punctuation must be True or False"),
     ):
         with pytest.raises(ValueError, match=message):

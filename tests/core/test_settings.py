@@ -13,6 +13,7 @@ from rag_multihop._settings import resolve_settings
 from rag_multihop.association import AssociationReranker, AssociationRetriever
 from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.bridge import BridgeReranker, BridgeRetriever, BridgeSettings, JudgeWeights
+from rag_multihop.coop.settings import CoopSettings, FineTuneSettings, RaLaSettings
 from rag_multihop.fusion import FusionRetriever, FusionSettings
 from rag_multihop.graph import GraphRetriever, GraphSettings, build_entity_graph
 from rag_multihop.index.dense import DenseRetriever
@@ -79,6 +80,10 @@ def test_resolve_settings_applies_given_overrides_only():
         (lambda: BridgeSettings(templates=()), "templates must name at least one of"),
         (lambda: BridgeSettings(judge_weights=(1, 0, 1, 1)), "judge_weights must be Judge"),
         (lambda: JudgeWeights(question=float("nan")), "JudgeWeights.question must be a finite"),
+        (lambda: CoopSettings(top_k=0), "top_k must be a positive integer, got 0"),
+        (lambda: CoopSettings(keyextract_rounds=-1), "keyextract_rounds must be an integer >= 0"),
+        (lambda: RaLaSettings(candidates=0), "candidates must be a positive integer, got 0"),
+        (lambda: FineTuneSettings(threads=0), "threads must be a positive integer, got 0"),
     ],
 )
 def test_each_settings_object_refuses_bad_knobs_at_construction(make, message):

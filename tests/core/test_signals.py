@@ -120,15 +120,18 @@ def test_coop_uar_sub_questions(dense) -> None:
             subs = ("Who directed Polish Wedding?", "Where was Theresa Connelly born?")
             return coop.Unrolling(question, subs), None
 
-    found = coop.UARRetriever(dense, Fixed(), mode="sub-questions").retrieve(QUERY, k=5)
+        async def aunroll(self, question: str):
+            return self.unroll(question)
+
+    found = coop.UARRetriever(dense, Fixed(), uar_mode="sub-questions").retrieve(QUERY, k=5)
     assert {"uar", "search_0", "search_2_cal"} <= set().union(*(c.signals for c in found))
     check_signals(found, coop.SIGNALS, index.SIGNALS)
 
 
 @pytest.mark.parametrize("scoring", ["maxsim", "gap-weighted", "layer-gap"])
 def test_coop_rala(dense, minilm, scoring: str) -> None:
-    rala = coop.RaLaReranker(coop.HiddenStateEncoder(minilm), coop.RaLaSettings(scoring=scoring))
-    result = coop.CoopRAG(dense, reranker=rala, settings=coop.CoopSettings(candidates=5))
+    rala = coop.RaLaReranker(coop.HiddenStateEncoder(minilm), scoring=scoring)
+    result = coop.CoopRetriever(dense, reranker=rala, settings=coop.CoopSettings(candidates=5))
     found = result.retrieve(QUERY, k=5)
     assert "rala" in found[0].signals and np.isfinite(found[0].score)
     check_signals(found, coop.SIGNALS, index.SIGNALS)

@@ -13,7 +13,7 @@ import pytest
 from rag_multihop import Corpus, Passage, Query
 from rag_multihop.coop import (
     ChainReader,
-    CoopRAG,
+    CoopRetriever,
     LLMKeyExtractor,
     LLMUnroller,
     RaLaReranker,
@@ -46,7 +46,7 @@ def test_coop_end_to_end_sync_and_async(
     llm: LLMClient, minilm, polish_wedding: list[Passage]
 ) -> None:
     dense = DenseRetriever.from_corpus(Corpus(polish_wedding), minilm)
-    coop = CoopRAG(
+    coop = CoopRetriever(
         dense,
         unroller=LLMUnroller(llm, max_tokens=160),
         reranker=RaLaReranker(minilm),

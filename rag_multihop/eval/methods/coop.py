@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop.coop.pipeline import CoopRAG, CoopSettings, CoopTrace
+from rag_multihop.coop.pipeline import CoopRetriever, CoopSettings, CoopTrace
 from rag_multihop.coop.rala import RaLaReranker
 from rag_multihop.coop.settings import RaLaSettings
 from rag_multihop.coop.states import HiddenStateEncoder
@@ -236,7 +236,7 @@ def rala_reranker(context: BenchContext, **overrides: Any) -> tuple[RaLaReranker
     """RaLa with the run's options (and ``overrides``), its store attached when precomputed;
     and where its passage states come from."""
     bench = RALA_OPTIONS.read(context.options)
-    reranker = RaLaReranker(_hidden_state_encoder(context), bench.rala, **overrides)
+    reranker = RaLaReranker(_hidden_state_encoder(context), settings=bench.rala, **overrides)
     if bench.token_states == "precomputed":
         reranker.store = passage_store(context, reranker)
         _ = reranker.layout  # checks the store against the encoder now, outside query timing
@@ -279,10 +279,10 @@ def build_rala_bridge(context: BenchContext) -> RaLaBenchRetriever:
 
 
 class CoopBenchRetriever:
-    """Runs :class:`~rag_multihop.coop.pipeline.CoopRAG` per question; keeps the traces and
+    """Runs :class:`~rag_multihop.coop.pipeline.CoopRetriever` per question; keeps the traces and
     the answers (the harness scores ``answers`` with EM/F1)."""
 
-    def __init__(self, pipeline: CoopRAG, *, model: str | None, read: bool) -> None:
+    def __init__(self, pipeline: CoopRetriever, *, model: str | None, read: bool) -> None:
         self.pipeline = pipeline
         self.model = model
         self.read = read
@@ -417,7 +417,6 @@ def build_coop(
     """CoopRAG with the run's options: the LLM of ``--llm`` for unrolling and reading (and
     KeyExtract when ``keyextract="llm"``), RaLa when ``rala``."""
     from rag_multihop.coop.keyextract import LLMKeyExtractor, SimilarityKeyExtractor
-    from rag_multihop.coop.pipeline import CoopRAG
     from rag_multihop.coop.reader import ChainReader
     from rag_multihop.coop.unroll import LLMUnroller
     from rag_multihop.eval.methods.bridge import LLM_OPTIONS
@@ -440,7 +439,7 @@ def build_coop(
         extractor = LLMKeyExtractor(client)
     elif keyextract is not None:
         extractor = SimilarityKeyExtractor(_raw_encoder(context))
-    pipeline = CoopRAG(
+    pipeline = CoopRetriever(
         _text_retriever(context),
         unroller=None if client is None else LLMUnroller(client),
         reranker=reranker,

@@ -81,7 +81,7 @@ class RaLaRerank(BaseNodePostprocessor):
         if self._core is None:
             from rag_multihop.encoders import load_encoder
 
-            self._core = RaLaReranker(load_encoder(self.model), self.settings)
+            self._core = RaLaReranker(load_encoder(self.model), settings=self.settings)
         return self._core
 
     def _postprocess_nodes(

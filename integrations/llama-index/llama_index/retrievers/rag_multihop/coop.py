@@ -51,9 +51,9 @@ from llama_index.retrievers.rag_multihop._convert import (
 from rag_multihop._settings import resolve_settings
 from rag_multihop.coop import (
     ChainReader,
-    CoopRAG,
     CoopResult,
     CoopSettings,
+    KeyExtractor,
     LLMKeyExtractor,
     LLMUnroller,
     RaLaReranker,
@@ -61,6 +61,7 @@ from rag_multihop.coop import (
     SimilarityKeyExtractor,
     Unrolling,
 )
+from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
 from rag_multihop.types import Query
 from rag_multihop.validation import check_env_var_name, check_positive_int
@@ -173,8 +174,8 @@ class CoopRetriever(BaseRetriever):
         if rala:
             from rag_multihop.encoders import load_encoder
 
-            reranker = RaLaReranker(load_encoder(model), rala_settings)
-        extractor: Any = None
+            reranker = RaLaReranker(load_encoder(model), settings=rala_settings)
+        extractor: KeyExtractor | None = None
         if settings.keyextract_rounds:
             if self.client is not None:
                 extractor = LLMKeyExtractor(self.client)
@@ -182,7 +183,7 @@ class CoopRetriever(BaseRetriever):
                 from rag_multihop.encoders import load_encoder
 
                 extractor = SimilarityKeyExtractor(load_encoder(model))
-        self.core = CoopRAG(
+        self.core = CoreCoopRetriever(
             NodeSearcher.of(retriever),
             unroller=None if self.client is None else LLMUnroller(self.client),
             reranker=reranker,

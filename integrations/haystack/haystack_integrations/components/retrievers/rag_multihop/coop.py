@@ -16,7 +16,7 @@ search of the wrapped retriever.
 Outputs: ``documents`` (new objects, signals in ``meta["rag_multihop_signals"]``),
 ``unrolling`` (for :class:`~haystack_integrations.components.generators.rag_multihop.
 ChainAnswerGenerator`) and ``trace`` (texts searched, rounds, LLM calls and tokens, seconds).
-The algorithm is the core :class:`rag_multihop.coop.CoopRAG`.
+The algorithm is the core :class:`rag_multihop.coop.CoopRetriever`.
 
 Example:
     >>> from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -49,14 +48,15 @@ from haystack_integrations.common.rag_multihop.convert import (
 )
 
 from rag_multihop.coop import (
-    CoopRAG,
     CoopResult,
     CoopSettings,
+    KeyExtractor,
     LLMKeyExtractor,
     LLMUnroller,
     RaLaReranker,
     SimilarityKeyExtractor,
 )
+from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
 from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
@@ -122,7 +122,7 @@ class CoopRetriever:
         )
         self.filters = check_filters(filters)
         self.filter_policy = as_filter_policy(filter_policy)
-        self._core: CoopRAG | None = None
+        self._core: CoreCoopRetriever | None = None
 
     def warm_up(self) -> None:
         """Warm up the wrapped retriever, load the encoders, set up the LLM client (once)."""
@@ -130,18 +130,18 @@ class CoopRetriever:
             self.retriever.warm_up()
         self._ready()
 
-    def _ready(self) -> CoopRAG:
+    def _ready(self) -> CoreCoopRetriever:
         if self._core is None:
             from rag_multihop.encoders import load_encoder
 
             encoder = as_encoder(self.embedder)
             client = None if self.llm is None else llm_client(self.llm, self.api_base, self.api_key)
-            extractor: Any = None
+            extractor: KeyExtractor | None = None
             if self.settings.keyextract_rounds:
                 extractor = (
                     SimilarityKeyExtractor(encoder) if client is None else LLMKeyExtractor(client)
                 )
-            self._core = CoopRAG(
+            self._core = CoreCoopRetriever(
                 DocumentSearcher(self.retriever, encoder),
                 unroller=None if client is None else LLMUnroller(client),
                 reranker=RaLaReranker(load_encoder(self.model)) if self.rala else None,
@@ -203,12 +203,8 @@ class CoopRetriever:
     async def run_async(
         self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The async twin of :meth:`run` (LLM calls awaited; searches in a worker thread)."""
+        """The async twin of :meth:`run`: the core's ``arun`` (LLM calls awaited; searches
+        and RaLa in a worker thread, with this run's filters)."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        core = self._ready()
         with run_filters(self._filters(filters)):
-            if core.uar.unroller is None and core.key_extractor is None:
-                result = await asyncio.to_thread(core.run, Query(query), limit, read=False)
-            else:
-                result = await core.arun(Query(query), limit, read=False)
-        return self._outputs(result)
+            return self._outputs(await self._ready().arun(Query(query), limit, read=False))
