@@ -26,6 +26,12 @@ def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
 
 
+def _shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
 @dataclass(frozen=True)
 class Passage:
     """A retrievable unit of text.
@@ -42,7 +48,25 @@ class Passage:
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
-            raise ValueError(f"Passage.id must be a non-empty string, got {self.id!r}")
+            raise ValueError(f"Passage.id must be a non-empty string, got {_shown(self.id)}")
+        for name in ("text", "title"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"Passage.{name} of passage {self.id!r} must be a string ('' for none), got "
+                    f"{type(value).__name__} {_shown(value)}"
+                )
+        if self.metadata is not None and not isinstance(self.metadata, Mapping):
+            raise ValueError(
+                f"Passage.metadata of passage {self.id!r} must be a mapping (a dict) or None, got "
+                f"{type(self.metadata).__name__} {_shown(self.metadata)}"
+            )
+        keys = [key for key in self.metadata or {} if not isinstance(key, str)]
+        if keys:
+            raise ValueError(
+                f"Passage.metadata of passage {self.id!r} must have string keys, got "
+                f"{_shown(keys[0])} ({type(keys[0]).__name__})"
+            )
         object.__setattr__(self, "metadata", _frozen_mapping(self.metadata))
 
     @property

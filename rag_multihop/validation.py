@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+# re-exported for older imports; the check lives in rag_multihop.secrets
+from rag_multihop.secrets import check_env_var_name as check_env_var_name
+
 
 def as_embedding_matrix(
-    vectors: object, *, name: str = "vectors", dim: int | None = None
+    vectors: object,
+    *,
+    name: str = "vectors",
+    dim: int | None = None,
+    ids: Sequence[str] | None = None,
 ) -> np.ndarray:
     """Return ``vectors`` as a C-contiguous float32 ``(n, d)`` array, or raise ``ValueError``.
 
-    Rejects NaN/inf rows (naming the first bad rows) and a dimension other than ``dim``.
+    Rejects rows of different lengths (naming the first row whose length differs from the
+    first row's, and both lengths), missing rows, NaN/inf rows (naming the first bad rows) and
+    a dimension other than ``dim``. With ``ids`` (one per row, in order) rows are named by
+    their id.
 
     >>> as_embedding_matrix([[1.0, 0.0]], dim=2).shape
     (1, 2)
+    >>> as_embedding_matrix([[1.0, 0.0], [1.0]], name="document embeddings", ids=["a", "b"])
+    Traceback (most recent call last):
+    ...
+    ValueError: document embeddings differ in length: 'b' has dimension 1, the first ('a') has \
+dimension 2
     """
+    if not isinstance(vectors, np.ndarray):
+        _check_row_lengths(vectors, name, ids)
     array = np.asarray(vectors, dtype=np.float32)
     if array.ndim == 1:
         array = array[None, :]
@@ -28,8 +44,36 @@ def as_embedding_matrix(
     bad = ~np.isfinite(array).all(axis=1)
     if bad.any():
         rows = np.flatnonzero(bad)[:5].tolist()
-        raise ValueError(f"{name} contain NaN or inf values (rows {rows}, {int(bad.sum())} in all)")
+        where = f"rows {rows}"
+        if ids is not None and len(ids) == len(array):
+            where += f", ids {[ids[r] for r in rows]}"
+        raise ValueError(f"{name} contain NaN or inf values ({where}, {int(bad.sum())} in all)")
     return np.ascontiguousarray(array)
+
+
+def _check_row_lengths(rows: object, name: str, ids: Sequence[str] | None) -> None:
+    """``ValueError`` naming the first row of ``rows`` (a sequence of vectors) that is missing
+    or whose length differs from the first row's; nothing for one vector of numbers."""
+    if not isinstance(rows, (list, tuple)):
+        return
+    width: int | None = None
+    for i, row in enumerate(rows):
+        if row is None:
+            raise ValueError(f"{name}: {_label(i, ids)} has no vector")
+        if not hasattr(row, "__len__"):
+            return  # a number: ``rows`` is one vector
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise ValueError(
+                f"{name} differ in length: {_label(i, ids)} has dimension {len(row)}, the first "
+                f"({_label(0, ids)}) has dimension {width}"
+            )
+
+
+def _label(row: int, ids: Sequence[str] | None) -> str:
+    """Row ``row`` as errors name it: its id when known, else its position."""
+    return repr(ids[row]) if ids is not None and row < len(ids) else f"row {row}"
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
@@ -150,51 +194,3 @@ def loggable(text: object, limit: int = LOG_TEXT_LIMIT) -> str:
     if len(shown) <= limit:
         return shown
     return f"{shown[: limit - 1]}… (+{len(shown) - limit + 1} characters)"
-
-
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_KEY_PREFIXES = (
-    "sk-",
-    "sk_",
-    "pk_",
-    "rk_",
-    "ghp_",
-    "gho_",
-    "github_pat_",
-    "xox",
-    "AIza",
-    "AKIA",
-    "hf_",
-)
-
-
-def check_env_var_name(value: object, name: str) -> str | None:
-    """``value`` when it is ``None`` or the NAME of an environment variable; a ``ValueError``
-    that never echoes ``value`` when it is not one or looks like a secret itself (a known key
-    prefix, or a long mixed-case string with digits: names are short and usually upper case).
-
-    >>> check_env_var_name("OPENAI_API_KEY", "api_key_env")
-    'OPENAI_API_KEY'
-    >>> check_env_var_name("sk_live_51HxYz", "api_key_env")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: api_key_env must be the NAME of the environment variable ... is not shown
-    """
-    if value is None:
-        return None
-    looks_secret = isinstance(value, str) and (
-        value.startswith(_KEY_PREFIXES)
-        or (
-            len(value) >= 24
-            and any(c.islower() for c in value)
-            and any(c.isupper() for c in value)
-            and any(c.isdigit() for c in value)
-        )
-    )
-    if not isinstance(value, str) or not _ENV_NAME.match(value) or looks_secret:
-        raise ValueError(
-            f"{name} must be the NAME of the environment variable that holds the key (letters, "
-            "digits, underscores, e.g. 'OPENAI_API_KEY'), not the key itself; the value given "
-            "is not shown"
-        )
-    return value

@@ -100,10 +100,9 @@ class PassageVectors:
         if stored and self._matrix is not None:
             parts.append((stored, self._matrix[[self._row[passages[i].id] for i in stored]]))
         if supplied:
-            raw = np.stack(
-                [np.asarray(given[passages[i].id], np.float32).ravel() for i in supplied]
-            )
-            parts.append((supplied, self._checked(raw, [passages[i].id for i in supplied])))
+            ids = [passages[i].id for i in supplied]
+            raw = [np.asarray(given[pid], np.float32).ravel() for pid in ids]
+            parts.append((supplied, self._checked(raw, ids)))
         if encode:
             if self.encoder is None:
                 unknown = [passages[i].id for i in encode]
@@ -118,12 +117,13 @@ class PassageVectors:
             out[rows] = values
         return out
 
-    def _checked(self, raw: np.ndarray, ids: list[str]) -> np.ndarray:
-        if self.dim is not None and raw.shape[1] != self.dim:
+    def _checked(self, raw: list[np.ndarray], ids: list[str]) -> np.ndarray:
+        matrix = as_embedding_matrix(raw, name="given vectors", ids=ids)
+        if self.dim is not None and matrix.shape[1] != self.dim:
             raise ValueError(
-                f"vectors given for {ids[:5]} have dimension {raw.shape[1]}, expected {self.dim}"
+                f"vectors given for {ids[:5]} have dimension {matrix.shape[1]}, expected {self.dim}"
             )
-        return l2_normalize(as_embedding_matrix(raw, name="given vectors"))
+        return l2_normalize(matrix)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         assert self.encoder is not None  # callers check, naming what has no vector

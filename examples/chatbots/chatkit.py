@@ -546,16 +546,21 @@ class TurnAccount:
         return self.condense + self.retrieval + self.answer
 
     def summary(self) -> str:
-        """One line: calls, tokens, cost and latency.
+        """One line: calls, tokens (saying how many are estimates), cost and latency.
 
         >>> TurnAccount(answer=LLMAccount(calls=1, prompt_tokens=90, completion_tokens=10),
         ...             latency_s=1.25, retrieval_s=0.5).summary()
         '1 LLM call · 100 tokens (90 in, 10 out) · cost $0 · 1.2 s (retrieval 0.50 s)'
+        >>> TurnAccount(answer=LLMAccount(calls=1, completion_tokens=12, estimated_calls=1,
+        ...                               estimated_tokens=12), latency_s=1.0).summary()
+        '1 LLM call · 12 tokens (0 in, 12 out), 12 estimated · cost $0 · 1.0 s'
         """
         t = self.total
         cost = "cost unknown" if t.cost is None else f"cost ${t.cost:.6g}"
         calls = f"{t.calls} LLM call{'s' if t.calls != 1 else ''}"
         tokens = f"{t.total_tokens:,} tokens ({t.prompt_tokens:,} in, {t.completion_tokens:,} out)"
+        if t.estimated:  # the provider reported no usage for some calls
+            tokens += f", {t.estimated_tokens:,} estimated"
         timing = f"{self.latency_s:.1f} s"
         if self.retrieval_s is not None:
             timing += f" (retrieval {self.retrieval_s:.2f} s)"
@@ -577,6 +582,8 @@ def spent(before: LLMAccount, after: LLMAccount) -> LLMAccount:
         completion_tokens=after.completion_tokens - before.completion_tokens,
         cost=cost,
         wall_time_s=after.wall_time_s - before.wall_time_s,
+        estimated_calls=after.estimated_calls - before.estimated_calls,
+        estimated_tokens=after.estimated_tokens - before.estimated_tokens,
     )
 
 

@@ -322,7 +322,7 @@ class AssociationReranker:
         dupes = [pid for pid, n in Counter(ids).items() if n > 1]
         if dupes:
             raise ValueError(f"passage ids must be unique; duplicated: {dupes[:5]}")
-        matrix = as_embedding_matrix(passage_vectors, name="passage vectors")
+        matrix = as_embedding_matrix(passage_vectors, name="passage vectors", ids=ids)
         if dim is not None and matrix.shape[1] != dim:
             raise ValueError(
                 f"passage vectors have dimension {matrix.shape[1]} but the model expects {dim}"

@@ -37,6 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.secrets import check_model_name
 from rag_multihop.text import normalize_entity
 from rag_multihop.types import Passage, Query
 from rag_multihop.validation import check_choice, check_int, check_positive_int
@@ -277,6 +278,7 @@ def make_client(
     elif isinstance(llm, LLMSettings):
         client = LLMClient(llm)
     elif isinstance(llm, str):
+        check_model_name(llm, "llm")  # named as the caller knows it; never echoes a key
         return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=api_key_env))
     else:
         raise TypeError(

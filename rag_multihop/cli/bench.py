@@ -13,6 +13,7 @@ from rag_multihop.cli.common import (
     encoder_from_args,
     method_names,
 )
+from rag_multihop.secrets import check_env_var_name, check_model_name, looks_like_secret
 
 BENCH_METHODS = ("dense", "bm25", "hs-joiner-dbsf", "aar", "pit-boltzmann", "bridge")
 """``bench``'s default: the baselines, the strongest framework peer of the published tables
@@ -31,8 +32,27 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 def _parse_option(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"--option must look like KEY=VALUE, got {text!r}")
-    return key, value
+        shown = "a value that looks like a key (not shown)" if looks_like_secret(text) else text
+        raise argparse.ArgumentTypeError(f"--option must look like KEY=VALUE, got {shown!r}")
+    try:
+        if key == "llm":
+            _parse_llm(value, "--option llm")
+        elif key.endswith("api_key_env"):
+            check_env_var_name(value, f"--option {key}")
+    except ValueError as exc:
+        message = str(exc)  # raised anew outside the handler: no chained error holds the value
+    else:
+        return key, value
+    raise argparse.ArgumentTypeError(message)
+
+
+def _parse_llm(text: str, name: str = "--llm") -> str:
+    """``--llm``: a litellm model string, refused without echo when it looks like a key."""
+    try:
+        return check_model_name(text, name)
+    except ValueError as exc:
+        message = str(exc)
+    raise argparse.ArgumentTypeError(message)
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
@@ -102,6 +122,7 @@ def add_bench_parsers(sub: Any) -> None:
     bench.add_argument(
         "--llm",
         metavar="MODEL",
+        type=_parse_llm,
         help="litellm model string for LLM-driven methods (e.g. openai/gpt-4o-mini); "
         "the same as --option llm=MODEL",
     )

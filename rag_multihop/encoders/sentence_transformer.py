@@ -19,6 +19,7 @@ import numpy as np
 
 from rag_multihop._atomic import read_artifact
 from rag_multihop._optional import require
+from rag_multihop.secrets import check_model_name
 from rag_multihop.validation import as_embedding_matrix, check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -170,4 +171,6 @@ def load_encoder(
     """
     if model is None or model == DEFAULT_MODEL_NAME:
         return default_encoder(batch_size=batch_size, device=device)
+    if isinstance(model, str):  # a key pasted here is refused without being shown
+        check_model_name(model, "model", kind="sentence-transformers model")
     return SentenceTransformerEncoder(model, batch_size=batch_size, device=device)

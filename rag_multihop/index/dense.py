@@ -101,7 +101,7 @@ class DenseIndex:
 
         Raises ``ValueError`` for no vectors, ids/rows count mismatch, duplicate ids or NaN rows.
         """
-        matrix = as_embedding_matrix(vectors, name="passage vectors")
+        matrix = as_embedding_matrix(vectors, name="passage vectors", ids=ids)
         if len(ids) == 0:
             raise ValueError("cannot build a dense index from zero passages")
         if len(ids) != matrix.shape[0]:

@@ -4,6 +4,13 @@ Every reply carries the :class:`LLMAccount` of the call that produced it; a meth
 accounts of one query's calls and returns the total with its results, and the benchmark sums
 the queries' accounts. ``sum()`` works directly because ``0 + account`` is ``account``.
 
+Token counts are the provider's when it reports them. When it does not (a stream without a
+usage block, a reply without one), the counts are estimates: litellm's tokenizer estimate, a
+count of streamed pieces, or 0 when nothing could be counted; such calls are counted in
+``estimated_calls`` and their tokens in ``estimated_tokens``, so a total says how much of it
+is estimated (``estimated`` is true when any part is), and a cost computed from them is an
+estimate too.
+
 ``cost`` is in US dollars as litellm prices the model (or as the settings'
 ``input_cost_per_token`` / ``output_cost_per_token`` price it). It is ``None`` when any
 summed call had no known price: an unknown part makes the total unknown, never silently
@@ -17,6 +24,11 @@ Example:
     (2, 1, 60, 1.71e-05)
     >>> (a + LLMAccount(calls=1, cost=None)).cost is None
     True
+    >>> guess = LLMAccount(calls=1, prompt_tokens=14, completion_tokens=5, estimated_calls=1,
+    ...                    estimated_tokens=19)
+    >>> total = a + guess
+    >>> total.estimated, total.estimated_calls, total.estimated_tokens, total.total_tokens
+    (True, 1, 19, 49)
 """
 
 from __future__ import annotations
@@ -33,11 +45,14 @@ class LLMAccount:
         calls: requests the provider answered (cache hits excluded, failed attempts excluded).
         cache_hits: replies served from the on-disk cache.
         retries: attempts that failed with a retryable error and were retried.
-        prompt_tokens: input tokens reported by the provider.
-        completion_tokens: output tokens reported by the provider.
+        prompt_tokens: input tokens, as the provider reported them or estimated (below).
+        completion_tokens: output tokens, as the provider reported them or estimated.
         cost: US dollars, or ``None`` when some call's price is unknown.
         wall_time_s: seconds spent in calls, retries and backoff included. Concurrent calls
             add up, so for a query's latency measure its elapsed time separately.
+        estimated_calls: of ``calls``, those whose token counts the provider did not report
+            (the counts are litellm's estimate, a count of streamed pieces, or 0).
+        estimated_tokens: of :attr:`total_tokens`, those counted by such calls.
     """
 
     calls: int = 0
@@ -47,10 +62,17 @@ class LLMAccount:
     completion_tokens: int = 0
     cost: float | None = 0.0
     wall_time_s: float = 0.0
+    estimated_calls: int = 0
+    estimated_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def estimated(self) -> bool:
+        """Whether any of the token counts (and so the cost) is an estimate."""
+        return self.estimated_calls > 0
 
     def __add__(self, other: LLMAccount) -> LLMAccount:
         if not isinstance(other, LLMAccount):
@@ -64,6 +86,8 @@ class LLMAccount:
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost=cost,
             wall_time_s=self.wall_time_s + other.wall_time_s,
+            estimated_calls=self.estimated_calls + other.estimated_calls,
+            estimated_tokens=self.estimated_tokens + other.estimated_tokens,
         )
 
     def __radd__(self, other: object) -> LLMAccount:
@@ -72,5 +96,6 @@ class LLMAccount:
         return NotImplemented
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, ``total_tokens`` included (for benchmark reports)."""
-        return {**asdict(self), "total_tokens": self.total_tokens}
+        """A JSON-ready dict, ``total_tokens`` and ``estimated`` included (for benchmark
+        reports)."""
+        return {**asdict(self), "total_tokens": self.total_tokens, "estimated": self.estimated}

@@ -62,6 +62,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -652,15 +653,13 @@ class LLMClient:
             completion_tokens=raw.completion_tokens,
             cost=cost,
             wall_time_s=seconds,
+            estimated_calls=int(raw.usage_estimated),
+            estimated_tokens=(
+                raw.prompt_tokens + raw.completion_tokens if raw.usage_estimated else 0
+            ),
         )
         with self._lock:  # retries were counted into the total as they happened
-            self._total = self._total + LLMAccount(
-                calls=1,
-                prompt_tokens=raw.prompt_tokens,
-                completion_tokens=raw.completion_tokens,
-                cost=cost,
-                wall_time_s=seconds,
-            )
+            self._total = self._total + replace(account, retries=0)
         if self.cache is not None and key is not None:
             self.cache.put(key, raw.to_payload())
         return LLMReply(

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_multihop.llm.errors import LLMConfigError
+from rag_multihop.secrets import check_model_name
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,9 @@ def is_local_model(model: str) -> bool:
 
 
 def local_model_name(model: str) -> str:
-    """The registered name a ``local[/name]`` model string refers to (validated)."""
+    """The registered name a ``local[/name]`` model string refers to (validated; a key given
+    as the name is refused without being shown)."""
+    check_model_name(model, "model", kind="local model")
     name = model.partition("/")[2] or DEFAULT_LOCAL_MODEL
     if name not in LOCAL_MODELS:
         raise LLMConfigError(

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from rag_multihop.llm.local import is_local_model, local_model_name
-from rag_multihop.validation import check_env_var_name, check_int, check_number
+from rag_multihop.secrets import check_env_var_name, check_model_name
+from rag_multihop.validation import check_int, check_number
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,8 @@ class LLMSettings:
     Args:
         model: litellm model string, e.g. ``"openai/gpt-4o-mini"``,
             ``"anthropic/claude-3-5-haiku-latest"``, ``"ollama/llama3.1"``, or
-            ``"openai/<served-model-name>"`` together with ``api_base``.
+            ``"openai/<served-model-name>"`` together with ``api_base``. A value that looks
+            like an API key is refused without being shown (:mod:`rag_multihop.secrets`).
         api_base: base URL of an OpenAI-compatible server (``http://localhost:8000/v1``).
         api_key_env: NAME of the environment variable holding the key (never the key).
             ``None``: the provider's own variable (``OPENAI_API_KEY``, ...); with
@@ -66,8 +68,7 @@ class LLMSettings:
     output_cost_per_token: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError(f"model must be a non-empty litellm model string, got {self.model!r}")
+        check_model_name(self.model, "model")  # never echoes a key pasted here
         if is_local_model(self.model):
             local_model_name(self.model)  # an unknown local name fails here, not at first use
             if self.api_base is not None:

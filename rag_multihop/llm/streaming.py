@@ -69,8 +69,10 @@ class AsyncTextStream:
 class Collected:
     """What a stream delivered so far, turned into a :class:`RawReply` at its end.
 
-    Without a usage report from the provider, completion tokens are counted as pieces
-    (one token per piece for OpenAI-compatible servers) and prompt tokens stay 0.
+    Without any usage, completion tokens are counted as pieces (one token per piece for
+    OpenAI-compatible servers) and prompt tokens stay 0; that count, like a usage litellm
+    estimated (``StreamDelta.usage_estimated``), makes the reply's usage an estimate
+    (``RawReply.usage_estimated``).
     """
 
     def __init__(self) -> None:
@@ -79,6 +81,7 @@ class Collected:
         self.model = ""
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
+        self.usage_estimated = False
 
     def add(self, delta: StreamDelta) -> bool:
         """Record ``delta``; whether it carries text to pass on."""
@@ -88,6 +91,8 @@ class Collected:
             self.prompt_tokens = delta.prompt_tokens
         if delta.completion_tokens is not None:
             self.completion_tokens = delta.completion_tokens
+        if delta.prompt_tokens is not None or delta.completion_tokens is not None:
+            self.usage_estimated = delta.usage_estimated
         if delta.text:
             self.pieces.append(delta.text)
             return True
@@ -104,4 +109,5 @@ class Collected:
             completion_tokens=(
                 self.completion_tokens if self.completion_tokens is not None else len(self.pieces)
             ),
+            usage_estimated=self.usage_estimated or self.completion_tokens is None,
         )

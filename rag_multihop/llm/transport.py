@@ -45,6 +45,8 @@ class RawReply:
     """One provider reply, reduced to what the client needs (and what the cache stores).
 
     ``cost`` is ``None`` when the provider's price for the model is unknown.
+    ``usage_estimated``: the provider reported no usage, so the token counts are an estimate
+    (litellm's, a count of streamed pieces) or 0.
     """
 
     text: str | None
@@ -54,6 +56,7 @@ class RawReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+    usage_estimated: bool = False
 
     def to_payload(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,13 +71,15 @@ class RawReply:
 @dataclass(frozen=True)
 class StreamDelta:
     """One piece of a streamed reply: new text, and on the last pieces the finish reason
-    and the usage the provider reports (``None`` when it sends none)."""
+    and the usage (``None`` when none came; ``usage_estimated`` when it is litellm's
+    estimate because the provider reported none)."""
 
     text: str = ""
     finish_reason: str | None = None
     model: str = ""
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    usage_estimated: bool = False
 
 
 @runtime_checkable
@@ -186,7 +191,7 @@ class LiteLLMTransport:
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
         for chunk in chunks:
-            yield _stream_delta(chunk)
+            yield _stream_delta(chunk, chunks)
 
     async def astream(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
@@ -196,7 +201,7 @@ class LiteLLMTransport:
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
         async for chunk in chunks:
-            yield _stream_delta(chunk)
+            yield _stream_delta(chunk, chunks)
 
     async def acomplete(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
@@ -226,19 +231,23 @@ def _raw_reply(response: Any) -> RawReply:
             getattr(message, "provider_specific_fields", None) or {}
         ).get("refusal")
     cost = hidden.get("response_cost")
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion = int(getattr(usage, "completion_tokens", 0) or 0)
     return RawReply(
         text=text,
         finish_reason=finish_reason,
         refusal=refusal,
         model=str(getattr(response, "model", "") or ""),
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
         cost=float(cost) if cost is not None else None,
+        # litellm fills a missing usage block with zeros; no provider reports 0 prompt tokens
+        usage_estimated=prompt == 0 and completion == 0 and bool(text),
     )
 
 
-def _stream_delta(chunk: Any) -> StreamDelta:
-    """Read one litellm stream chunk (OpenAI chat-completion-chunk shape)."""
+def _stream_delta(chunk: Any, stream: Any = None) -> StreamDelta:
+    """Read one litellm stream chunk (OpenAI chat-completion-chunk shape) of ``stream``."""
     choices = getattr(chunk, "choices", None) or []
     usage = getattr(chunk, "usage", None)
     text, finish_reason = "", None
@@ -254,4 +263,17 @@ def _stream_delta(chunk: Any) -> StreamDelta:
         model=str(getattr(chunk, "model", "") or ""),
         prompt_tokens=int(prompt) if prompt is not None else None,
         completion_tokens=int(completion) if completion is not None else None,
+        usage_estimated=usage is not None and not _provider_reported_usage(stream),
     )
+
+
+def _provider_reported_usage(stream: Any) -> bool:
+    """Whether the provider itself sent usage in ``stream`` (a litellm
+    ``CustomStreamWrapper``). litellm keeps the provider's chunks in ``stream.chunks``; when
+    none of them carried usage, the usage of its final chunk is litellm's own estimate (its
+    tokenizer's count of the prompt and the reply). A stream that keeps no chunks cannot
+    tell, and its usage is taken as reported."""
+    received = getattr(stream, "chunks", None)
+    if not isinstance(received, list):
+        return True
+    return any(getattr(chunk, "usage", None) is not None for chunk in received)

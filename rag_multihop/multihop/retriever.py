@@ -222,7 +222,7 @@ class MultiHopRetriever:
         **overrides: Any,
     ) -> None:
         self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
-        matrix = as_embedding_matrix(vectors, name="passage vectors")
+        matrix = as_embedding_matrix(vectors, name="passage vectors", ids=corpus.ids)
         if matrix.shape[0] != len(corpus):
             raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
         self.corpus = corpus

@@ -54,5 +54,8 @@ def test_to_dict_is_json_ready() -> None:
         "completion_tokens": 3,
         "cost": None,
         "wall_time_s": 0.0,
+        "estimated_calls": 0,
+        "estimated_tokens": 0,
         "total_tokens": 10,
+        "estimated": False,
     }

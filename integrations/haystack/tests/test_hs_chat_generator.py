@@ -119,8 +119,12 @@ def test_round_trip_keeps_the_key_out(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bad_settings_are_refused() -> None:
-    with pytest.raises(ValueError, match="llm must be a litellm model string"):
+    with pytest.raises(ValueError, match="llm must be a non-empty litellm model string"):
         RagMultihopChatGenerator(llm="")
+    pasted = "sk-proj-" + "x" * 40
+    with pytest.raises(ValueError, match="llm looks like an API key") as refused:
+        RagMultihopChatGenerator(llm=pasted)
+    assert pasted not in str(refused.value)
     with pytest.raises(ValueError, match="api_key must be Secret.from_env_var"):
         RagMultihopChatGenerator(llm="openai/x", api_key=Secret.from_token("sk-pasted"))
     with pytest.raises(ValueError, match="timeout"):

@@ -3,6 +3,8 @@ signals, the store's embeddings or an embedder, a pipeline, serialisation, and b
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 pytest.importorskip("haystack")
@@ -200,3 +202,133 @@ def test_malformed_filters_are_refused_with_the_reason():
         retriever.run(query=QUESTION, query_embedding=_embedding(), filters={"meta.title": "Rope"})
     with pytest.raises(ValueError, match="'sometimes'"):
         MultiHopRetriever(_store(), filter_policy="sometimes")
+
+
+# ---------------------------------------------------- a store changed with the same count
+
+
+def _document(doc_id: str, title: str, text: str, **meta: object) -> Document:
+    vector = hashing_vectors([f"{title}\n{text}"])[0].tolist()
+    return Document(id=doc_id, content=text, meta={"title": title, **meta}, embedding=vector)
+
+
+def _everything(retriever: MultiHopRetriever, query: str = QUESTION) -> list[Document]:
+    embedding = hashing_vectors([query])[0].tolist()
+    return retriever.run(query=query, query_embedding=embedding, top_k=10)["documents"]
+
+
+def test_a_delete_and_add_that_keeps_the_count_never_serves_the_deleted_document():
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = _store()
+    retriever = MultiHopRetriever(store)
+    assert "rope" in {d.id for d in _everything(retriever)}
+    store.delete_documents(["rope"])
+    store.write_documents(
+        [_document("vt", "Vertigo", "Vertigo is a 1958 film directed by Alfred Hitchcock.")],
+        policy=DuplicatePolicy.FAIL,
+    )
+    assert store.count_documents() == len(TEXTS)
+    found = _everything(retriever, "Who directed Vertigo?")
+    assert "rope" not in {d.id for d in found} and "vt" in {d.id for d in found}
+    assert all("Rope is a 1948 film" not in (d.content or "") for d in found)
+
+
+def test_an_overwrite_with_new_text_serves_the_new_text_only():
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = _store()
+    retriever = MultiHopRetriever(store)
+    old = {d.id: d.content for d in _everything(retriever)}
+    assert "London" in old["ah"]
+    rewritten = "Alfred Hitchcock was an English director who moved to Los Angeles."
+    store.write_documents(
+        [_document("ah", "Alfred Hitchcock", rewritten)], policy=DuplicatePolicy.OVERWRITE
+    )
+    found = {d.id: d.content for d in _everything(retriever)}
+    assert found["ah"] == rewritten
+    assert all("born in London" not in (text or "") for text in found.values())
+
+
+def test_a_meta_only_change_is_seen_by_the_filters():
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = _store()
+    retriever = MultiHopRetriever(store)
+    german = {"field": "meta.lang", "operator": "==", "value": "de"}
+    embedding = hashing_vectors([QUESTION])[0].tolist()
+    assert (
+        retriever.run(query=QUESTION, query_embedding=embedding, filters=german)["documents"] == []
+    )
+    rope = next(t for t in TEXTS if t[0] == "rope")
+    store.write_documents([_document(*rope, lang="de")], policy=DuplicatePolicy.OVERWRITE)
+    out = retriever.run(query=QUESTION, query_embedding=embedding, filters=german)
+    assert [d.id for d in out["documents"]] == ["rope"]
+    assert out["documents"][0].meta["lang"] == "de"
+
+
+def test_new_embeddings_with_the_same_text_rebuild_the_vectors():
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = _store()
+    retriever = MultiHopRetriever(store)
+    _everything(retriever)
+    pw = next(t for t in TEXTS if t[0] == "pw")
+    moved = replace(_document(*pw), embedding=hashing_vectors(["something else"])[0].tolist())
+    store.write_documents([moved], policy=DuplicatePolicy.OVERWRITE)
+    _everything(retriever)
+    row = retriever._current().corpus.index_of("pw")
+    assert retriever._current().vectors[row].tolist() == pytest.approx(moved.embedding, abs=1e-6)
+
+
+def test_an_unchanged_store_is_not_rebuilt():
+    retriever = MultiHopRetriever(_store())
+    _everything(retriever)
+    core = retriever._current()
+    _everything(retriever)
+    assert retriever._current() is core
+
+
+def test_without_auto_refresh_the_count_only_is_checked_with_one_warning(caplog):
+    from haystack.document_stores.types import DuplicatePolicy
+
+    store = _store()
+    frozen = MultiHopRetriever(store, auto_refresh=False)
+    _everything(frozen)
+    rewritten = "Alfred Hitchcock was an English director who moved to Los Angeles."
+    store.write_documents(
+        [_document("ah", "Alfred Hitchcock", rewritten)], policy=DuplicatePolicy.OVERWRITE
+    )
+    assert {d.id: d.content for d in _everything(frozen)}["ah"] != rewritten  # as documented
+    store.write_documents([_document("ln", "London", "London is a city.")])
+    with caplog.at_level("WARNING"):
+        _everything(frozen)
+        _everything(frozen)
+    assert sum("multi-hop retriever is stale" in r.message for r in caplog.records) == 1
+    frozen.refresh()
+    found = {d.id: d.content for d in _everything(frozen)}
+    assert found["ah"] == rewritten and "ln" in found
+    data = frozen.to_dict()
+    assert data["init_parameters"]["auto_refresh"] is False
+    assert MultiHopRetriever.from_dict(data).to_dict() == data
+
+
+def test_embeddings_of_different_lengths_name_the_document_and_both_dimensions():
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [
+            Document(id="a", content="Alpha.", embedding=[1.0, 0.0, 0.0]),
+            Document(id="b", content="Beta.", embedding=[0.0, 1.0]),
+        ]
+    )
+    with pytest.raises(ValueError, match=r"'b' has dimension 2, the first \('a'\) has dimension 3"):
+        MultiHopRetriever(store).run(query="alpha?", query_embedding=[1.0, 0.0, 0.0])
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [
+            Document(id="a", content="Alpha.", embedding=[1.0, 0.0]),
+            Document(id="b", content="Beta.", embedding=[float("nan"), 1.0]),
+        ]
+    )
+    with pytest.raises(ValueError, match=r"NaN or inf .*ids \['b'\]"):
+        MultiHopRetriever(store).run(query="alpha?", query_embedding=[1.0, 0.0])

@@ -99,3 +99,7 @@ def test_context_window_defaults_and_bad_input() -> None:
         RagMultihopLLM(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="context_window"):
         RagMultihopLLM("openai/gpt-4o-mini", context_window=0)
+    pasted = "sk-proj-" + "x" * 40
+    with pytest.raises(ValueError, match="llm looks like an API key") as refused:
+        RagMultihopLLM(pasted)
+    assert pasted not in str(refused.value)

@@ -129,3 +129,15 @@ def test_malformed_filters_are_refused_with_the_reason(hashing_embedding):
         MultiHopRetriever(
             _nodes(), embed_model=hashing_embedding, filters=_filters("title", 3, "text_match")
         )
+
+
+def test_node_embeddings_of_different_lengths_name_the_node_and_both_dimensions():
+    nodes = [
+        TextNode(id_="a", text="Alpha.", embedding=[1.0, 0.0, 0.0]),
+        TextNode(id_="b", text="Beta.", embedding=[0.0, 1.0]),
+    ]
+    with pytest.raises(ValueError, match=r"'b' has dimension 2, the first \('a'\) has dimension 3"):
+        MultiHopRetriever(nodes)
+    nodes[1] = TextNode(id_="b", text="Beta.", embedding=[float("nan"), 1.0, 0.0])
+    with pytest.raises(ValueError, match=r"node embeddings contain NaN or inf .*\['b'\]"):
+        MultiHopRetriever(nodes)

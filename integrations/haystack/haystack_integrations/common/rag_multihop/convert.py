@@ -28,6 +28,10 @@ One rule for all of them:
   run's filters (:func:`run_filters`).
 - **Secret → key variable.** An LLM key is an environment-variable ``Secret`` whose name the
   core's LLM client reads at call time (:func:`check_api_key`, :func:`key_variable`).
+- **No key in a name field.** ``llm``, model names and the ``Secret``'s variable names are
+  checked at construction (:func:`check_llm`, :func:`check_encoder_name`,
+  :func:`check_api_key`): one that looks like a key is refused without being shown, so it
+  never reaches ``to_dict`` (the pipeline's YAML), a repr or a log.
 
 Example:
     >>> from haystack import Document
@@ -62,6 +66,7 @@ from haystack.utils.filters import COMPARISON_OPERATORS, LOGICAL_OPERATORS
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.protocols import Reranker
+from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int, l2_normalize
 
@@ -150,12 +155,13 @@ def documents_to_corpus(documents: Sequence[Document]) -> Corpus:
 
 def changed_document(corpus: Corpus, documents: Sequence[Document]) -> str | None:
     """The id of the first of ``documents`` (a store's) that is not the one ``corpus`` was
-    built from: an id the corpus lacks, other content, or other meta; ``None`` when all match.
+    built from: an id the corpus lacks, other content, other meta or another embedding;
+    ``None`` when all match.
 
     With as many documents as passages this tells an unchanged store from an overwrite or a
     delete + add that kept the document count. Content is compared with the passage text (the
     same string object when the store returns the stored document: no character compared),
-    meta with the source document's unless the store returned that very object.
+    meta and embedding with the source document's unless the store returned that very object.
 
     >>> corpus = documents_to_corpus([Document(id="a", content="Alpha.")])
     >>> changed_document(corpus, [Document(id="a", content="Alpha.")]) is None
@@ -170,9 +176,54 @@ def changed_document(corpus: Corpus, documents: Sequence[Document]) -> str | Non
         source = passage.metadata[DOCUMENT_KEY]
         if passage.text != (document.content or ""):
             return document.id
-        if source is not document and source.meta != document.meta:
+        if source is not document and (
+            source.meta != document.meta or not _same_vector(source.embedding, document.embedding)
+        ):
             return document.id
     return None
+
+
+def _same_vector(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a is b or list(a) == list(b)
+
+
+def store_change(
+    document_store: Any, corpus: Corpus, *, compare_documents: bool = True
+) -> tuple[str | None, list[Document] | None]:
+    """Whether ``corpus`` (built from ``document_store``'s documents) is stale: the one rule
+    every component of this package that caches a store's documents decides it by.
+
+    Returns ``(reason, documents)``: ``reason`` says what changed (``None``: nothing did);
+    ``documents`` are the store's documents when they were read to decide (rebuild from
+    them), else ``None``. Another document count is a change; with the same count the store's
+    documents are read and compared (:func:`changed_document`), so an overwrite, a meta edit
+    or a delete + add that keeps the count is one too. ``compare_documents=False`` compares
+    the count only (for remote stores, where reading every document per run costs too much:
+    the caller then warns and offers a ``refresh()``).
+
+    >>> from haystack.document_stores.in_memory import InMemoryDocumentStore
+    >>> store = InMemoryDocumentStore()
+    >>> _ = store.write_documents([Document(id="a", content="Alpha.")])
+    >>> corpus = documents_to_corpus(store.filter_documents())
+    >>> store_change(store, corpus)[0] is None
+    True
+    >>> _ = store.delete_documents(["a"])
+    >>> _ = store.write_documents([Document(id="b", content="Beta.")])
+    >>> store_change(store, corpus)[0]
+    "document 'b' changed in the store"
+    """
+    count = document_store.count_documents()
+    if count != len(corpus):
+        return f"the store holds {count} documents, the index was built from {len(corpus)}", None
+    if not compare_documents:
+        return None, None
+    documents = document_store.filter_documents()
+    changed = changed_document(corpus, documents)
+    if changed is None:
+        return None, documents
+    return f"document {changed!r} changed in the store", documents
 
 
 class TextEmbedderEncoder:
@@ -332,8 +383,10 @@ def as_encoder(embedder: Any) -> Encoder:
 def check_embedder(embedder: Any) -> Any:
     """``embedder`` if :func:`as_encoder` accepts it (checked without loading a model), else
     ``TypeError`` naming what is accepted."""
-    if embedder is None or isinstance(embedder, str):
+    if embedder is None:
         return embedder
+    if isinstance(embedder, str):
+        return check_encoder_name(embedder, "embedder")
     run = getattr(embedder, "run", None)
     inputs = set(inspect.signature(run).parameters) if callable(run) else set()
     if not inputs & {"text", "documents"}:
@@ -408,13 +461,42 @@ def _check_condition(condition: Any) -> None:
 
 
 def check_api_key(api_key: Secret | None) -> Secret | None:
-    """``api_key`` if it is ``None`` or an environment-variable secret, else ``ValueError``."""
-    if api_key is not None and api_key.type is not SecretType.ENV_VAR:
+    """``api_key`` if it is ``None`` or an environment-variable secret naming variables, else
+    ``ValueError``; a key given as a variable's name (``Secret.from_env_var("sk-...")``) is
+    refused without being shown, so it never reaches ``to_dict`` (the pipeline's YAML).
+
+    >>> check_api_key(Secret.from_env_var("OPENAI_API_KEY", strict=False)).type.value
+    'env_var'
+    >>> check_api_key(Secret.from_env_var("sk-proj-" + "AbC1" * 12))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rag_multihop.secrets.SecretInFieldError: api_key: Secret.from_env_var(...) must be the NAME...
+    """
+    if api_key is None:
+        return None
+    if api_key.type is not SecretType.ENV_VAR:
         raise ValueError(
             "api_key must be Secret.from_env_var('NAME', strict=False) or None: the LLM client "
             "reads the key from the environment at call time and never stores it"
         )
+    for name in api_key.to_dict()["env_vars"]:
+        check_env_var_name(name, "api_key: Secret.from_env_var(...)")
     return api_key
+
+
+def check_llm(llm: object) -> str:
+    """``llm``, a litellm model string; a key given there is refused without being shown
+    (:func:`rag_multihop.secrets.check_model_name`), so it never reaches ``to_dict``, a repr
+    or a log."""
+    return check_model_name(llm, "llm")
+
+
+def check_encoder_name(model: object, field: str = "model") -> str | None:
+    """``model``, a sentence-transformers model name or path, or ``None``; a key given there
+    is refused without being shown."""
+    if model is None:
+        return None
+    return check_model_name(model, field, kind="sentence-transformers model")
 
 
 def key_variable(api_key: Secret | None) -> str | None:

@@ -30,6 +30,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 
 from rag_multihop.encoders import DEFAULT_MODEL_NAME, Encoder, load_encoder
+from rag_multihop.secrets import check_model_name
 
 DEFAULT_BATCH_SIZE = 64
 """Texts per encoder call (LlamaIndex's own default of 10 under-fills a CPU batch)."""
@@ -61,6 +62,8 @@ class RagMultihopEmbedding(BaseEmbedding):
         device: str = "cpu",
         **kwargs: Any,
     ) -> None:
+        if model_name is not None:  # a key pasted here is refused without being shown
+            check_model_name(model_name, "model_name", kind="sentence-transformers model")
         if encoder is not None and model_name is not None and model_name != encoder.name:
             raise ValueError(
                 f"give model_name or encoder, not both: model_name={model_name!r} but the "

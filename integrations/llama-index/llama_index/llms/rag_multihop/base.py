@@ -47,6 +47,7 @@ from llama_index.core.llms.custom import CustomLLM
 
 from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 from rag_multihop.llm.local import is_local_model
+from rag_multihop.secrets import check_model_name
 from rag_multihop.validation import check_positive_int
 
 LOCAL_CONTEXT_WINDOW = 2048
@@ -91,6 +92,8 @@ class RagMultihopLLM(CustomLLM):
                 "llm must be a litellm model string, LLMSettings or LLMClient, got "
                 f"{type(llm).__name__}"
             )
+        if isinstance(llm, str):
+            llm = check_model_name(llm, "llm")  # a key pasted here is refused, never shown
         client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
         settings = client.settings
         if context_window is None:

@@ -31,8 +31,8 @@ from llama_index.retrievers.rag_multihop.bridge import judge_encoder
 
 from rag_multihop.bridge import BridgeSettings
 from rag_multihop.bridge.rerank import BridgeReranker
+from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.types import Query
-from rag_multihop.validation import check_env_var_name
 
 
 class BridgeJudgeRerank(BaseNodePostprocessor):
@@ -65,6 +65,8 @@ class BridgeJudgeRerank(BaseNodePostprocessor):
     def __init__(self, **data: Any) -> None:
         # checked before pydantic, whose errors would echo a key pasted here by mistake
         check_env_var_name(data.get("api_key_env"), "api_key_env")
+        if data.get("llm") is not None:
+            check_model_name(data["llm"], "llm")
         super().__init__(**data)
 
     @model_validator(mode="after")

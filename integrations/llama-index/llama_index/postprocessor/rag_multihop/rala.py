@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -26,6 +28,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
 
 from rag_multihop.coop import RaLaReranker, RaLaSettings
+from rag_multihop.secrets import check_model_name
 from rag_multihop.types import Query
 
 _DEFAULTS = RaLaSettings()
@@ -53,6 +56,12 @@ class RaLaRerank(BaseNodePostprocessor):
     pooling: str | None = Field(default=_DEFAULTS.pooling, description="mean, cls or None.")
     drop_punctuation: bool = Field(default=_DEFAULTS.drop_punctuation, description="Drop it.")
     _core: RaLaReranker | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic, whose errors would echo a key pasted here by mistake
+        if data.get("model") is not None:
+            check_model_name(data["model"], "model", kind="sentence-transformers model")
+        super().__init__(**data)
 
     @model_validator(mode="after")
     def _check_settings(self) -> RaLaRerank:

@@ -63,8 +63,9 @@ from rag_multihop.coop import (
 )
 from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
+from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.types import Query
-from rag_multihop.validation import check_env_var_name, check_positive_int
+from rag_multihop.validation import check_positive_int
 
 
 def make_client(
@@ -75,6 +76,7 @@ def make_client(
         raise ValueError("api_base and api_key_env apply to a model-string llm, not a client")
     if llm is None or isinstance(llm, LLMClient):
         return llm
+    check_model_name(llm, "llm")  # a key pasted here is refused without being shown
     return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=api_key_env))
 
 
@@ -95,8 +97,8 @@ class UnrollingQueryTransform(BaseQueryTransform):
         api_key_env: str | None = None,
     ) -> None:
         check_env_var_name(api_key_env, "api_key_env")
-        self.llm = llm if isinstance(llm, str) else llm.settings.model
         client = make_client(llm, api_base, api_key_env)
+        self.llm = llm if isinstance(llm, str) else llm.settings.model
         if client is None:  # pragma: no cover - make_client returns a client for a model
             raise ValueError("UnrollingQueryTransform needs an LLM")
         self.unroller = LLMUnroller(client)
@@ -169,6 +171,8 @@ class CoopRetriever(BaseRetriever):
             keyextract_rounds=keyextract_rounds,
         )
         self.client = make_client(llm, api_base, api_key_env)
+        if model is not None:
+            check_model_name(model, "model", kind="sentence-transformers model")
         self.model = model
         reranker = None
         if rala:

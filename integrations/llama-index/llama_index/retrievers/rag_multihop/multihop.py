@@ -66,7 +66,7 @@ from rag_multihop.graph import EntityGraph
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.types import Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import as_embedding_matrix, check_positive_int
 
 
 def _encoder(embed_model: BaseEmbedding | None) -> tuple[BaseEmbedding | None, Encoder]:
@@ -161,7 +161,9 @@ class MultiHopRetriever(BaseRetriever):
         if all(vector is not None for vector in given):
             self._embed_model = embed_model or settings_embed_model()
             encoder = None if self._embed_model is None else as_encoder(self._embed_model)
-            vectors = np.asarray(given, dtype=np.float32)
+            vectors = as_embedding_matrix(
+                given, name="node embeddings", ids=[node.node_id for node in nodes]
+            )
         else:
             self._embed_model, encoder = _encoder(embed_model)
             vectors = encoder.encode(corpus.texts())

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.common.rag_multihop.convert import check_encoder_name
 
 from rag_multihop.encoders import DEFAULT_MODEL_NAME, Encoder, load_encoder
 from rag_multihop.validation import check_positive_int
@@ -53,7 +54,7 @@ class RagMultihopDocumentEmbedder:
         embedding_separator: str = "\n",
         progress_bar: bool = False,
     ) -> None:
-        self.model = model
+        self.model = check_encoder_name(model)
         self.device = device
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.prefix = prefix

@@ -27,6 +27,7 @@ import asyncio
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
+from haystack_integrations.common.rag_multihop.convert import check_encoder_name
 
 from rag_multihop.encoders import DEFAULT_MODEL_NAME, Encoder, load_encoder
 from rag_multihop.validation import check_positive_int
@@ -53,7 +54,7 @@ class RagMultihopTextEmbedder:
         prefix: str = "",
         suffix: str = "",
     ) -> None:
-        self.model = model
+        self.model = check_encoder_name(model)
         self.device = device
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.prefix = prefix

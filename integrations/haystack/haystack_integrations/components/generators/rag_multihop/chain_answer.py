@@ -26,6 +26,7 @@ from haystack.dataclasses import GeneratedAnswer
 from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import (
     check_api_key,
+    check_llm,
     document_to_passage,
     llm_client,
 )
@@ -53,9 +54,7 @@ class ChainAnswerGenerator:
         api_key: Secret | None = None,
         top_k: int = 5,
     ) -> None:
-        if not isinstance(llm, str) or not llm.strip():
-            raise ValueError(f"llm must be a litellm model string, got {llm!r}")
-        self.llm = llm
+        self.llm = check_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.top_k = check_positive_int(top_k, "top_k")

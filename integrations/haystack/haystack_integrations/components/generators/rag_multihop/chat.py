@@ -28,7 +28,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage, StreamingChunk
 from haystack.utils import Secret
-from haystack_integrations.common.rag_multihop.convert import check_api_key, key_variable
+from haystack_integrations.common.rag_multihop.convert import check_api_key, check_llm, key_variable
 
 from rag_multihop.llm import LLMClient, LLMReply, LLMSettings
 from rag_multihop.llm.local import is_local_model
@@ -63,11 +63,9 @@ class RagMultihopChatGenerator:
         timeout: float = LLMSettings.timeout,
         max_retries: int = LLMSettings.max_retries,
     ) -> None:
-        if not isinstance(llm, str) or not llm.strip():
-            raise ValueError(f"llm must be a litellm model string, got {type(llm).__name__}")
         self.api_key = check_api_key(api_key)
         self.settings = LLMSettings(
-            llm,
+            check_llm(llm),
             api_base=api_base,
             api_key_env=key_variable(self.api_key),
             max_tokens=max_tokens,

@@ -27,7 +27,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 from haystack.utils import Secret
-from haystack_integrations.common.rag_multihop.convert import check_api_key, llm_client
+from haystack_integrations.common.rag_multihop.convert import check_api_key, check_llm, llm_client
 
 from rag_multihop.coop import LLMUnroller, Unrolling
 
@@ -45,9 +45,7 @@ class QuestionUnroller:
     def __init__(
         self, *, llm: str, api_base: str | None = None, api_key: Secret | None = None
     ) -> None:
-        if not isinstance(llm, str) or not llm.strip():
-            raise ValueError(f"llm must be a litellm model string, got {llm!r}")
-        self.llm = llm
+        self.llm = check_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self._unroller: LLMUnroller | None = None

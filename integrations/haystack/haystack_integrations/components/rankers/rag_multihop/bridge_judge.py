@@ -30,6 +30,7 @@ from haystack_integrations.common.rag_multihop.convert import (
     candidate_to_document,
     check_api_key,
     check_embedder,
+    check_llm,
     document_to_candidate,
     embedder_to_dict,
     key_variable,
@@ -71,7 +72,7 @@ class BridgeJudgeRanker:
         bridge_position: str = BridgeSettings.bridge_position,
     ) -> None:
         self.top_k = check_positive_int(top_k, "top_k")
-        self.llm = llm
+        self.llm = None if llm is None else check_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)

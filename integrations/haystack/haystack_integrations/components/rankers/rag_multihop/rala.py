@@ -21,7 +21,7 @@ import asyncio
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack_integrations.common.rag_multihop.convert import rerank_documents
+from haystack_integrations.common.rag_multihop.convert import check_encoder_name, rerank_documents
 
 from rag_multihop.coop import RaLaReranker, RaLaSettings
 from rag_multihop.validation import check_positive_int
@@ -55,7 +55,7 @@ class RaLaRanker:
         drop_punctuation: bool = _DEFAULTS.drop_punctuation,
     ) -> None:
         self.top_k = check_positive_int(top_k, "top_k")
-        self.model = model
+        self.model = check_encoder_name(model)
         self.settings = RaLaSettings(
             scoring=scoring,
             token_weighting=token_weighting,

@@ -47,6 +47,7 @@ from haystack_integrations.common.rag_multihop.convert import (
     check_api_key,
     check_embedder,
     check_filters,
+    check_llm,
     embedder_to_dict,
     key_variable,
     run_filters,
@@ -104,7 +105,7 @@ class BridgeRetriever:
             )
         self.retriever = retriever
         self.top_k = check_positive_int(top_k, "top_k")
-        self.llm = llm
+        self.llm = None if llm is None else check_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)

@@ -41,7 +41,9 @@ from haystack_integrations.common.rag_multihop.convert import (
     candidate_to_document,
     check_api_key,
     check_embedder,
+    check_encoder_name,
     check_filters,
+    check_llm,
     embedder_to_dict,
     llm_client,
     run_filters,
@@ -108,12 +110,12 @@ class CoopRetriever:
             )
         self.retriever = retriever
         self.top_k = check_positive_int(top_k, "top_k")
-        self.llm = llm
+        self.llm = None if llm is None else check_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)
         self.rala = bool(rala)
-        self.model = model
+        self.model = check_encoder_name(model)
         self.settings = CoopSettings(
             candidates=candidates,
             top_k=reader_top_k,

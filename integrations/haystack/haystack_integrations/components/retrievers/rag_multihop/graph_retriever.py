@@ -6,7 +6,8 @@ loaded from ``graph_path`` when that folder holds a graph of exactly these docum
 freshly built graph is saved there. Documents written to the store later are noticed: every
 run compares the store's document count with the graph's and rebuilds the graph when they
 differ; when the counts are equal it reads the store's documents and compares their ids,
-content and meta with the graph's (``convert.changed_document``), so an overwrite or a
+content, meta and embeddings with the graph's (``convert.store_change``, the rule every
+component of this package that caches a store's documents follows), so an overwrite or a
 delete + add that keeps the count rebuilds it too. That second check costs one
 ``filter_documents()`` and one comparison per run: on the 6,119 passages of 2WikiMultihopQA in
 an ``InMemoryDocumentStore`` (``scripts/graph_staleness_cost.py``, two runs on a loaded 2-core
@@ -56,12 +57,12 @@ from haystack_integrations.common.rag_multihop.convert import (
     as_encoder,
     as_filter_policy,
     candidate_to_document,
-    changed_document,
     check_embedder,
     check_filters,
     document_signals,
     documents_to_corpus,
     embedder_to_dict,
+    store_change,
 )
 
 from rag_multihop.corpus import Corpus
@@ -176,36 +177,23 @@ class EntityGraphRetriever:
         return self._retriever
 
     def _current(self) -> GraphRetriever:
-        """The graph, rebuilt (or flagged) when the store's documents have changed."""
+        """The graph, rebuilt (or flagged) when the store's documents have changed
+        (``convert.store_change``)."""
         retriever = self._ready()
-        count = self.document_store.count_documents()
-        if count == len(retriever.corpus):
-            if not self.auto_refresh:
-                return retriever
-            documents = self.document_store.filter_documents()
-            changed = changed_document(retriever.corpus, documents)
-            if changed is None:
-                return retriever
-            logger.info(
-                "document %r changed in the store since the entity graph was built: rebuilding it",
-                changed,
-            )
-            return self._rebuild(documents)
+        reason, documents = store_change(
+            self.document_store, retriever.corpus, compare_documents=self.auto_refresh
+        )
+        if reason is None:
+            return retriever
         if self.auto_refresh:
-            logger.info(
-                "the document store holds %d documents, the entity graph %d: rebuilding it",
-                count,
-                len(retriever.corpus),
+            logger.info("the entity graph is stale (%s): rebuilding it", reason)
+            return self._rebuild(
+                self.document_store.filter_documents() if documents is None else documents
             )
-            self.refresh()
-            return self._ready()
         if not self._warned_stale:
             self._warned_stale = True
             logger.warning(
-                "the entity graph is stale: it covers %d documents, the store now holds %d; "
-                "call refresh() or set auto_refresh=True",
-                len(retriever.corpus),
-                count,
+                "the entity graph is stale (%s); call refresh() or set auto_refresh=True", reason
             )
         return retriever
 

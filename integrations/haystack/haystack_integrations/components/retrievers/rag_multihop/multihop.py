@@ -16,7 +16,13 @@ core :class:`rag_multihop.multihop.MultiHopRetriever`; this file only translates
   documents to embed, none when they came embedded (then give ``query_embedding``); it must
   be the model that embedded the documents.
 - **Lifecycle**: everything is built in :meth:`warm_up` (called by the pipeline, or on the
-  first ``run``) and rebuilt when the store's document count changes.
+  first ``run``) and rebuilt when the store's documents change: every run compares the
+  store's document count and, when it is the same, its documents' ids, content, meta and
+  embeddings with those the retriever was built from (``convert.store_change``, the rule of
+  :class:`EntityGraphRetriever`), so an overwrite, a meta edit or a delete + add that keeps
+  the count rebuilds it too and a deleted document never comes back. With a remote store,
+  where reading every document per run costs too much, set ``auto_refresh=False`` (the count
+  only, a warning once when it changed) and call :meth:`refresh` after writing.
 - **Filters**: ``filters`` (Haystack filter syntax, checked when given, matched in memory by
   Haystack's own rule on the documents the retriever was built from, as for
   :class:`EntityGraphRetriever`) restrict every step to the matching documents: the dense
@@ -66,12 +72,13 @@ from haystack_integrations.common.rag_multihop.convert import (
     check_filters,
     documents_to_corpus,
     embedder_to_dict,
+    store_change,
 )
 
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.types import Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import as_embedding_matrix, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +99,9 @@ class MultiHopRetriever:
         filters: Haystack filters the retrieved documents must match (module docstring).
         filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
             (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
+        auto_refresh: rebuild when the store's documents changed since the last build
+            (checked on every run, see the module docstring); ``False`` checks the count
+            only, warns once that the retriever is stale and keeps it until :meth:`refresh`.
     """
 
     def __init__(
@@ -118,6 +128,7 @@ class MultiHopRetriever:
         ppr: str = _DEFAULTS.ppr,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+        auto_refresh: bool = True,
     ) -> None:
         self.document_store = document_store
         self.top_k = check_positive_int(top_k, "top_k")
@@ -142,29 +153,53 @@ class MultiHopRetriever:
         )
         self.filters = check_filters(filters)
         self.filter_policy = as_filter_policy(filter_policy)
+        self.auto_refresh = auto_refresh
         self._core: CoreMultiHopRetriever | None = None
+        self._warned_stale = False
 
     def warm_up(self) -> None:
         """Build the retriever over the store's documents (once; again when they change)."""
         self._current()
 
-    def _build(self) -> CoreMultiHopRetriever:
-        documents = self.document_store.filter_documents()
+    def refresh(self) -> None:
+        """Rebuild the retriever from the store's documents now."""
+        self._rebuild(self.document_store.filter_documents())
+
+    def _rebuild(self, documents: list[Document]) -> CoreMultiHopRetriever:
         corpus = documents_to_corpus(documents)
         given = [d.embedding for d in documents]
         if all(vector is not None for vector in given):
             encoder = None if self.embedder is None else as_encoder(self.embedder)
-            vectors = np.asarray(given, dtype=np.float32)
+            vectors = as_embedding_matrix(
+                given, name="document embeddings", ids=[d.id for d in documents]
+            )
         else:
             encoder = as_encoder(self.embedder)
             vectors = encoder.encode(corpus.texts())
-        return CoreMultiHopRetriever(corpus, vectors, encoder=encoder, settings=self.settings)
+        self._core = CoreMultiHopRetriever(corpus, vectors, encoder=encoder, settings=self.settings)
+        self._warned_stale = False
+        return self._core
 
     def _current(self) -> CoreMultiHopRetriever:
-        if self._core is None or self.document_store.count_documents() != len(self._core.corpus):
-            if self._core is not None:
-                logger.info("the document store changed: rebuilding the multi-hop retriever")
-            self._core = self._build()
+        """The retriever, rebuilt (or flagged) when the store's documents have changed."""
+        if self._core is None:
+            return self._rebuild(self.document_store.filter_documents())
+        reason, documents = store_change(
+            self.document_store, self._core.corpus, compare_documents=self.auto_refresh
+        )
+        if reason is None:
+            return self._core
+        if self.auto_refresh:
+            logger.info("the multi-hop retriever is stale (%s): rebuilding it", reason)
+            return self._rebuild(
+                self.document_store.filter_documents() if documents is None else documents
+            )
+        if not self._warned_stale:
+            self._warned_stale = True
+            logger.warning(
+                "the multi-hop retriever is stale (%s); call refresh() or set auto_refresh=True",
+                reason,
+            )
         return self._core
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +211,7 @@ class MultiHopRetriever:
             **dataclasses.asdict(self.settings),
             filters=self.filters,
             filter_policy=self.filter_policy.value,
+            auto_refresh=self.auto_refresh,
         )
 
     @classmethod
