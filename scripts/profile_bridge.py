@@ -19,7 +19,7 @@ import time
 from rag_multihop.encoders import CachedEncoder, make_encoder
 from rag_multihop.eval import perf
 from rag_multihop.eval.datasets import load_named
-from rag_multihop.eval.registry import get_method
+from rag_multihop.eval.methods import get_method
 
 
 def main() -> None:

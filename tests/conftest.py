@@ -9,46 +9,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from rag_multihop.testing import HashingEncoder, polish_wedding_passages
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = Path(
-    os.environ.get("RAG_MULTIHOP_DATA") or REPO_ROOT.parent / "shared" / "datasets"
-)
-
-
-class HashingEncoder:
-    """A deterministic bag-of-words encoder for tests: no model, no network.
-
-    Each lowercase word is hashed into one of ``dim`` buckets; vectors are L2-normalised.
-    """
-
-    def __init__(self, dim: int = 64, name: str = "hashing-test") -> None:
-        self._dim, self._name = dim, name
-        self.calls = 0
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        self.calls += 1
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                word = word.strip(".,?!;:'\"()")
-                if word:
-                    out[row, sum(map(ord, word)) * 2654435761 % self._dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1.0, norms)
 
 
 CASSETTES = REPO_ROOT / "tests" / "cassettes"
@@ -104,36 +71,21 @@ def minilm():
 
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
-    if not SHARED_DATASETS.is_dir():
-        pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
-    return SHARED_DATASETS
+    """The named datasets' folder by the CLI's rule (:func:`rag_multihop.paths.data_dir`:
+    ``$RAG_MULTIHOP_DATA``, else ``../shared/datasets`` next to the working directory); the
+    test is skipped, saying so, when there is none."""
+    from rag_multihop.paths import DATA_ENV, data_dir
 
-
-POLISH_WEDDING_QUESTION = "Where was the director of the film Polish Wedding born?"
-
-
-def polish_wedding_passages() -> list:
-    """A toy two-hop corpus: the question's bridge, its answer passage and distractors."""
-    from rag_multihop import Passage
-
-    return [
-        Passage(
-            "polish-wedding",
-            "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-            title="Polish Wedding",
-        ),
-        Passage(
-            "theresa-connelly",
-            "Theresa Connelly is an American screenwriter born in Philadelphia.",
-            title="Theresa Connelly",
-        ),
-        Passage("philadelphia", "Philadelphia is a city in Pennsylvania.", title="Philadelphia"),
-        Passage("claire-danes", "Claire Danes is an American actress.", title="Claire Danes"),
-        Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", title="Rope"),
-    ]
+    try:
+        folder = data_dir()
+    except ValueError:
+        pytest.skip(f"no shared datasets: set ${DATA_ENV} to the folder that holds them")
+    if not folder.is_dir():
+        pytest.skip(f"${DATA_ENV} names {folder}, which is not a folder")
+    return folder
 
 
 @pytest.fixture
 def polish_wedding() -> list:
-    """:func:`polish_wedding_passages` as a fixture."""
+    """:func:`rag_multihop.testing.polish_wedding_passages` as a fixture."""
     return polish_wedding_passages()

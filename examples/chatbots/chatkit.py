@@ -43,6 +43,7 @@ import numpy as np
 from rag_multihop import Corpus, Passage, association, bridge, coop, fusion, graph, index, multihop
 from rag_multihop.llm import LLMAccount, LLMSettings
 from rag_multihop.llm.local import is_local_model
+from rag_multihop.paths import cache_dir
 from rag_multihop.signals import signal_meaning
 
 logger = logging.getLogger(__name__)
@@ -139,12 +140,6 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 CHUNK_CHARS = 600
 """Passages are cut from paragraphs up to about this many characters."""
 CHUNKER_VERSION = 1
-
-
-def cache_root() -> Path:
-    """``$RAG_MULTIHOP_CACHE/chatbots`` (default ``~/.cache/rag_multihop/chatbots``)."""
-    root = os.environ.get("RAG_MULTIHOP_CACHE") or Path.home() / ".cache" / "rag_multihop"
-    return Path(root) / "chatbots"
 
 
 def _decode(path: Path) -> str | None:
@@ -287,7 +282,8 @@ def load_chat_corpus(
 ) -> ChatCorpus:
     """The demo corpus (``folder=None``) or ``folder``'s files, embedded once and cached.
 
-    ``encoder`` defaults to the bundled MiniLM (any rag-multihop encoder works).
+    ``encoder`` defaults to the bundled MiniLM (any rag-multihop encoder works); ``cache`` to
+    ``$RAG_MULTIHOP_CACHE/chatbots`` (default ``~/.cache/rag_multihop/chatbots``).
     """
     if folder is None:
         from rag_multihop.demo import load_demo_dataset
@@ -300,7 +296,7 @@ def load_chat_corpus(
 
         encoder = default_encoder()
     corpus = Corpus(passages)
-    where = (cache or cache_root()) / content_key(passages, encoder.name)
+    where = (cache or cache_dir("chatbots")) / content_key(passages, encoder.name)
     where.mkdir(parents=True, exist_ok=True)
     vectors_file = where / "vectors.npy"
     if vectors_file.is_file():

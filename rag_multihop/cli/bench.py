@@ -56,7 +56,7 @@ def _parse_llm(text: str, name: str = "--llm") -> str:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from rag_multihop.eval.registry import available_methods
+    from rag_multihop.eval.methods import available_methods
 
     for name, spec in sorted(available_methods().items()):
         print(f"{name:<24} {spec.family:<5} {spec.description}")

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from rag_multihop.paths import DATA_ENV, data_dir
+
+__all__ = [
+    "DATA_DIR_HELP",
+    "add_common_arguments",
+    "add_encoder_argument",
+    "data_dir",
+    "encoder_from_args",
+    "method_names",
+]
 
 if TYPE_CHECKING:
     from rag_multihop.encoders import CachedEncoder
@@ -50,7 +60,7 @@ def encoder_from_args(args: argparse.Namespace) -> CachedEncoder:
 
 def method_names(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
     """``--methods`` (``all`` = every available method), else ``default`` where available."""
-    from rag_multihop.eval.registry import available_methods
+    from rag_multihop.eval.methods import available_methods
 
     available = available_methods()
     if args.methods and args.methods != "all":
@@ -60,23 +70,7 @@ def method_names(args: argparse.Namespace, default: Sequence[str] | None = None)
     return [name for name in default if name in available]
 
 
-DATA_ENV = "RAG_MULTIHOP_DATA"
-"""Environment variable naming the folder of the named datasets."""
-
 DATA_DIR_HELP = (
     f"folder holding the named datasets (default: ${DATA_ENV}, else ../shared/datasets "
     "next to the working directory)"
 )
-
-
-def data_dir(given: Path | None) -> Path:
-    """The named datasets' folder: ``--data-dir``, else ``$RAG_MULTIHOP_DATA``, else
-    ``../shared/datasets`` when it exists; ``ValueError`` when none is found."""
-    if given is not None:
-        return given
-    if os.environ.get(DATA_ENV):
-        return Path(os.environ[DATA_ENV])
-    shared = Path.cwd().parent / "shared" / "datasets"
-    if shared.is_dir():
-        return shared
-    raise ValueError(f"no data folder: pass --data-dir or set ${DATA_ENV}")

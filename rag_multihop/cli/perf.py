@@ -38,7 +38,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     from rag_multihop.encoders.registry import ENCODERS, make_encoder
     from rag_multihop.eval import perf
     from rag_multihop.eval.datasets import load_named
-    from rag_multihop.eval.registry import get_method
+    from rag_multihop.eval.methods import get_method
 
     folder = data_dir(args.data_dir)
     datasets = [load_named(name, folder) for name in _names(args.datasets)]

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_multihop import paths
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.validation import as_embedding_matrix
 
@@ -37,9 +38,8 @@ logger = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path:
-    """``$RAG_MULTIHOP_CACHE`` or ``~/.cache/rag_multihop``; embeddings live in ``embeddings/``."""
-    root = os.environ.get("RAG_MULTIHOP_CACHE") or Path.home() / ".cache" / "rag_multihop"
-    return Path(root) / "embeddings"
+    """``embeddings/`` under the cache root (:func:`rag_multihop.paths.cache_dir`)."""
+    return paths.cache_dir("embeddings")
 
 
 def text_key(text: str) -> str:

@@ -7,18 +7,14 @@ records it and the reports mark the method. Latency is the wall time of one
 ``retrieve`` call with the query vector already computed, so it measures the method, not the
 encoder.
 
-Example (a tiny corpus and a toy encoder):
+Example (a tiny corpus and the test helpers' hashing encoder):
+    >>> from rag_multihop import Corpus, Passage
     >>> from rag_multihop.eval.datasets import Dataset, QAExample
-    >>> from rag_multihop.corpus import Corpus
-    >>> from rag_multihop.types import Passage
-    >>> class Letters:
-    ...     name, dim = "letters", 3
-    ...     def encode(self, texts, *, show_progress=False):
-    ...         v = np.array([[t.count("a"), t.count("b"), 1.0] for t in texts], dtype="float32")
-    ...         return v / np.linalg.norm(v, axis=1, keepdims=True)
-    >>> corpus = Corpus([Passage("x", "aaaa"), Passage("y", "bbbb")])
-    >>> data = Dataset("toy", corpus, (QAExample("q1", "aa?", ("x",), ("x",), False),), "native")
-    >>> result = run_benchmark(data, ["dense"], encoder=Letters(), ks=(1, 2))
+    >>> from rag_multihop.testing import HashingEncoder
+    >>> corpus = Corpus([Passage("x", "red apples"), Passage("y", "blue sky")])
+    >>> question = QAExample("q1", "apples?", ("x",), ("x",), False)
+    >>> data = Dataset("toy", corpus, (question,), "native")
+    >>> result = run_benchmark(data, ["dense"], encoder=HashingEncoder(), ks=(1, 2))
     >>> result.methods["dense"].recall[1]
     1.0
 """
@@ -29,12 +25,14 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 
 from rag_multihop.encoders.base import Encoder
+from rag_multihop.eval.context import BenchContext, build_context
 from rag_multihop.eval.datasets import Dataset, QAExample
+from rag_multihop.eval.methods import check_options, get_method
 from rag_multihop.eval.metrics import (
     all_recall_at_k,
     exact_match,
@@ -42,11 +40,8 @@ from rag_multihop.eval.metrics import (
     last_hop_recall_at_k,
     recall_at_k,
 )
-from rag_multihop.eval.registry import BenchContext, check_options, get_method
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Candidate
 from rag_multihop.validation import check_positive_int
-
-T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -100,60 +95,6 @@ class BenchResult:
     ks: tuple[int, ...]
     methods: dict[str, MethodResult]
     embed_seconds: float
-
-
-def embed_dataset(
-    dataset: Dataset, encoder: Encoder, *, show_progress: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """Passage vectors (``title + "\\n" + text``) and question vectors, in dataset order."""
-    passages = encoder.encode(dataset.corpus.texts(), show_progress=show_progress)
-    questions = encoder.encode([q.question for q in dataset.questions], show_progress=show_progress)
-    return passages, questions
-
-
-def build_context(
-    dataset: Dataset,
-    encoder: Encoder,
-    *,
-    options: dict[str, Any] | None = None,
-    show_progress: bool = False,
-) -> tuple[BenchContext, float]:
-    """A :class:`BenchContext` for ``dataset`` and the seconds spent embedding."""
-    start = time.perf_counter()
-    passages, questions = embed_dataset(dataset, encoder, show_progress=show_progress)
-    seconds = time.perf_counter() - start
-    return BenchContext(dataset, encoder, passages, questions, options=dict(options or {})), seconds
-
-
-class FoldRouter(Generic[T]):
-    """Routes each query to the object built for its question's fold (held-out protocols).
-
-    >>> router = FoldRouter([(["q1"], "model-0"), (["q2", "q3"], "model-1")])
-    >>> router.route(Query("?", id="q3")), router.values()
-    ('model-1', ['model-0', 'model-1'])
-    >>> router.route(Query("?", id="q9"))
-    Traceback (most recent call last):
-    ...
-    ValueError: query id 'q9' is not a question of this benchmark
-    """
-
-    def __init__(self, folds: Iterable[tuple[Iterable[str], T]]) -> None:
-        self._items: list[T] = []
-        self._by_question: dict[str, T] = {}
-        for question_ids, item in folds:
-            self._items.append(item)
-            self._by_question.update(dict.fromkeys(question_ids, item))
-
-    def route(self, query: Query) -> T:
-        """The object of ``query``'s fold; unknown ids raise ``ValueError``."""
-        try:
-            return self._by_question[str(query.id)]
-        except KeyError:
-            raise ValueError(f"query id {query.id!r} is not a question of this benchmark") from None
-
-    def values(self) -> list[T]:
-        """One object per fold, in fold order."""
-        return list(self._items)
 
 
 def _scores(

@@ -21,16 +21,12 @@ next to its anchor in the same process and reported as a ratio:
 Example (a toy corpus, two methods; real runs use the shared datasets):
     >>> from rag_multihop.eval.datasets import Dataset, QAExample
     >>> from rag_multihop.corpus import Corpus
+    >>> from rag_multihop.testing import HashingEncoder
     >>> from rag_multihop.types import Passage
-    >>> class Letters:
-    ...     name, dim = "letters", 3
-    ...     def encode(self, texts, *, show_progress=False):
-    ...         v = np.array([[t.count("a"), t.count("b"), 1.0] for t in texts], dtype="float32")
-    ...         return v / np.linalg.norm(v, axis=1, keepdims=True)
-    >>> corpus = Corpus([Passage("x", "aaaa apple"), Passage("y", "bbbb sky")])
-    >>> question = QAExample("q1", "apple aa?", ("x",), ("x",), False)
+    >>> corpus = Corpus([Passage("x", "red apples"), Passage("y", "blue sky")])
+    >>> question = QAExample("q1", "red apples?", ("x",), ("x",), False)
     >>> data = Dataset("toy", corpus, (question,), "native")
-    >>> rows = time_methods(data, ["dense", "bm25"], encoder=Letters(), queries=1)
+    >>> rows = time_methods(data, ["dense", "bm25"], encoder=HashingEncoder(), queries=1)
     >>> [(r.method, r.recall_at_5) for r in rows]
     [('dense', 100.0), ('bm25', 100.0)]
 """
@@ -48,11 +44,10 @@ from typing import Any
 import numpy as np
 
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.cache import CachedEncoder
+from rag_multihop.eval.context import BenchContext, build_context
 from rag_multihop.eval.datasets import Dataset
-from rag_multihop.eval.harness import build_context
+from rag_multihop.eval.methods import check_options, get_method
 from rag_multihop.eval.metrics import recall_at_k
-from rag_multihop.eval.registry import BenchContext, check_options, get_method
 from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
@@ -261,11 +256,6 @@ class MethodRow:
     peak_memory_mib: float
 
 
-def _raw(encoder: Encoder) -> Encoder:
-    """The encoder without its disk cache (a per-query text would write a cache shard)."""
-    return encoder.encoder if isinstance(encoder, CachedEncoder) else encoder
-
-
 def time_method(context: BenchContext, name: str, queries: int, k: int = 20) -> MethodRow:
     """Build ``name`` on ``context`` and time its first ``queries`` questions both ways."""
     start = time.perf_counter()
@@ -273,7 +263,7 @@ def time_method(context: BenchContext, name: str, queries: int, k: int = 20) -> 
     build_seconds = time.perf_counter() - start
     questions = context.dataset.questions[:queries]
     given = context.queries()[:queries]
-    encoder = _raw(context.encoder)
+    encoder = context.raw_encoder
     retriever.retrieve(given[0], k=k)  # first-call work (lazy loads) is not a query's cost
     vector_ms, encoded_ms, recall2, recall5 = [], [], [], []
     for question, query in zip(questions, given, strict=True):

@@ -11,22 +11,28 @@ and a second markdown table shows them: the questions' type where they carry one
 official 2Wiki files' comparison / compositional / inference / bridge-comparison, HotpotQA's
 bridge / comparison, MuSiQue's hop count), else their gold count where it varies (the shared
 2Wiki file). ``rankings.jsonl`` keeps, per question, its id, type, gold ids and each method's
-top :data:`RANKING_DEPTH` ids (to read the failures behind a number).
+top :data:`RANKING_DEPTH` ids (to read the failures behind a number). :func:`summarize` is
+the one summary (mean, median, p95) of the per-query numbers the methods' ``bench_extras``
+report.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag_multihop._version import __version__
 from rag_multihop.eval.groups import UNTYPED
-from rag_multihop.eval.harness import BenchResult, MethodResult
 from rag_multihop.eval.metrics import paired_bootstrap, wins_losses
+
+if TYPE_CHECKING:  # the harness runs the methods, which summarise with this module
+    from rag_multihop.eval.harness import BenchResult, MethodResult
+    from rag_multihop.llm.accounting import LLMAccount
 
 TABLE_KS = (2, 5, 10)
 COMPARE_K = 5
@@ -37,6 +43,54 @@ GOLD_NOTE = (
     f"{GOLD_MARK} used gold labels of the evaluated questions (transductive training): "
     "not comparable with label-free methods"
 )
+
+
+def summarize(values: Sequence[float]) -> dict[str, float]:
+    """Mean, median and 95th percentile of ``values``, rounded to 4 decimals (``{}`` when
+    empty): the one summary of per-query numbers in the methods' ``bench_extras``.
+
+    >>> summarize([1, 2, 3, 10])
+    {'mean': 4.0, 'median': 2.5, 'p95': 8.95}
+    >>> summarize([])
+    {}
+    """
+    if not len(values):
+        return {}
+    return {
+        "mean": round(float(np.mean(values)), 4),
+        "median": round(float(np.median(values)), 4),
+        "p95": round(float(np.percentile(values, 95)), 4),
+    }
+
+
+def llm_usage(
+    model: str | None,
+    accounts: Sequence[LLMAccount],
+    *,
+    latencies: Sequence[float],
+    fallbacks: Sequence[float],
+) -> dict[str, Any]:
+    r"""The ``llm`` block of a method's ``bench_extras``: the model, the total account and per
+    query (one account each) the :func:`summarize`\ d calls, cache hits, tokens, cost
+    (``None`` when a price is unknown), latency in seconds and fallbacks. The markdown report's
+    "LLM usage per query" table reads it."""
+    total = sum(accounts[1:], start=accounts[0]) if accounts else None
+    costs = [a.cost for a in accounts]
+    return {
+        "model": model,
+        "total": None if total is None else total.to_dict(),
+        "per_query": {
+            "calls": summarize([a.calls for a in accounts]),
+            "cache_hits": summarize([a.cache_hits for a in accounts]),
+            "prompt_tokens": summarize([a.prompt_tokens for a in accounts]),
+            "completion_tokens": summarize([a.completion_tokens for a in accounts]),
+            "cost_usd": None
+            if any(c is None for c in costs)
+            else summarize([float(c) for c in costs if c is not None]),
+            "latency_s": summarize(latencies),
+            "fallbacks": summarize(fallbacks),
+        },
+    }
 
 
 def _label(name: str, uses_evaluated_gold: bool) -> str:

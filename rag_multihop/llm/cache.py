@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_multihop._atomic import ArtifactError
+from rag_multihop.paths import cache_dir
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +45,9 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def default_cache_path() -> Path:
-    """``$RAG_MULTIHOP_CACHE/llm/replies.sqlite`` (default root ``~/.cache/rag_multihop``)."""
-    root = os.environ.get("RAG_MULTIHOP_CACHE") or Path.home() / ".cache" / "rag_multihop"
-    return Path(root) / "llm" / "replies.sqlite"
+    """``llm/replies.sqlite`` under the cache root (:func:`rag_multihop.paths.cache_dir`:
+    ``$RAG_MULTIHOP_CACHE``, default ``~/.cache/rag_multihop``)."""
+    return cache_dir("llm") / "replies.sqlite"
 
 
 def cache_key(request: Mapping[str, Any]) -> str:

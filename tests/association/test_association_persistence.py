@@ -18,7 +18,7 @@ from rag_multihop.association.persistence import (
     WEIGHTS_FILE,
     read_config,
 )
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 pytest.importorskip("torch")
 

@@ -13,7 +13,7 @@ from rag_multihop.association import (
     TrainingConfig,
     association_transform,
 )
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 pytest.importorskip("torch")
 

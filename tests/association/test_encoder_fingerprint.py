@@ -15,7 +15,7 @@ from rag_multihop._atomic import artifact_path
 from rag_multihop.association import AssociationReranker, TrainingConfig
 from rag_multihop.association.persistence import CONFIG_FILE, FINGERPRINT_FILE, read_config
 from rag_multihop.encoders import PROBE_TEXTS, EncoderFingerprint, SentenceTransformerEncoder
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 pytest.importorskip("torch")
 

@@ -24,8 +24,8 @@ from rag_multihop.llm import (
     LLMSettings,
     RawReply,
 )
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, polish_wedding_passages
 from rag_multihop.types import Candidate
-from tests.conftest import POLISH_WEDDING_QUESTION, polish_wedding_passages
 
 MODEL = "openai/gpt-4o-mini"
 PASSAGES = polish_wedding_passages()

@@ -20,8 +20,8 @@ from rag_multihop.bridge.rerank import BridgeReranker
 from rag_multihop.bridge.search import RetrieverSearcher, as_searcher
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.protocols import Retriever
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, polish_wedding_passages
 from rag_multihop.types import Candidate
-from tests.conftest import POLISH_WEDDING_QUESTION, polish_wedding_passages
 
 PASSAGES = [
     *polish_wedding_passages(),

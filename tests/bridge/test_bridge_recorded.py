@@ -25,7 +25,8 @@ from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.harness import run_benchmark
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
-from tests.conftest import CASSETTES, POLISH_WEDDING_QUESTION, polish_wedding_passages
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, polish_wedding_passages
+from tests.conftest import CASSETTES
 
 CASSETTE = CASSETTES / "test_bridge_recorded" / "bridge_llm_pipeline.yaml"
 MODEL = "openai/gpt-4o-mini"

@@ -13,7 +13,7 @@ from rag_multihop.bridge import BridgeRetriever
 from rag_multihop.bridge.queries import TemplateQueryWriter
 from rag_multihop.encoders import MemoEncoder
 from rag_multihop.index.dense import DenseRetriever
-from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
 
 PASSAGES = [
     *polish_wedding_passages(),

@@ -23,7 +23,7 @@ from rag_multihop import Corpus, Query
 from rag_multihop.coop import ANSWER_SLOT, UNKNOWN, CoopRetriever, LLMUnroller
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
-from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
 from tests.coop import scripted_llm
 
 RECORD = bool(os.environ.get("RAG_MULTIHOP_RECORD_COOP_CASSETTES"))

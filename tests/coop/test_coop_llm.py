@@ -27,7 +27,7 @@ from rag_multihop.coop import (
 from rag_multihop.coop import unroll as unroll_module
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.llm import LLMClient, LLMOutputError, LLMSettings, RawReply, prompts
-from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
 
 MODEL = "openai/gpt-4o-mini"
 PASSAGES = polish_wedding_passages()

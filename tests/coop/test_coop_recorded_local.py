@@ -29,7 +29,7 @@ from rag_multihop.coop import (
 )
 from rag_multihop.coop.reader import in_passages
 from rag_multihop.llm import LLMClient, LLMSettings
-from tests.conftest import POLISH_WEDDING_QUESTION, polish_wedding_passages
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, polish_wedding_passages
 
 API_BASE = os.environ.get("RAG_MULTIHOP_TEST_LOCAL_API_BASE", "http://127.0.0.1:8080/v1")
 PASSAGES = polish_wedding_passages()[:3]

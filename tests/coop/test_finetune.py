@@ -18,7 +18,7 @@ from rag_multihop.coop.finetune import (  # noqa: E402
     weighted_info_nce,
 )
 from rag_multihop.coop.settings import FineTuneSettings  # noqa: E402
-from tests.conftest import polish_wedding_passages  # noqa: E402
+from rag_multihop.testing import polish_wedding_passages  # noqa: E402
 
 
 def _hand_loss(q, p, n, w, tau):

@@ -20,7 +20,7 @@ from rag_multihop.coop import (
 )
 from rag_multihop.coop.settings import SCORING_NAMES
 from rag_multihop.coop.states import HiddenStatesUnavailable, StateLayout, is_punctuation
-from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder
 
 
 @pytest.fixture(scope="module")

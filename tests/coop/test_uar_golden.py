@@ -19,7 +19,7 @@ from rag_multihop.coop.uar import UARRetriever
 from rag_multihop.coop.unroll import Unrolling
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.index.dense import DenseRetriever
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 GOLDEN = Path(__file__).parent / "data" / "uar_golden.json"
 QUESTIONS = 8

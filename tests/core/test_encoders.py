@@ -21,7 +21,7 @@ def test_cache_embeds_each_text_once_across_instances(tmp_path, hashing_encoder)
 
 
 def test_cache_is_keyed_by_model_name(tmp_path, hashing_encoder):
-    from tests.conftest import HashingEncoder
+    from rag_multihop.testing import HashingEncoder
 
     CachedEncoder(hashing_encoder, tmp_path).encode(["x"])
     other = HashingEncoder(name="another-model")

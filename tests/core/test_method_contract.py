@@ -32,7 +32,7 @@ from rag_multihop.fusion import FusionRetriever
 from rag_multihop.graph import GraphRetriever, build_entity_graph
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.reranked import RerankedRetriever
-from tests.conftest import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
 
 CORPUS = Corpus(polish_wedding_passages())
 

@@ -9,7 +9,7 @@ import pytest
 
 from rag_multihop import Corpus, Query, association, bridge, coop, fusion, graph, index, multihop
 from rag_multihop.signals import check_signals, is_template, signal_meaning, undeclared
-from tests.conftest import POLISH_WEDDING_QUESTION, polish_wedding_passages
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
 
 QUERY = Query(POLISH_WEDDING_QUESTION)
 PACKAGES = ["association", "bridge", "coop", "fusion", "graph", "index", "multihop"]
@@ -21,9 +21,7 @@ def corpus() -> Corpus:
 
 
 @pytest.fixture(scope="module")
-def encoder():
-    from tests.conftest import HashingEncoder
-
+def encoder() -> HashingEncoder:
     return HashingEncoder()
 
 

@@ -11,9 +11,9 @@ from rag_multihop.association import AssociationReranker, PairSet
 from rag_multihop.cli import main
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
+from rag_multihop.eval.methods import available_methods
 from rag_multihop.eval.methods.association import AAR_OPTIONS, AARBenchSettings, heldout_folds
-from rag_multihop.eval.registry import available_methods
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 pytest.importorskip("torch")
 
@@ -23,11 +23,10 @@ FAST = {"aar_epochs": "2"}
 @pytest.fixture(autouse=True)
 def core_methods_only(monkeypatch):
     """Skip importing the installed integrations' peer methods (slow, not under test here)."""
-    import rag_multihop.eval.methods
-    import rag_multihop.eval.registry as registry
+    import rag_multihop.eval.methods as methods
 
-    assert rag_multihop.eval.methods.association  # the core families are registered
-    monkeypatch.setattr(registry, "_entry_points_loaded", True)
+    assert methods.association  # the core families are registered
+    monkeypatch.setattr(methods, "_entry_points_loaded", True)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +138,7 @@ def test_heldout_trains_one_model_per_fold(demo, pairs):
 
 
 def test_unknown_query_id_is_an_error(demo):
-    from rag_multihop.eval.harness import build_context
+    from rag_multihop.eval.context import build_context
     from rag_multihop.types import Query
 
     context, _ = build_context(demo, HashingEncoder(), options=FAST)

@@ -7,8 +7,8 @@ import pytest
 from rag_multihop.bridge.queries import LLM_FREE_ENTITIES
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
+from rag_multihop.eval.methods import available_methods, check_options
 from rag_multihop.eval.methods.bridge import BRIDGE_OPTIONS, LLM_OPTIONS
-from rag_multihop.eval.registry import available_methods, check_options
 
 
 def test_bridge_methods_are_registered() -> None:

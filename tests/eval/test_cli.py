@@ -83,7 +83,7 @@ def test_demo_defaults_to_available_representatives_and_all_means_all():
 
     from rag_multihop.cli.common import method_names as _method_names
     from rag_multihop.cli.demo import DEMO_METHODS
-    from rag_multihop.eval.registry import available_methods
+    from rag_multihop.eval.methods import available_methods
 
     chosen = _method_names(argparse.Namespace(methods=None), DEMO_METHODS)
     assert chosen[:3] == ["multihop", "dense", "bm25"]
@@ -119,7 +119,7 @@ def test_bench_runs_a_small_default_set_and_all_on_request():
 
     from rag_multihop.cli.bench import BENCH_METHODS
     from rag_multihop.cli.common import method_names
-    from rag_multihop.eval.registry import available_methods
+    from rag_multihop.eval.methods import available_methods
 
     chosen = method_names(argparse.Namespace(methods=None), BENCH_METHODS)
     assert chosen == [m for m in BENCH_METHODS if m in available_methods()]

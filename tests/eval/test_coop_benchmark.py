@@ -11,8 +11,9 @@ import pytest
 from rag_multihop import Corpus
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.methods.coop import COOP_OPTIONS, RALA_OPTIONS
-from rag_multihop.eval.registry import available_methods, check_options
+from rag_multihop.eval.methods import available_methods, check_options
+from rag_multihop.eval.methods.coop import COOP_OPTIONS
+from rag_multihop.eval.methods.rala import RALA_OPTIONS
 from rag_multihop.eval.report import markdown_table, to_json
 from tests.coop import scripted_llm
 

@@ -11,7 +11,7 @@ from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
 from rag_multihop.eval.methods.finetune import FT_OPTIONS
 from rag_multihop.eval.splits import split_dataset
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ import pytest
 
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.registry import available_methods
+from rag_multihop.eval.methods import available_methods
 
 METHODS = [
     "graph",

@@ -9,7 +9,7 @@ import pytest
 from rag_multihop import Corpus, Passage
 from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.harness import run_benchmark
-from rag_multihop.eval.registry import available_methods, get_method
+from rag_multihop.eval.methods import available_methods, get_method
 from rag_multihop.eval.report import markdown_table, to_json, write_report
 
 PASSAGES = [

@@ -6,8 +6,8 @@ import pytest
 
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.eval.harness import run_benchmark
+from rag_multihop.eval.methods import available_methods, check_options
 from rag_multihop.eval.methods.multihop import MULTIHOP_OPTIONS
-from rag_multihop.eval.registry import available_methods, check_options
 
 
 def test_multihop_is_registered_and_reports_its_tables(hashing_encoder) -> None:

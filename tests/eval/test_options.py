@@ -8,8 +8,9 @@ from typing import Literal
 
 import pytest
 
+from rag_multihop.eval.methods import check_options
 from rag_multihop.eval.options import FLATTEN, OPTION, option_fields, settings_from_options
-from rag_multihop.eval.registry import check_options, declare_settings
+from rag_multihop.eval.registry import declare_settings
 from rag_multihop.validation import check_int
 
 

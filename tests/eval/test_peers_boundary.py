@@ -35,7 +35,7 @@ def test_only_the_peers_import_a_framework():
 def test_listing_the_methods_imports_no_framework():
     code = (
         "import sys\n"
-        "from rag_multihop.eval.registry import available_methods\n"
+        "from rag_multihop.eval.methods import available_methods\n"
         "names = sorted(n for n in available_methods() if n.startswith(('li-', 'hs-')))\n"
         f"print(names, [m for m in {FRAMEWORKS!r} if m in sys.modules])"
     )
@@ -48,7 +48,7 @@ def test_a_peer_without_its_framework_names_the_install_command():
     code = (
         "import sys\n"
         "sys.modules['llama_index'] = None  # as if LlamaIndex were not installed\n"
-        "from rag_multihop.eval.registry import get_method\n"
+        "from rag_multihop.eval.methods import get_method\n"
         "try:\n"
         "    get_method('li-fusion-rrf').build(None)\n"
         "except ImportError as exc:\n"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import zlib
-from collections.abc import Sequence
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -19,8 +17,6 @@ pytest.importorskip("haystack")
 
 from haystack import Document
 
-from rag_multihop.corpus import Corpus
-from rag_multihop.eval.datasets import Dataset, QAExample
 from rag_multihop.eval.methods.peers import HAYSTACK_PEERS as JOINER_PEERS
 from rag_multihop.eval.peers.haystack import (
     HaystackJoinerPeer,
@@ -28,41 +24,22 @@ from rag_multihop.eval.peers.haystack import (
     document_to_candidate,
     passage_to_document,
 )
-from rag_multihop.eval.registry import DEFAULT_PEER_CHILD_K as DEFAULT_CHILD_K
-from rag_multihop.eval.registry import PEER_CHILD_K_OPTION as CHILD_K_OPTION
-from rag_multihop.eval.registry import BenchContext, available_methods, get_method
-from rag_multihop.eval.registry import peer_child_k as child_k_from_options
-from rag_multihop.types import Candidate, Passage, Query
-
-PASSAGES = [
-    Passage("a", "The Eiffel Tower stands in Paris.", title="Eiffel Tower"),
-    Passage("b", "Paris is the capital of France.", title="Paris"),
-    Passage("c", "Berlin is the capital of Germany.", title="Berlin"),
-    Passage("d", "Lyon lies on the Rhone river.", title="Lyon", metadata={"source": "wiki"}),
-    Passage("e", "Rome is the capital of Italy.", title="Rome"),
-]
-CORPUS = Corpus(PASSAGES)
-
-
-class FixedRetriever:
-    """A core Retriever returning a fixed ranked list (its prefix of length ``k``)."""
-
-    def __init__(self, signal: str, scored: list[tuple[str, float]]) -> None:
-        self.candidates = [
-            Candidate(CORPUS[pid], score, rank=i, signals={signal: score})
-            for i, (pid, score) in enumerate(scored, start=1)
-        ]
-        self.calls: list[tuple[Query, int]] = []
-
-    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        self.calls.append((query, k))
-        return self.candidates[:k]
+from rag_multihop.types import Candidate, Query
+from tests.eval.peer_checks import (
+    CORPUS,
+    PASSAGES,
+    FixedRetriever,
+    check_child_k_option,
+    check_inputs_are_not_mutated,
+    check_peer_returns_ranked_corpus_candidates,
+    check_ranking_does_not_depend_on_k,
+    check_registered_as_peers,
+    hand_children,
+)
 
 
 def hand_peer(join_mode: str) -> tuple[HaystackJoinerPeer, FixedRetriever, FixedRetriever]:
-    # dense: a 0.9, b 0.8, c 0.1; bm25: b 3.0, d 1.0 (d is found by BM25 only)
-    dense = FixedRetriever("dense", [("a", 0.9), ("b", 0.8), ("c", 0.1)])
-    bm25 = FixedRetriever("bm25", [("b", 3.0), ("d", 1.0)])
+    dense, bm25 = hand_children()
     return HaystackJoinerPeer(CORPUS, dense, bm25, join_mode=join_mode, child_k=3), dense, bm25
 
 
@@ -152,76 +129,24 @@ def test_children_get_child_depth_and_the_query() -> None:
 
 
 def test_inputs_are_not_mutated() -> None:
-    peer, dense, bm25 = hand_peer("distribution_based_rank_fusion")
-    before = (list(dense.candidates), list(bm25.candidates))
-    query = Query("capital of France", embedding=np.array([0.6, 0.8], dtype=np.float32))
-    peer.retrieve(query, k=4)
-    assert (dense.candidates, bm25.candidates) == before
-    assert [c.score for c in dense.candidates] == [0.9, 0.8, 0.1]
-    np.testing.assert_array_equal(query.embedding, np.array([0.6, 0.8], dtype=np.float32))
+    check_inputs_are_not_mutated(*hand_peer("distribution_based_rank_fusion"))
 
 
 def test_ranking_does_not_depend_on_k() -> None:
-    peer, _, _ = hand_peer("reciprocal_rank_fusion")
-    query = Query("capital of France")
-    assert peer.retrieve(query, k=2) == peer.retrieve(query, k=4)[:2]
-    assert len(peer.retrieve(query, k=50)) == 4  # the fused pool holds 4 passages
+    check_ranking_does_not_depend_on_k(hand_peer("reciprocal_rank_fusion")[0])
 
 
 # ---------------------------------------------------------------- benchmark registration
 
 
-class WordHashEncoder:
-    """A deterministic toy encoder: normalised counts of words hashed into 16 buckets."""
-
-    name, dim = "word-hash", 16
-
-    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                vectors[row, zlib.crc32(word.strip(".?").encode()) % self.dim] += 1.0
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
-def toy_context(**options: object) -> BenchContext:
-    encoder = WordHashEncoder()
-    question = QAExample("q1", "Which capital city has the Eiffel Tower?", (), ("a", "b"), False)
-    dataset = Dataset("toy", CORPUS, (question,), "native")
-    return BenchContext(
-        dataset,
-        encoder,
-        encoder.encode(CORPUS.texts()),
-        encoder.encode([question.question]),
-        options=dict(options),
-    )
-
-
 @pytest.mark.parametrize("name", sorted(JOINER_PEERS))
 def test_each_peer_returns_k_ranked_corpus_candidates_with_signals(name: str) -> None:
-    context = toy_context(**{CHILD_K_OPTION: "4"})
-    peer = get_method(name).build(context)
-    (query,) = context.queries()
-    found = peer.retrieve(query, k=3)
-    assert len(found) == 3
-    assert all(c.id in CORPUS and c.passage is CORPUS[c.id] for c in found)
-    assert [c.rank for c in found] == [1, 2, 3]
-    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
-    for c in found:
-        assert c.signals["fused"] == c.score
-        assert {"dense", "bm25"} & set(c.signals)
-    assert peer.bench_extras()[CHILD_K_OPTION] == 4  # type: ignore[attr-defined]
+    check_peer_returns_ranked_corpus_candidates(name)
 
 
 def test_the_registry_holds_the_two_peers() -> None:
-    methods = available_methods()
-    for name in JOINER_PEERS:
-        assert methods[name].family == "peer"
+    check_registered_as_peers(JOINER_PEERS)
 
 
 def test_child_k_option() -> None:
-    assert child_k_from_options({}) == DEFAULT_CHILD_K
-    assert child_k_from_options({CHILD_K_OPTION: "7"}) == 7
-    for bad in ("ten", 0, -3, "2.5"):
-        with pytest.raises(ValueError, match=CHILD_K_OPTION):
-            child_k_from_options({CHILD_K_OPTION: bad})
+    check_child_k_option()

@@ -10,7 +10,7 @@ import pytest
 from rag_multihop.cli import main
 from rag_multihop.eval import perf
 from rag_multihop.eval.datasets import load_named
-from tests.conftest import HashingEncoder
+from rag_multihop.testing import HashingEncoder
 
 
 @pytest.fixture

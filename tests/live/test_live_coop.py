@@ -20,7 +20,7 @@ from rag_multihop.coop import (
 )
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.llm import LLMClient, LLMConfigError, LLMSettings, local
-from tests.conftest import POLISH_WEDDING_QUESTION
+from rag_multihop.testing import POLISH_WEDDING_QUESTION
 
 pytestmark = pytest.mark.live_llm
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from rag_multihop.llm import (
     RawReply,
 )
 from rag_multihop.llm.client import PLACEHOLDER_API_KEY
+from rag_multihop.testing import FakeTransport
 from tests.conftest import CASSETTES
 
 MODEL = "openai/gpt-4o-mini"
@@ -64,64 +65,6 @@ class Failure(Exception):
         self.headers = {"retry-after": retry_after} if retry_after is not None else {}
 
 
-class ScriptedTransport:
-    """Plays a script of outcomes (a RawReply or an exception to raise), one per attempt."""
-
-    def __init__(self, *outcomes: RawReply | BaseException, delay: float = 0.0) -> None:
-        self.outcomes = list(outcomes)
-        self.delay = delay
-        self.requests: list[dict[str, object]] = []
-        self.api_keys: list[str | None] = []
-        self.missing: list[str] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-
-    def check_model(self, model: str) -> None:
-        pass
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return list(self.missing)
-
-    def _next(self, request: Mapping[str, Any], api_key: str | None) -> RawReply:
-        with self._lock:
-            self.requests.append(dict(request))
-            self.api_keys.append(api_key)
-            outcome = self.outcomes.pop(0) if len(self.outcomes) > 1 else self.outcomes[0]
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
-    def _enter(self) -> None:
-        with self._lock:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-
-    def _leave(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
-
-    def complete(
-        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
-    ) -> RawReply:
-        self._enter()
-        try:
-            time.sleep(self.delay)
-            return self._next(request, api_key)
-        finally:
-            self._leave()
-
-    async def acomplete(
-        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
-    ) -> RawReply:
-        self._enter()
-        try:
-            await asyncio.sleep(self.delay)
-            return self._next(request, api_key)
-        finally:
-            self._leave()
-
-
 def no_sleep(seconds: float) -> None:
     raise AssertionError(f"no retry expected, but the client waited {seconds} s")
 
@@ -136,7 +79,7 @@ def test_settings_round_trip_and_no_secret(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MY_LLM_KEY", "sk-very-secret")
     s = LLMSettings(MODEL, api_key_env="MY_LLM_KEY", timeout=12.5, max_tokens=64)
     assert LLMSettings.from_dict(s.to_dict()) == s
-    transport = ScriptedTransport(OK)
+    transport = FakeTransport(script=[OK])
     client = LLMClient(s, transport=transport)
     client.complete(PROMPT)
     assert transport.api_keys == ["sk-very-secret"]
@@ -178,7 +121,7 @@ def test_from_dict_rejects_unknown_keys() -> None:
 
 
 def test_per_call_overrides_are_validated_and_used() -> None:
-    transport = ScriptedTransport(OK)
+    transport = FakeTransport(script=[OK])
     client = LLMClient(settings(temperature=0.0), transport=transport)
     with pytest.raises(ValueError, match="temperature must be in"):
         client.complete(PROMPT, temperature=5)
@@ -202,7 +145,7 @@ def test_unset_api_key_env_is_named_and_read_at_call_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("TEAM_LLM_KEY", raising=False)
-    transport = ScriptedTransport(OK)
+    transport = FakeTransport(script=[OK])
     client = LLMClient(LLMSettings(MODEL, api_key_env="TEAM_LLM_KEY"), transport=transport)
     with pytest.raises(LLMConfigError, match="TEAM_LLM_KEY"):
         client.complete(PROMPT)
@@ -212,7 +155,7 @@ def test_unset_api_key_env_is_named_and_read_at_call_time(
 
 
 def test_local_server_without_key_gets_a_placeholder(monkeypatch: pytest.MonkeyPatch) -> None:
-    transport = ScriptedTransport(OK)
+    transport = FakeTransport(script=[OK])
     transport.missing = ["OPENAI_API_KEY"]
     client = LLMClient(
         LLMSettings("openai/qwen2.5-7b", api_base="http://localhost:8000/v1"), transport=transport
@@ -294,14 +237,14 @@ def test_bad_request_is_not_retried(vcr: Cassette) -> None:
 
 def test_retry_after_is_capped_by_backoff_max() -> None:
     sleeps: list[float] = []
-    transport = ScriptedTransport(Failure(429, retry_after="120"), OK)
+    transport = FakeTransport(script=[Failure(429, retry_after="120"), OK])
     client = LLMClient(settings(backoff_max=5.0), transport=transport, sleep=sleeps.append)
     assert client.complete(PROMPT).text == "Paris"
     assert sleeps == [5.0]
 
 
 def test_a_bug_in_the_transport_is_not_retried_or_wrapped() -> None:
-    transport = ScriptedTransport(KeyError("choices"))
+    transport = FakeTransport(script=[KeyError("choices")])
     client = LLMClient(settings(), transport=transport, sleep=no_sleep)
     with pytest.raises(KeyError):
         client.complete(PROMPT)
@@ -313,7 +256,7 @@ def test_a_bug_in_the_transport_is_not_retried_or_wrapped() -> None:
 
 def test_timeouts_are_retried_then_raised() -> None:
     sleeps: list[float] = []
-    transport = ScriptedTransport(TimeoutError("read timed out"))
+    transport = FakeTransport(script=[TimeoutError("read timed out")])
     client = LLMClient(settings(max_retries=2), transport=transport, sleep=sleeps.append)
     with pytest.raises(LLMCallError, match=r"after 3 attempt.*timeout=60 s") as info:
         client.complete(PROMPT)
@@ -322,7 +265,7 @@ def test_timeouts_are_retried_then_raised() -> None:
 
 
 def test_timeout_then_success() -> None:
-    transport = ScriptedTransport(TimeoutError("read timed out"), OK)
+    transport = FakeTransport(script=[TimeoutError("read timed out"), OK])
     client = LLMClient(settings(max_retries=1), transport=transport, sleep=lambda s: None)
     reply = client.complete(PROMPT)
     assert reply.text == "Paris" and reply.account.retries == 1
@@ -374,19 +317,19 @@ async def test_litellm_timeout_against_a_silent_server(silent_server: str) -> No
 
 @pytest.mark.anyio
 async def test_async_requests_in_flight_never_exceed_the_limit() -> None:
-    transport = ScriptedTransport(OK, delay=0.01)
+    transport = FakeTransport(script=[OK], delay=0.01)
     client = LLMClient(settings(max_concurrency=3), transport=transport)
     replies = await asyncio.gather(*(client.acomplete(f"q{i}") for i in range(20)))
     assert len(replies) == 20
-    assert transport.max_in_flight == 3
+    assert transport.peak == 3
 
 
 def test_sync_requests_in_flight_never_exceed_the_limit() -> None:
-    transport = ScriptedTransport(OK, delay=0.01)
+    transport = FakeTransport(script=[OK], delay=0.01)
     client = LLMClient(settings(max_concurrency=2), transport=transport)
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda i: client.complete(f"q{i}"), range(16)))
-    assert transport.max_in_flight == 2
+    assert transport.peak == 2
 
 
 @pytest.mark.anyio
@@ -401,7 +344,7 @@ async def test_map_async_keeps_order_and_limits_items() -> None:
         active -= 1
         return i * i
 
-    client = LLMClient(settings(), transport=ScriptedTransport(OK))
+    client = LLMClient(settings(), transport=FakeTransport(script=[OK]))
     assert await client.map_async(work, range(10), limit=4) == [i * i for i in range(10)]
     assert peak == 4
     with pytest.raises(ValueError, match="limit must be an integer >= 1"):
@@ -419,7 +362,7 @@ async def test_map_async_first_error_cancels_the_rest() -> None:
         finished.append(i)
         return i
 
-    client = LLMClient(settings(), transport=ScriptedTransport(OK))
+    client = LLMClient(settings(), transport=FakeTransport(script=[OK]))
     with pytest.raises(RuntimeError, match="boom"):
         await client.map_async(work, range(5))
     await asyncio.sleep(0)
@@ -433,7 +376,7 @@ def test_run_batch_reuses_one_loop_and_refuses_a_running_loop() -> None:
         loops.append(id(asyncio.get_running_loop()))
         return i
 
-    with LLMClient(settings(), transport=ScriptedTransport(OK)) as client:
+    with LLMClient(settings(), transport=FakeTransport(script=[OK])) as client:
         assert client.run_batch(work, [1, 2]) == [1, 2]
         assert client.run_batch(work, [3]) == [3]
         assert len(set(loops)) == 1
@@ -448,7 +391,7 @@ def test_run_batch_reuses_one_loop_and_refuses_a_running_loop() -> None:
 # ---------------------------------------------------------------------- cache and accounts
 
 
-class RefusingTransport(ScriptedTransport):
+class RefusingTransport(FakeTransport):
     def check_model(self, model: str) -> None:
         raise AssertionError("a cache hit must not reach the transport")
 
@@ -469,21 +412,21 @@ def test_cache_hit_avoids_the_http_call(
 
     # another process: no key, no provider, same file
     monkeypatch.delenv("OPENAI_API_KEY")
-    other = LLMClient(settings(), cache=LLMCache(path), transport=RefusingTransport(OK))
+    other = LLMClient(settings(), cache=LLMCache(path), transport=RefusingTransport(script=[OK]))
     assert other.complete(PROMPT).text == "Paris"
     assert len(LLMCache(path)) == 1
 
 
 def test_account_tokens_and_cost() -> None:
     unpriced = RawReply("x", prompt_tokens=100, completion_tokens=20, cost=None)
-    client = LLMClient(settings(), transport=ScriptedTransport(unpriced))
+    client = LLMClient(settings(), transport=FakeTransport(script=[unpriced]))
     reply = client.complete(PROMPT)
     assert reply.account.cost is None and reply.account.total_tokens == 120
     assert reply.account.wall_time_s >= 0
 
     priced = LLMClient(
         settings(input_cost_per_token=1e-6, output_cost_per_token=2e-6),
-        transport=ScriptedTransport(unpriced),
+        transport=FakeTransport(script=[unpriced]),
     )
     assert priced.complete(PROMPT).account.cost == pytest.approx(100e-6 + 40e-6)
     assert priced.complete(PROMPT).account.calls == 1

@@ -7,7 +7,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hs_fakes import HashingEncoder, HashingTextEmbedder, hashing_vectors
+from hs_fakes import HashingTextEmbedder
+
+from rag_multihop.testing import HashingEncoder, hashing_vectors
 
 pytest.importorskip("torch")
 pytest.importorskip("haystack")

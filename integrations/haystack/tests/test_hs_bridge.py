@@ -16,25 +16,18 @@ from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, key_variable
 from haystack_integrations.components.rankers.rag_multihop import BridgeJudgeRanker
 from haystack_integrations.components.retrievers.rag_multihop import BridgeRetriever
-from hs_fakes import HashingEncoder
 
+from rag_multihop import Passage
 from rag_multihop.llm import LLMConfigError
+from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder, polish_wedding_passages
 
-DOCS = {
-    "polish-wedding": (
-        "Polish Wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
+PASSAGES = [
+    *polish_wedding_passages(),
+    Passage(
+        "hitchcock", "Alfred Hitchcock was an English film director.", title="Alfred Hitchcock"
     ),
-    "theresa-connelly": (
-        "Theresa Connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-    ),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-    "hitchcock": ("Alfred Hitchcock", "Alfred Hitchcock was an English film director."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
+]
+QUESTION = POLISH_WEDDING_QUESTION
 
 
 @pytest.fixture(autouse=True)
@@ -46,11 +39,10 @@ def hashing_encoder_for_components(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def documents() -> list[Document]:
-    texts = [f"{title}\n{text}" for title, text in DOCS.values()]
-    vectors = HashingEncoder().encode(texts)
+    vectors = HashingEncoder().encode([p.embedding_text for p in PASSAGES])
     return [
-        Document(id=doc_id, content=text, meta={"title": title}, embedding=vector.tolist())
-        for (doc_id, (title, text)), vector in zip(DOCS.items(), vectors, strict=True)
+        Document(id=p.id, content=p.text, meta={"title": p.title}, embedding=vector.tolist())
+        for p, vector in zip(PASSAGES, vectors, strict=True)
     ]
 
 

@@ -1,10 +1,9 @@
 """``RagMultihopChatGenerator``: replies through the core client, sync and async, streamed,
 accounted in the reply's meta, serialised without a key; a plain-object transport stands in
-for the provider (the client's default transport is replaced, nothing else)."""
+for the provider (``rag_multihop.testing.FakeTransport`` replaces the client's default
+transport, nothing else)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 from haystack import Pipeline
@@ -13,51 +12,16 @@ from haystack.dataclasses import ChatMessage, StreamingChunk
 from haystack.utils import Secret
 from haystack_integrations.components.generators.rag_multihop import RagMultihopChatGenerator
 
-from rag_multihop.llm.transport import RawReply, StreamDelta
+from rag_multihop.testing import FakeTransport
 
 ANSWER = "Theresa Connelly was born in Philadelphia [2]."
 
 
-class ScriptedTransport:
-    """Replies ``ANSWER`` (streamed word by word, usage last) and records every request."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-
-    def check_model(self, model: str) -> None:
-        pass
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def supports_response_schema(self, model: str) -> bool:
-        return False
-
-    def complete(self, request: dict[str, Any], *, api_key: str | None, timeout: float) -> RawReply:
-        self.requests.append({**request, "timeout": timeout})
-        return RawReply(ANSWER, "stop", None, "fake", 30, 8, 0.0)
-
-    async def acomplete(
-        self, request: dict[str, Any], *, api_key: str | None, timeout: float
-    ) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
-
-    def stream(self, request: dict[str, Any], *, api_key: str | None, timeout: float):
-        self.requests.append(request)
-        for i, word in enumerate(ANSWER.split(" ")):
-            yield StreamDelta((" " if i else "") + word, model="fake")
-        yield StreamDelta("", "stop", "fake", 30, 8)
-
-    async def astream(self, request: dict[str, Any], *, api_key: str | None, timeout: float):
-        for delta in self.stream(request, api_key=api_key, timeout=timeout):
-            yield delta
-
-
 @pytest.fixture
-def transport(monkeypatch: pytest.MonkeyPatch) -> ScriptedTransport:
-    scripted = ScriptedTransport()
-    monkeypatch.setattr("rag_multihop.llm.client.LiteLLMTransport", lambda: scripted)
-    return scripted
+def transport(monkeypatch: pytest.MonkeyPatch) -> FakeTransport:
+    fake = FakeTransport(default=ANSWER, prompt_tokens=30, completion_tokens=8)
+    monkeypatch.setattr("rag_multihop.llm.client.LiteLLMTransport", lambda: fake)
+    return fake
 
 
 MESSAGES = [ChatMessage.from_system("Cite passages."), ChatMessage.from_user("Where?")]
@@ -71,7 +35,7 @@ def test_reply_meta_and_request(transport) -> None:
     assert reply.meta["model"] == "openai/fake" and reply.meta["finish_reason"] == "stop"
     request = transport.requests[0]
     assert request["messages"][0] == {"role": "system", "content": "Cite passages."}
-    assert request["max_tokens"] == 64 and request["timeout"] == 20
+    assert request["max_tokens"] == 64 and generator.settings.timeout == 20
 
 
 def test_streaming_in_a_pipeline(transport) -> None:

@@ -20,75 +20,51 @@ from haystack_integrations.components.generators.rag_multihop import ChainAnswer
 from haystack_integrations.components.query.rag_multihop import QuestionUnroller
 from haystack_integrations.components.rankers.rag_multihop import RaLaRanker
 from haystack_integrations.components.retrievers.rag_multihop import CoopRetriever
-from hs_fakes import HashingEncoder, HashingTextEmbedder
+from hs_fakes import HashingTextEmbedder
 
 from rag_multihop.llm import RawReply
+from rag_multihop.testing import (
+    POLISH_WEDDING_CHAIN,
+    POLISH_WEDDING_QUESTION,
+    POLISH_WEDDING_UNROLLING,
+    FakeTransport,
+    HashingEncoder,
+    polish_wedding_passages,
+    polish_wedding_replies,
+)
 
-DOCS = {
-    "polish-wedding": (
-        "Polish Wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-    ),
-    "theresa-connelly": (
-        "Theresa Connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-    ),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
-UNROLLING = {
-    "sub_questions": ["Who directed Polish Wedding?", "Where was that director born?"],
-    "chain": [
-        {"head": "Polish Wedding", "relation": "directed by", "tail": "<unknown>"},
-        {"head": "<unknown>", "relation": "born in", "tail": "<answer>"},
-    ],
-}
-COMPLETION = {
-    "chain": [
-        {"head": "Polish Wedding", "relation": "directed by", "tail": "Theresa Connelly"},
-        {"head": "Theresa Connelly", "relation": "born in", "tail": "Philadelphia"},
-    ]
-}
+PASSAGES = polish_wedding_passages()
+QUESTION = POLISH_WEDDING_QUESTION
 
 
-class FakeLLM:
+def fake_llm() -> FakeTransport:
     """Scripted CoopRAG replies by prompt kind (stands in for litellm's transport)."""
-
-    def check_model(self, model: str) -> None:
-        return None
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def complete(self, request, *, api_key, timeout) -> RawReply:
-        prompt = request["messages"][-1]["content"]
-        if "Plan how to answer" in prompt:
-            return RawReply(json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40)
-        if "Complete the reasoning chain" in prompt:
-            return RawReply(json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40)
-        if "Can the question be answered" in prompt:
-            return RawReply('{"answerable": false, "key_sentence": ""}', prompt_tokens=150)
-        return RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5)
-
-    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
+    return FakeTransport(
+        polish_wedding_replies(
+            unroll=RawReply(
+                json.dumps(POLISH_WEDDING_UNROLLING), prompt_tokens=80, completion_tokens=40
+            ),
+            complete=RawReply(
+                json.dumps(POLISH_WEDDING_CHAIN), prompt_tokens=200, completion_tokens=40
+            ),
+            key=RawReply('{"answerable": false, "key_sentence": ""}', prompt_tokens=150),
+        ),
+        default=RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5),
+    )
 
 
 @pytest.fixture(autouse=True)
-def fake_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+def fake_transport(monkeypatch: pytest.MonkeyPatch) -> None:
     import rag_multihop.llm.client as client
 
-    monkeypatch.setattr(client, "LiteLLMTransport", FakeLLM)
+    monkeypatch.setattr(client, "LiteLLMTransport", fake_llm)
 
 
 def documents() -> list[Document]:
-    texts = [f"{title}\n{text}" for title, text in DOCS.values()]
-    vectors = HashingEncoder().encode(texts)
+    vectors = HashingEncoder().encode([p.embedding_text for p in PASSAGES])
     return [
-        Document(id=doc_id, content=text, meta={"title": title}, embedding=vector.tolist())
-        for (doc_id, (title, text)), vector in zip(DOCS.items(), vectors, strict=True)
+        Document(id=p.id, content=p.text, meta={"title": p.title}, embedding=vector.tolist())
+        for p, vector in zip(PASSAGES, vectors, strict=True)
     ]
 
 
@@ -123,7 +99,7 @@ def test_unroller_and_answer_generator() -> None:
     unroller = QuestionUnroller(llm="openai/gpt-4o-mini")
     out = unroller.run(query=QUESTION)
     assert out["query"].startswith(QUESTION + " Who directed Polish Wedding?")
-    assert out["sub_questions"] == UNROLLING["sub_questions"]
+    assert out["sub_questions"] == POLISH_WEDDING_UNROLLING["sub_questions"]
     assert out["trace"]["account"]["calls"] == 1
     assert asyncio.run(unroller.run_async(query=QUESTION))["query"] == out["query"]
 

@@ -17,9 +17,10 @@ from haystack_integrations.components.rankers.rag_multihop import (
     BridgeJudgeRanker,
 )
 from haystack_integrations.components.retrievers.rag_multihop import BridgeRetriever
-from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder, hashing_vectors
+from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 from rag_multihop.association import AssociationReranker, TrainingConfig
+from rag_multihop.testing import hashing_vectors
 
 DOCS = {
     "polish-wedding": ("Polish Wedding", "Polish Wedding is a film directed by Theresa Connelly."),

@@ -13,11 +13,12 @@ from haystack import Document, Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, documents_to_corpus
 from haystack_integrations.components.retrievers.rag_multihop import MultiHopRetriever
-from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder, hashing_vectors
+from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 from rag_multihop import Query
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
+from rag_multihop.testing import hashing_vectors
 
 TEXTS = [
     ("pw", "Polish Wedding", "Polish Wedding is a 1998 film directed by Theresa Connelly."),

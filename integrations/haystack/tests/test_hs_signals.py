@@ -21,11 +21,12 @@ from haystack_integrations.components.retrievers.rag_multihop import (
     EntityGraphRetriever,
     MultiHopRetriever,
 )
-from hs_fakes import HashingEncoder, HashingTextEmbedder, hashing_vectors
+from hs_fakes import HashingTextEmbedder
 
 from rag_multihop import association, bridge, coop, fusion, graph, multihop
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.signals import check_signals
+from rag_multihop.testing import HashingEncoder, hashing_vectors
 
 DEMO = load_demo_dataset()
 TEXTS = {p.id: (p.title, p.text) for p in DEMO.corpus}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from li_fakes import HashingEmbedding, HashingEncoder, hashing_vectors
+from li_fakes import HashingEmbedding
+
+from rag_multihop.testing import HashingEncoder, hashing_vectors
 
 pytest.importorskip("torch")
 pytest.importorskip("llama_index.core")

@@ -18,30 +18,25 @@ from llama_index.retrievers.rag_multihop.bridge import NodeSearcher, judge_encod
 
 from rag_multihop.encoders import SentenceTransformerEncoder
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
-from rag_multihop.types import Query
+from rag_multihop.testing import (
+    POLISH_WEDDING_QUESTION,
+    FakeTransport,
+    polish_wedding_passages,
+    polish_wedding_replies,
+)
+from rag_multihop.types import Passage, Query
 
-DOCS = {
-    "polish-wedding": (
-        "Polish Wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
+PASSAGES = [
+    *polish_wedding_passages(),
+    Passage(
+        "hitchcock", "Alfred Hitchcock was an English film director.", title="Alfred Hitchcock"
     ),
-    "theresa-connelly": (
-        "Theresa Connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-    ),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-    "hitchcock": ("Alfred Hitchcock", "Alfred Hitchcock was an English film director."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
+]
+QUESTION = POLISH_WEDDING_QUESTION
 
 
 def text_nodes() -> list[TextNode]:
-    return [
-        TextNode(id_=node_id, text=text, metadata={"title": title})
-        for node_id, (title, text) in DOCS.items()
-    ]
+    return [TextNode(id_=p.id, text=p.text, metadata={"title": p.title}) for p in PASSAGES]
 
 
 @pytest.fixture
@@ -130,30 +125,18 @@ def test_a_model_that_embeds_queries_differently_embeds_each_query_as_a_query() 
     assert embed_model.queries == 1 + len(trace.queries) + len(trace.entities)  # one per text
 
 
-class FakeLLM:
+def fake_llm() -> FakeTransport:
     """Judge 9 for the director's page, 2 otherwise; fixed entities and queries."""
-
-    def check_model(self, model: str) -> None:
-        return None
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def complete(self, request, *, api_key, timeout) -> RawReply:
-        prompt = request["messages"][-1]["content"]
-        if "Name the two entities" in prompt:
-            return RawReply('{"e1": "Theresa Connelly", "e2": ""}', prompt_tokens=50)
-        if "subject-verb-object" in prompt:
-            return RawReply('{"queries": ["Theresa Connelly born in"]}', prompt_tokens=50)
-        candidate = prompt.split("Candidate passage:", 1)[1]
-        return RawReply('{"score": 9}' if "Theresa Connelly is" in candidate else '{"score": 2}')
-
-    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
+    return FakeTransport(
+        polish_wedding_replies(
+            entities=RawReply('{"e1": "Theresa Connelly", "e2": ""}', prompt_tokens=50),
+            queries=RawReply('{"queries": ["Theresa Connelly born in"]}', prompt_tokens=50),
+        )
+    )
 
 
 def test_retriever_llm_mode_with_a_client(base) -> None:
-    client = LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=FakeLLM())
+    client = LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=fake_llm())
     bridge = BridgeRetriever(base, similarity_top_k=3, llm=client)
     found = asyncio.run(bridge.aretrieve(QUESTION))
     assert [n.node.node_id for n in found[:2]] == ["polish-wedding", "theresa-connelly"]

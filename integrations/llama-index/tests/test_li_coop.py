@@ -24,72 +24,41 @@ from llama_index.retrievers.rag_multihop import (
 
 from rag_multihop.coop import RaLaSettings
 from rag_multihop.llm import LLMClient, LLMSettings, RawReply
+from rag_multihop.testing import (
+    POLISH_WEDDING_CHAIN,
+    POLISH_WEDDING_QUESTION,
+    POLISH_WEDDING_UNROLLING,
+    FakeTransport,
+    polish_wedding_passages,
+    polish_wedding_replies,
+)
 
-DOCS = {
-    "polish-wedding": (
-        "Polish Wedding",
-        "Polish Wedding is a 1998 film written and directed by Theresa Connelly.",
-    ),
-    "theresa-connelly": (
-        "Theresa Connelly",
-        "Theresa Connelly is an American screenwriter born in Philadelphia.",
-    ),
-    "philadelphia": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
-    "claire-danes": ("Claire Danes", "Claire Danes is an American actress."),
-    "rope": ("Rope", "Rope is a 1948 film directed by Alfred Hitchcock."),
-}
-QUESTION = "Where was the director of the film Polish Wedding born?"
-UNROLLING = {
-    "sub_questions": ["Who directed Polish Wedding?", "Where was that director born?"],
-    "chain": [
-        {"head": "Polish Wedding", "relation": "directed by", "tail": "<unknown>"},
-        {"head": "<unknown>", "relation": "born in", "tail": "<answer>"},
-    ],
-}
-COMPLETION = {
-    "chain": [
-        {"head": "Polish Wedding", "relation": "directed by", "tail": "Theresa Connelly"},
-        {"head": "Theresa Connelly", "relation": "born in", "tail": "Philadelphia"},
-    ]
-}
+PASSAGES = polish_wedding_passages()
+QUESTION = POLISH_WEDDING_QUESTION
 
 
-class FakeLLM:
-    """Scripted CoopRAG replies by prompt kind; records the prompts."""
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    def check_model(self, model: str) -> None:
-        return None
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def complete(self, request, *, api_key, timeout) -> RawReply:
-        prompt = request["messages"][-1]["content"]
-        self.prompts.append(prompt)
-        if "Plan how to answer" in prompt:
-            return RawReply(json.dumps(UNROLLING), prompt_tokens=80, completion_tokens=40)
-        if "Complete the reasoning chain" in prompt:
-            return RawReply(json.dumps(COMPLETION), prompt_tokens=200, completion_tokens=40)
-        if "Can the question be answered" in prompt:
-            return RawReply('{"answerable": true, "key_sentence": ""}', prompt_tokens=150)
-        return RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5)
-
-    async def acomplete(self, request, *, api_key, timeout) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
+def fake_llm() -> FakeTransport:
+    """Scripted CoopRAG replies by prompt kind (stands in for litellm's transport)."""
+    return FakeTransport(
+        polish_wedding_replies(
+            unroll=RawReply(
+                json.dumps(POLISH_WEDDING_UNROLLING), prompt_tokens=80, completion_tokens=40
+            ),
+            complete=RawReply(
+                json.dumps(POLISH_WEDDING_CHAIN), prompt_tokens=200, completion_tokens=40
+            ),
+            key=RawReply('{"answerable": true, "key_sentence": ""}', prompt_tokens=150),
+        ),
+        default=RawReply('{"answer": "Philadelphia"}', prompt_tokens=200, completion_tokens=5),
+    )
 
 
-def client(fake: FakeLLM | None = None) -> LLMClient:
-    return LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=fake or FakeLLM())
+def client(fake: FakeTransport | None = None) -> LLMClient:
+    return LLMClient(LLMSettings("openai/gpt-4o-mini"), transport=fake or fake_llm())
 
 
 def text_nodes() -> list[TextNode]:
-    return [
-        TextNode(id_=node_id, text=text, metadata={"title": title})
-        for node_id, (title, text) in DOCS.items()
-    ]
+    return [TextNode(id_=p.id, text=p.text, metadata={"title": p.title}) for p in PASSAGES]
 
 
 @pytest.fixture
@@ -122,7 +91,7 @@ def test_rala_postprocessor_reranks_copies_and_keeps_the_core_settings() -> None
 
 
 def test_unrolling_fills_custom_embedding_strs_and_keeps_the_question() -> None:
-    fake = FakeLLM()
+    fake = fake_llm()
     transform = UnrollingQueryTransform(client(fake))
     bundle = transform(QUESTION)
     assert bundle.query_str == QUESTION
@@ -131,7 +100,7 @@ def test_unrolling_fills_custom_embedding_strs_and_keeps_the_question() -> None:
         "Polish Wedding directed by. born in."
     ]
     assert transform.last_unrolling is not None and transform.last_unrolling.masked == 2
-    assert len(fake.prompts) == 1
+    assert len(fake.prompts()) == 1
 
 
 def test_coop_retriever_llm_free_and_with_an_llm(base) -> None:
@@ -142,7 +111,7 @@ def test_coop_retriever_llm_free_and_with_an_llm(base) -> None:
     assert free.last_trace is not None and free.last_trace.account is None
     assert all(SIGNALS_KEY not in n.node.metadata for n in base.retrieve(QUESTION))
 
-    fake = FakeLLM()
+    fake = fake_llm()
     coop = CoopRetriever(base, llm=client(fake), similarity_top_k=3, keyextract_rounds=1)
     nodes = coop.retrieve(QUESTION)
     trace = coop.last_trace

@@ -3,60 +3,23 @@ is accounted; a plain-object transport stands in for the provider."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.llms.rag_multihop import RagMultihopLLM
 
 from rag_multihop.llm import LLMClient, LLMSettings
-from rag_multihop.llm.transport import RawReply, StreamDelta
+from rag_multihop.testing import FakeTransport
 
 ANSWER = "Theresa Connelly was born in Philadelphia [2]."
 
 
-class ScriptedTransport:
-    """Replies ``ANSWER`` (streamed word by word, usage last) and records every request."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-
-    def check_model(self, model: str) -> None:
-        pass
-
-    def missing_credentials(self, model: str, api_base: str | None) -> list[str]:
-        return []
-
-    def supports_response_schema(self, model: str) -> bool:
-        return False
-
-    def complete(self, request: dict[str, Any], *, api_key: str | None, timeout: float) -> RawReply:
-        self.requests.append(request)
-        return RawReply(ANSWER, "stop", None, "fake", 30, 8, 0.0)
-
-    async def acomplete(
-        self, request: dict[str, Any], *, api_key: str | None, timeout: float
-    ) -> RawReply:
-        return self.complete(request, api_key=api_key, timeout=timeout)
-
-    def stream(self, request: dict[str, Any], *, api_key: str | None, timeout: float):
-        self.requests.append(request)
-        for i, word in enumerate(ANSWER.split(" ")):
-            yield StreamDelta((" " if i else "") + word, model="fake")
-        yield StreamDelta("", "stop", "fake", 30, 8)
-
-    async def astream(self, request: dict[str, Any], *, api_key: str | None, timeout: float):
-        for delta in self.stream(request, api_key=api_key, timeout=timeout):
-            yield delta
+@pytest.fixture
+def transport() -> FakeTransport:
+    return FakeTransport(default=ANSWER, prompt_tokens=30, completion_tokens=8)
 
 
 @pytest.fixture
-def transport() -> ScriptedTransport:
-    return ScriptedTransport()
-
-
-@pytest.fixture
-def llm(transport: ScriptedTransport) -> RagMultihopLLM:
+def llm(transport: FakeTransport) -> RagMultihopLLM:
     return RagMultihopLLM(LLMClient(LLMSettings("openai/fake", max_tokens=64), transport=transport))
 
 

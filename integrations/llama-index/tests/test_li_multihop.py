@@ -45,7 +45,7 @@ def test_the_ranking_is_the_cores_and_nodes_are_copies(hashing_embedding, hashin
 
 
 def test_node_embeddings_are_used_as_they_are(hashing_embedding):
-    from li_fakes import hashing_vectors
+    from rag_multihop.testing import hashing_vectors
 
     nodes = _nodes()
     vectors = hashing_vectors([f"{t}\n{x}" for _, t, x in TEXTS])

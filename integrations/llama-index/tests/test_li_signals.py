@@ -5,7 +5,7 @@ demo corpus."""
 from __future__ import annotations
 
 import pytest
-from li_fakes import HashingEmbedding, HashingEncoder
+from li_fakes import HashingEmbedding
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.postprocessor.rag_multihop import (
@@ -25,6 +25,7 @@ from llama_index.retrievers.rag_multihop import (
 from rag_multihop import association, bridge, coop, fusion, graph, index, multihop
 from rag_multihop.demo import load_demo_dataset
 from rag_multihop.signals import check_signals
+from rag_multihop.testing import HashingEncoder
 
 DEMO = load_demo_dataset()
 TEXTS = {p.id: (p.title, p.text) for p in DEMO.corpus}

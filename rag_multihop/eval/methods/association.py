@@ -2,7 +2,7 @@
 
 Both rerank the shared dense top-K (FAISS) with an association model trained inside the
 benchmark; they differ only in the scoring mode (``mixed`` / ``reverse``) and share one
-trained model per setting through ``context.artifacts``. Options (``--option KEY=VALUE``,
+trained model per setting through the context's memo. Options (``--option KEY=VALUE``,
 :class:`AARBenchSettings`):
 
 - ``protocol``: :data:`PROTOCOLS` (``transductive`` by default);
@@ -46,10 +46,12 @@ from rag_multihop.association.pairs import (
 from rag_multihop.association.reranker import AssociationReranker, rescore_candidates
 from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.association.training import TrainingConfig
+from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.harness import FoldRouter
 from rag_multihop.eval.options import FLATTEN, OPTION
-from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
+from rag_multihop.eval.registry import declare_settings, register_method
+from rag_multihop.eval.report import summarize
+from rag_multihop.eval.splits import FoldRouter
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_choice
@@ -137,10 +139,10 @@ def training_pairs(
         return gold
     if settings.pairs == "shuffled":
         return gold.shuffled(settings.training.seed)
-    key = f"aar-corpus-pairs:{','.join(settings.relations)}"
-    if key not in context.artifacts:
-        context.artifacts[key] = corpus_pairs(context.dataset.corpus, settings.relations)
-    label_free: PairSet = context.artifacts[key]
+    label_free = context.memo(
+        f"aar-corpus-pairs:{','.join(settings.relations)}",
+        lambda: corpus_pairs(context.dataset.corpus, settings.relations),
+    )
     return label_free if settings.pairs == "corpus" else gold | label_free
 
 
@@ -162,15 +164,17 @@ def _train(
 ) -> _Model:
     """The model trained on ``train``'s pairs (``fold`` names it), evaluated on ``evaluate``.
 
-    Models are cached in ``context.artifacts``, so ``aar``, ``aar-reverse`` and ``bridge-aar``
-    share them; label-free pairs use no questions, so every fold shares one model.
+    Models are memoised in the context (:meth:`BenchContext.memo`), so ``aar``,
+    ``aar-reverse`` and ``bridge-aar`` share them; label-free pairs use no questions, so every
+    fold shares one model.
     """
     label_free = settings.pairs == "corpus"
     key = (
         f"aar-model:{settings.pairs}:{','.join(settings.relations)}:{settings.training!r}:"
         f"{'label-free' if label_free else fold}"
     )
-    if key not in context.artifacts:
+
+    def fit() -> tuple[AssociationReranker, PairSet]:
         pairs = training_pairs(context, settings, train)
         reranker = AssociationReranker(training=settings.training).fit(
             context.dataset.corpus.ids,
@@ -178,8 +182,9 @@ def _train(
             pairs,
             encoder_name=context.encoder.name,
         )
-        context.artifacts[key] = (reranker, pairs)
-    reranker, pairs = context.artifacts[key]
+        return reranker, pairs
+
+    reranker, pairs = context.memo(key, fit)
     report = {
         "train_questions": 0 if label_free else len(train),
         "eval_questions": len(evaluate),
@@ -257,20 +262,11 @@ class AssociationBenchRetriever:
             "training_seconds": round(
                 sum(m.report["training_stats"]["seconds"] for m in self.models), 2
             ),
-            "faiss_search_ms": _summary(self.faiss_ms),
-            "scoring_ms": _summary(self.scoring_ms),
-            "rerank_ms": _summary(self.rerank_ms),
+            "faiss_search_ms": summarize(self.faiss_ms),
+            "scoring_ms": summarize(self.scoring_ms),
+            "rerank_ms": summarize(self.rerank_ms),
             "rerank_over_faiss": round(rerank_median / faiss_median, 3),
         }
-
-
-def _summary(values: Sequence[float]) -> dict[str, float]:
-    if not values:
-        return {}
-    return {
-        "median": round(float(np.median(values)), 4),
-        "p95": round(float(np.percentile(values, 95)), 4),
-    }
 
 
 def build(context: BenchContext, mode: str) -> AssociationBenchRetriever:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rag_multihop.eval.registry import BenchContext, register_method
+from rag_multihop.eval.context import BenchContext
+from rag_multihop.eval.registry import register_method
 from rag_multihop.index.bm25 import BM25Retriever
 from rag_multihop.index.dense import DenseRetriever
 

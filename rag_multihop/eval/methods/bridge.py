@@ -46,8 +46,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from rag_multihop.bridge.judges import (
     AssociationJudge,
     EmbeddingJudge,
@@ -59,21 +57,17 @@ from rag_multihop.bridge.judges import (
 from rag_multihop.bridge.pipeline import BridgeRetriever, BridgeTrace
 from rag_multihop.bridge.queries import LLMQueryWriter, QueryWriter, TemplateQueryWriter
 from rag_multihop.bridge.settings import BridgeSettings
-from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.cache import CachedEncoder, MemoEncoder
+from rag_multihop.encoders.cache import MemoEncoder
+from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.groups import grouped_percentages, percent
-from rag_multihop.eval.harness import FoldRouter
 from rag_multihop.eval.methods.association import AAR_OPTIONS
 from rag_multihop.eval.methods.association import build as build_aar
 from rag_multihop.eval.metrics import recall_at_k
 from rag_multihop.eval.options import OPTION
-from rag_multihop.eval.registry import (
-    BenchContext,
-    declare_options,
-    declare_settings,
-    register_method,
-)
+from rag_multihop.eval.registry import declare_options, declare_settings, register_method
+from rag_multihop.eval.report import llm_usage, summarize
+from rag_multihop.eval.splits import FoldRouter
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.vectors import PassageVectors
 
@@ -164,16 +158,9 @@ class FoldedJudge:
         return await self.judges.route(query).ascore(query, bridge, entities, candidates)
 
 
-def _raw_encoder(context: BenchContext) -> Encoder:
-    """The encoder without its disk cache: per-query texts would each write a cache shard."""
-    return (
-        context.encoder.encoder if isinstance(context.encoder, CachedEncoder) else context.encoder
-    )
-
-
 def _vectors(context: BenchContext) -> PassageVectors:
     return PassageVectors(
-        _raw_encoder(context), ids=context.dataset.corpus.ids, vectors=context.passage_vectors
+        context.raw_encoder, ids=context.dataset.corpus.ids, vectors=context.passage_vectors
     )
 
 
@@ -200,16 +187,6 @@ def _aar_judge(context: BenchContext, weights: JudgeWeights) -> tuple[Judge, lis
         for m in aar.models
     ]
     return FoldedJudge(judges), report
-
-
-def _summary(values: Sequence[float]) -> dict[str, float]:
-    if not values:
-        return {}
-    return {
-        "mean": round(float(np.mean(values)), 4),
-        "median": round(float(np.median(values)), 4),
-        "p95": round(float(np.percentile(values, 95)), 4),
-    }
 
 
 class BridgeBenchRetriever:
@@ -277,10 +254,10 @@ class BridgeBenchRetriever:
                 "bridge_position": pipeline.settings.bridge_position,
             },
             "pool": {
-                "size": _summary([len(t.pool_ids) for t in self.traces]),
-                "entities": _summary([len(t.entities) for t in self.traces]),
+                "size": summarize([len(t.pool_ids) for t in self.traces]),
+                "entities": summarize([len(t.entities) for t in self.traces]),
                 "no_entities_share": percent([float(not t.entities) for t in self.traces]),
-                "queries": _summary([len(t.queries) for t in self.traces]),
+                "queries": summarize([len(t.queries) for t in self.traces]),
             },
         }
         extras["by_type"], extras["by_gold_count"] = self._groups()
@@ -303,24 +280,12 @@ class BridgeBenchRetriever:
         return extras
 
     def _llm_report(self) -> dict[str, Any]:
-        accounts = [t.account for t in self.traces if t.account is not None]
-        total = sum(accounts[1:], start=accounts[0]) if accounts else None
-        costs = [a.cost for a in accounts]
-        return {
-            "model": self.llm.model,
-            "total": None if total is None else total.to_dict(),
-            "per_query": {
-                "calls": _summary([a.calls for a in accounts]),
-                "cache_hits": _summary([a.cache_hits for a in accounts]),
-                "prompt_tokens": _summary([a.prompt_tokens for a in accounts]),
-                "completion_tokens": _summary([a.completion_tokens for a in accounts]),
-                "cost_usd": None
-                if any(c is None for c in costs)
-                else _summary([float(c) for c in costs if c is not None]),
-                "latency_s": _summary([t.seconds for t in self.traces]),
-                "fallbacks": _summary([t.fallbacks for t in self.traces]),
-            },
-        }
+        return llm_usage(
+            self.llm.model,
+            [t.account for t in self.traces if t.account is not None],
+            latencies=[t.seconds for t in self.traces],
+            fallbacks=[t.fallbacks for t in self.traces],
+        )
 
 
 def _flag(value: object, name: str) -> bool:
@@ -342,7 +307,7 @@ def build_bridge(context: BenchContext, judge: str) -> BridgeBenchRetriever:
     settings = BRIDGE_OPTIONS.read(context.options)
     llm = LLM_OPTIONS.read(context.options)
     # query-time texts are remembered in memory (repeated entities, sentences, prepare())
-    searcher = context.dense.with_encoder(MemoEncoder(_raw_encoder(context), MEMO_TEXTS))
+    searcher = context.dense.with_encoder(MemoEncoder(context.raw_encoder, MEMO_TEXTS))
     aar_report = None
     gold = False
     writer: QueryWriter

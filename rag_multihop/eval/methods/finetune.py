@@ -28,31 +28,25 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any
 
 from rag_multihop.coop.finetune import FineTuneResult, Triple, difficulty_weights, fine_tune
 from rag_multihop.coop.settings import FineTuneSettings
 from rag_multihop.encoders.cache import CachedEncoder
+from rag_multihop.eval.context import BenchContext, build_context
 from rag_multihop.eval.datasets import QAExample
-from rag_multihop.eval.harness import build_context
-from rag_multihop.eval.methods.coop import RaLaBenchRetriever, build_rala
-from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
+from rag_multihop.eval.methods.rala import RaLaBenchRetriever, build_rala
+from rag_multihop.eval.registry import declare_settings, register_method
 from rag_multihop.index.dense import DenseRetriever
+from rag_multihop.paths import cache_dir
 from rag_multihop.types import Candidate, Query
 
 logger = logging.getLogger(__name__)
 
 FT_OPTIONS = declare_settings("coop-finetune", FineTuneSettings, prefix="ft_")
 """``ft_*`` options: every :class:`FineTuneSettings` field."""
-
-
-def _cache_root() -> Path:
-    root = os.environ.get("RAG_MULTIHOP_CACHE") or Path.home() / ".cache" / "rag_multihop"
-    return Path(root) / "finetuned"
 
 
 def training_triples(
@@ -119,19 +113,25 @@ def fine_tuned_context(context: BenchContext, method: str) -> tuple[BenchContext
     run and recipe, kept on disk), and the training report."""
     tune = check_split(context, method)
     settings = FT_OPTIONS.read(context.options)
-    key = f"ft-context:{settings!r}"
-    if key in context.artifacts:
-        return context.artifacts[key]
+    return context.memo(
+        f"ft-context:{settings!r}", lambda: _fine_tune(context, method, tune, settings)
+    )
+
+
+def _fine_tune(
+    context: BenchContext,
+    method: str,
+    tune: Sequence[QAExample],
+    settings: FineTuneSettings,
+) -> tuple[BenchContext, dict[str, Any]]:
     from rag_multihop.encoders.sentence_transformer import SentenceTransformerEncoder
 
-    base = (
-        context.encoder.encoder if isinstance(context.encoder, CachedEncoder) else context.encoder
-    )
+    base = context.raw_encoder
     if not isinstance(base, SentenceTransformerEncoder):
         raise ValueError(f"{method} fine-tunes a sentence-transformers encoder, got {base.name!r}")
     triples, counts = training_triples(context, tune)
     weights = difficulty_weights(counts, settings.weighting)
-    folder = _cache_root() / _recipe_key(settings, triples, base.name)
+    folder = cache_dir("finetuned") / _recipe_key(settings, triples, base.name)
     meta = folder / "finetune.json"
     if meta.is_file():
         result = FineTuneResult(**{**json.loads(meta.read_text()), "path": folder})
@@ -162,7 +162,6 @@ def fine_tuned_context(context: BenchContext, method: str) -> tuple[BenchContext
         },
         "embed_seconds": round(embed_seconds, 1),
     }
-    context.artifacts[key] = (tuned, report)
     return tuned, report
 
 

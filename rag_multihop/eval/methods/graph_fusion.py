@@ -14,7 +14,7 @@ Registered when :mod:`rag_multihop.eval.registry` loads its core modules:
 - the pool-cap sweep ``pit-boltzmann-cap5``, ``-cap20``, ``-nocap`` (graph pool 5, 20, all);
 - ``pit-boltzmann-3way``: dense + graph + BM25 (BM25 pool capped at 20).
 
-The entity graph is built once per run (``context.artifacts``); its build time and size are
+The entity graph is built once per run (the context's memo); its build time and size are
 in each graph method's ``extras``. Options (``--option KEY=VALUE``):
 
 - ``graph_*`` (:class:`GraphBenchSettings`): the fields of
@@ -38,8 +38,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.options import FLATTEN
-from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
+from rag_multihop.eval.registry import declare_settings, register_method
 from rag_multihop.fusion.core import FusionSettings
 from rag_multihop.fusion.functions import get_fusion
 from rag_multihop.fusion.retriever import FusionRetriever
@@ -82,7 +83,8 @@ BM25_CAP = 20
 
 def shared_graph(context: BenchContext) -> tuple[EntityGraph, float]:
     """The run's entity graph and the seconds its build took (built on first use)."""
-    if "entity_graph" not in context.artifacts:
+
+    def build() -> tuple[EntityGraph, float]:
         start = time.perf_counter()
         graph = build_entity_graph(
             context.dataset.corpus,
@@ -90,9 +92,9 @@ def shared_graph(context: BenchContext) -> tuple[EntityGraph, float]:
         )
         seconds = time.perf_counter() - start
         logger.info("entity graph of %s built in %.1f s", context.dataset.name, seconds)
-        context.artifacts["entity_graph"] = (graph, seconds)
-    graph, seconds = context.artifacts["entity_graph"]
-    return graph, seconds
+        return graph, seconds
+
+    return context.memo("entity_graph", build)
 
 
 class _Benchmarked:

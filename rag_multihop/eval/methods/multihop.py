@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop.eval.context import BenchContext
 from rag_multihop.eval.datasets import QAExample
 from rag_multihop.eval.groups import grouped_percentages
 from rag_multihop.eval.methods.graph_fusion import shared_graph
 from rag_multihop.eval.metrics import recall_at_k
-from rag_multihop.eval.registry import BenchContext, declare_settings, register_method
+from rag_multihop.eval.registry import declare_settings, register_method
 from rag_multihop.multihop import MultiHopRetriever, MultiHopSettings, MultiHopTrace
 from rag_multihop.types import Candidate, Query
 

@@ -8,7 +8,7 @@ deferred import that tools see. Without the
 framework installed, building the peer raises ``ImportError`` naming the install command.
 
 Example:
-    >>> from rag_multihop.eval.registry import available_methods
+    >>> from rag_multihop.eval.methods import available_methods
     >>> sorted(n for n, m in available_methods().items() if n.startswith(("li-", "hs-")))
     ['hs-joiner-dbsf', 'hs-joiner-rrf', 'li-fusion-dbsf', 'li-fusion-relative', 'li-fusion-rrf']
 """
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rag_multihop.eval.registry import BenchContext, peer_child_k, register_method
+from rag_multihop.eval.context import BenchContext
+from rag_multihop.eval.registry import peer_child_k, register_method
 from rag_multihop.protocols import Retriever
 
 LLAMA_INDEX_PEERS: dict[str, tuple[str, str]] = {
