@@ -28,6 +28,7 @@ import re
 import string
 import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 T = TypeVar("T", bound=Hashable)
@@ -59,6 +60,17 @@ def normalize_entity(name: str) -> str:
     text = _PUNCTUATION.sub("", text)
     text = _SPACES.sub(" ", text).strip()
     return _ARTICLE.sub("", text)
+
+
+@lru_cache(maxsize=1 << 18)
+def normalize_word(word: str) -> str:
+    """:func:`normalize_entity` of one word, memoised (texts repeat their words, and title
+    matching normalises every word of every passage).
+
+    >>> normalize_word("Hitchcock's")
+    'hitchcock'
+    """
+    return normalize_entity(word)
 
 
 def normalize_answer(s: str) -> str:

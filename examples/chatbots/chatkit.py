@@ -73,14 +73,14 @@ class ChatMethod:
 METHODS: dict[str, ChatMethod] = {
     m.name: m
     for m in (
+        ChatMethod("dense", "Dense", "MiniLM cosine similarity, one hop", (index.SIGNALS,)),
         ChatMethod(
             "multihop",
-            "Multi-hop (LLM-free)",
-            "the best pair of passages for ranks 1-2 from the titles the question names, title "
-            "links and a residual cosine; links and the entity graph after",
+            "Multi-hop (persisted index)",
+            "best pair by names, title links and residual similarity, then links and the "
+            "entity graph; read from the corpus index saved beside the vectors",
             (multihop.SIGNALS,),
         ),
-        ChatMethod("dense", "Dense", "MiniLM cosine similarity, one hop", (index.SIGNALS,)),
         ChatMethod(
             "graph-fusion",
             "Graph fusion (PIT)",
@@ -249,6 +249,16 @@ class ChatCorpus:
                 self._graph = build_entity_graph(self.corpus, show_progress=True)
                 self._graph.save(path)
         return self._graph
+
+    def corpus_index(self) -> Path:
+        """The persistent corpus index of the passages (built once, then reopened)."""
+        from rag_multihop.store import CorpusIndex
+
+        path = self.folder / "corpus.idx"
+        if not (path / "CURRENT").is_file():
+            logger.info("indexing %d passages into %s (once)", len(self.corpus), path)
+            CorpusIndex.build(path, list(self.corpus), self.vectors, encoder=self.encoder)
+        return path
 
     def aar_model(self) -> Path:
         """A saved association model trained label-free on the corpus's title mentions."""

@@ -43,8 +43,8 @@ from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoi
 from haystack_integrations.components.rankers.rag_multihop import AssociationRanker, RaLaRanker
 from haystack_integrations.components.retrievers.rag_multihop import (
     BridgeRetriever,
+    CorpusIndexMultiHopRetriever,
     EntityGraphRetriever,
-    MultiHopRetriever,
 )
 
 from rag_multihop.llm import LLMAccount, LLMSettings
@@ -137,16 +137,18 @@ def _embedded(p: Pipeline, s: HaystackStack, top_k: int) -> None:
     p.connect("text_embedder.embedding", "dense.query_embedding")
 
 
-def build_multihop(p: Pipeline, s: HaystackStack) -> Wiring:
-    p.add_component("text_embedder", RagMultihopTextEmbedder())
-    p.add_component("multihop", MultiHopRetriever(s.store, top_k=TOP_K))
-    p.connect("text_embedder.embedding", "multihop.query_embedding")
-    return "multihop.documents", ["text_embedder.text", "multihop.query"]
-
-
 def build_dense(p: Pipeline, s: HaystackStack) -> Wiring:
     _embedded(p, s, TOP_K)
     return "dense.documents", ["text_embedder.text"]
+
+
+def build_multihop(p: Pipeline, s: HaystackStack) -> Wiring:
+    p.add_component("text_embedder", RagMultihopTextEmbedder())
+    p.add_component(
+        "multihop", CorpusIndexMultiHopRetriever(str(s.corpus.corpus_index()), top_k=TOP_K)
+    )
+    p.connect("text_embedder.embedding", "multihop.query_embedding")
+    return "multihop.documents", ["text_embedder.text", "multihop.query"]
 
 
 def build_graph_fusion(p: Pipeline, s: HaystackStack) -> Wiring:
@@ -182,8 +184,8 @@ def build_coop(p: Pipeline, s: HaystackStack) -> Wiring:
 
 
 RETRIEVAL: dict[str, Callable[[Pipeline, HaystackStack], Wiring]] = {
-    "multihop": build_multihop,
     "dense": build_dense,
+    "multihop": build_multihop,
     "graph-fusion": build_graph_fusion,
     "bridge": build_bridge,
     "aar": build_aar,

@@ -38,8 +38,8 @@ from llama_index.postprocessor.rag_multihop import AssociationRerank, RaLaRerank
 from llama_index.retrievers.rag_multihop import (
     SIGNALS_KEY,
     BridgeRetriever,
+    CorpusIndexMultiHopRetriever,
     EntityGraphRetriever,
-    MultiHopRetriever,
     PITFusionRetriever,
 )
 
@@ -121,16 +121,13 @@ class LlamaIndexStack:
 
 Built = tuple[BaseRetriever, list[BaseNodePostprocessor]]
 RETRIEVERS: dict[str, Callable[[LlamaIndexStack], Built]] = {
+    "dense": lambda s: (s.vector(TOP_K), []),
     "multihop": lambda s: (
-        MultiHopRetriever(
-            s.nodes,
-            similarity_top_k=TOP_K,
-            embed_model=s.embed_model,
-            graph=s.corpus.entity_graph(),
+        CorpusIndexMultiHopRetriever(
+            str(s.corpus.corpus_index()), similarity_top_k=TOP_K, embed_model=s.embed_model
         ),
         [],
     ),
-    "dense": lambda s: (s.vector(TOP_K), []),
     "graph-fusion": lambda s: (
         PITFusionRetriever(
             [s.vector(50), s.graph()],

@@ -1,5 +1,5 @@
-"""The ``rag-multihop`` command line: ``demo``, ``bench``, ``methods``, ``aar``, ``llm`` and
-``perf``."""
+"""The ``rag-multihop`` command line: ``demo``, ``bench``, ``methods``, ``aar``, ``llm``,
+``perf`` and ``index``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     from rag_multihop.cli.aar import add_aar_parser
     from rag_multihop.cli.bench import add_bench_parsers
     from rag_multihop.cli.demo import add_demo_parser
+    from rag_multihop.cli.index import add_index_parser
     from rag_multihop.cli.llm import add_llm_parser
     from rag_multihop.cli.perf import add_perf_parser
 
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rag-multihop",
         description="Multi-hop retrieval: run the demo, benchmark methods on a dataset, "
         "list the methods, train AAR models, serve the embedded local language model, "
-        "measure speed.",
+        "measure speed, build and update a persistent corpus index.",
     )
     parser.add_argument("--version", action="version", version=f"rag-multihop {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO level")
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_aar_parser(sub)
     add_llm_parser(sub)
     add_perf_parser(sub)
+    add_index_parser(sub)
     return parser
 
 

@@ -36,7 +36,7 @@ import logging
 import os
 import re
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -50,7 +50,7 @@ from rag_multihop._atomic import ArtifactError, artifact_path, atomic_directory,
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.text import normalize_entity, title_key
+from rag_multihop.text import normalize_entity, normalize_word, title_key
 from rag_multihop.validation import check_fraction, check_number, check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,8 @@ KIND = "rag_multihop.entity_graph"
 FORMAT_VERSION = 1
 META_FILE = "graph.json"
 DEFAULT_SYNONYM_THRESHOLD = 0.85
-_TOKEN = re.compile(r"[^\W_][\w'’\-.&]*", re.UNICODE)
+LINK_WORD = re.compile(r"[^\W_][\w'’\-.&]*", re.UNICODE)
+"""A word of a passage text as the entity graph's title links read it."""
 
 
 def corpus_fingerprint(corpus: Corpus) -> str:
@@ -275,20 +276,49 @@ def _title_links(
     rows: list[int] = []
     cols: list[int] = []
     for i, passage in enumerate(corpus):
-        words = _TOKEN.findall(passage.text)
-        normalised = [normalize_entity(word) for word in words]
-        targets: set[int] = set()
-        for start, word in enumerate(words):
-            if not (word[0].isupper() or word[0].isdigit()):
-                continue
-            for end in range(start + 1, min(start + max_title_words, len(words)) + 1):
-                key = " ".join(token for token in normalised[start:end] if token)
-                for j in by_title.get(key, ()):
-                    if j != i:
-                        targets.add(j)
+        targets = passage_title_links(
+            i, passage.text, lambda key: by_title.get(key, ()), max_title_words
+        )
         rows.extend([i] * len(targets))
-        cols.extend(sorted(targets))
+        cols.extend(targets)
     return rows, cols
+
+
+def passage_title_links(
+    row: int, text: str, rows_of: Callable[[str], Iterable[int]], max_title_words: int = 8
+) -> list[int]:
+    """The passages whose title key (:func:`~rag_multihop.text.title_key`) passage ``row``'s
+    ``text`` names, ascending, no self link; ``rows_of(key)`` gives the passages with that
+    key. A pure function of the text and the title dictionary (the entity graph's title links;
+    :mod:`rag_multihop.store` recomputes them for the passages a new title touches).
+
+    >>> titles = {"hitchcock": [1]}
+    >>> passage_title_links(0, "Rope is a Hitchcock film.", lambda key: titles.get(key, []))
+    [1]
+    """
+    words = LINK_WORD.findall(text)
+    normalised = [normalize_word(word) for word in words]
+    targets: set[int] = set()
+    for start, word in enumerate(words):
+        if not (word[0].isupper() or word[0].isdigit()):
+            continue
+        for end in range(start + 1, min(start + max_title_words, len(words)) + 1):
+            key = " ".join(token for token in normalised[start:end] if token)
+            for j in rows_of(key):
+                if j != row:
+                    targets.add(j)
+    return sorted(targets)
+
+
+def passage_entities(title: str, extracted: Sequence[str]) -> list[str]:
+    """The entity names a passage mentions in the graph: its own title key first, then the
+    extractor's names, normalised, deduplicated in order.
+
+    >>> passage_entities("Rope (film)", ["Alfred Hitchcock", "rope"])
+    ['rope', 'alfred hitchcock']
+    """
+    own = [title_key(title)] if title_key(title) else []
+    return [n for n in dict.fromkeys([*own, *(normalize_entity(n) for n in extracted)]) if n]
 
 
 def _synonym_pairs(
@@ -361,11 +391,9 @@ def build_entity_graph(
     rows: list[int] = []
     cols: list[int] = []
     for i, names in enumerate(extracted):
-        own = [keys[i]] if keys[i] else []
-        for name in dict.fromkeys([*own, *(normalize_entity(n) for n in names)]):
-            if name:
-                rows.append(i)
-                cols.append(entity_of.setdefault(name, len(entity_of)))
+        for name in passage_entities(corpus[i].title, names):
+            rows.append(i)
+            cols.append(entity_of.setdefault(name, len(entity_of)))
     names_list = list(entity_of)
     n_p, n_e = len(corpus), len(names_list)
     mentions = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_p, n_e))

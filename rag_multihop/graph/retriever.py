@@ -70,6 +70,9 @@ class GraphRetriever:
             graph nodes up), ...).
         seed_top_n, entity_share, use_entities, weights, damping, tol, max_iter, ppr,
             push_epsilon: override the same-named field of ``settings``.
+        check_corpus: check that ``graph`` was built from ``corpus`` (a hash of every
+            passage); ``False`` only where both come from one snapshot of a
+            :class:`~rag_multihop.store.CorpusIndex`, which keeps them consistent.
     """
 
     seed_top_n = SettingsField()
@@ -99,8 +102,10 @@ class GraphRetriever:
         max_iter: int | None = None,
         ppr: str | None = None,
         push_epsilon: float | None = None,
+        check_corpus: bool = True,
     ) -> None:
-        graph.check_corpus(corpus)
+        if check_corpus:
+            graph.check_corpus(corpus)
         self.settings = resolve_settings(
             GraphSettings,
             settings,

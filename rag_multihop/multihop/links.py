@@ -101,29 +101,17 @@ class LinkGraph:
         rows: list[int] = []
         cols: list[int] = []
         values: list[float] = []
-        contexts: dict[tuple[int, int], set[str]] = {}
+        contexts: dict[tuple[int, int], frozenset[str]] = {}
         for a, passage in enumerate(corpus):
-            found = titles.mentions(passage.text)
-            for mention in found.mentions:
-                around = found.tokens[max(0, mention.start - window) : mention.start]
-                around += found.tokens[mention.end : mention.end + window]
-                for c, weight in mention.referents.items():
-                    if c == a:
-                        continue
-                    rows.append(a)
-                    cols.append(c)
-                    values.append(weight)
-                    contexts.setdefault((a, c), set()).update(stems(around))
+            for c, weight, context in passage_links(a, passage.text, titles, window=window):
+                rows.append(a)
+                cols.append(c)
+                values.append(weight)
+                contexts[(a, c)] = context
         n = len(corpus)
         matrix = sparse.coo_matrix((values, (rows, cols)), shape=(n, n)).tocsr()
-        matrix.sum_duplicates()
-        matrix.data = np.minimum(matrix.data, 1.0)
         in_links = np.asarray((matrix > 0).sum(axis=0)).ravel()
-        return cls(
-            matrix,
-            specificity(in_links, n),
-            {key: frozenset(value) for key, value in contexts.items()},
-        )
+        return cls(matrix, specificity(in_links, n), contexts)
 
     @property
     def n_links(self) -> int:
@@ -143,6 +131,33 @@ class LinkGraph:
     def context(self, source: int, target: int) -> frozenset[str]:
         """The stems around ``target``'s name in ``source`` (empty when it does not link)."""
         return self.contexts.get((source, target), frozenset())
+
+
+def passage_links(
+    row: int, text: str, titles: TitleIndex, *, window: int = DEFAULT_WINDOW
+) -> list[tuple[int, float, frozenset[str]]]:
+    """The title links of one passage (row ``row``, text ``text``): ``(target, weight,
+    context stems)`` by ascending target, weights of repeated names summed and capped at 1.
+    A pure function of the text and the title dictionary, so an index can recompute the
+    links of the passages a new title touches (:mod:`rag_multihop.store`).
+
+    >>> titles = TitleIndex(["Rope", "Alfred Hitchcock"])
+    >>> [(c, w, sorted(stems)) for c, w, stems in passage_links(0, "Rope was directed by "
+    ...  "Alfred Hitchcock.", titles)]
+    [(1, 1.0, ['direc', 'rope'])]
+    """
+    found = titles.mentions(text)
+    weights: dict[int, float] = {}
+    contexts: dict[int, set[str]] = {}
+    for mention in found.mentions:
+        around = found.tokens[max(0, mention.start - window) : mention.start]
+        around += found.tokens[mention.end : mention.end + window]
+        for c, weight in mention.referents.items():
+            if c == row:
+                continue
+            weights[c] = weights.get(c, 0.0) + weight
+            contexts.setdefault(c, set()).update(stems(around))
+    return [(c, min(weights[c], 1.0), frozenset(contexts[c])) for c in sorted(weights)]
 
 
 DEFAULT_MAX_ENTITY_PASSAGES = 50

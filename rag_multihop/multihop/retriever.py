@@ -58,7 +58,7 @@ import logging
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -82,6 +82,9 @@ from rag_multihop.multihop.settings import MultiHopSettings
 from rag_multihop.multihop.titles import TextMentions, TitleIndex
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+
+if TYPE_CHECKING:
+    from rag_multihop.store.snapshot import IndexSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -252,6 +255,11 @@ class MultiHopRetriever:
         settings = self.settings
         if graph is None and (settings.graph_tail or settings.entity_weight > 0):
             graph = build_entity_graph(corpus)
+        self._attach_graph(graph, check_corpus=True)
+
+    def _attach_graph(self, graph: EntityGraph | None, *, check_corpus: bool) -> None:
+        """The shared-entity postings and the graph tail's retriever over ``graph``."""
+        settings = self.settings
         self.shared: SharedEntities | None = None
         if graph is not None and settings.entity_weight > 0:
             self.shared = SharedEntities.from_graph(
@@ -261,11 +269,51 @@ class MultiHopRetriever:
         if graph is not None and settings.graph_tail:
             self.graph_retriever = GraphRetriever(
                 graph,
-                corpus,
+                self.corpus,
                 settings=GraphSettings(
                     seed_top_n=2, entity_share=settings.graph_entity_share, ppr=settings.ppr
                 ),
+                check_corpus=check_corpus,
             )
+
+    @classmethod
+    def from_index(
+        cls,
+        snapshot: IndexSnapshot,
+        *,
+        encoder: Encoder | None = None,
+        settings: MultiHopSettings | None = None,
+        **overrides: Any,
+    ) -> MultiHopRetriever:
+        """The retriever over an opened index (:meth:`CorpusIndex.snapshot()
+        <rag_multihop.store.CorpusIndex.snapshot>`), built from its stored structures
+        without reading or re-extracting any text; its rankings equal those of
+        ``MultiHopRetriever(corpus, vectors)`` over the same passages in the same order."""
+        self = cls.__new__(cls)
+        self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
+        if snapshot.n_live == 0:
+            raise ValueError(f"the index at {snapshot.root} holds no passages")
+        if self.settings.context_window != snapshot.settings.context_window:
+            raise ValueError(
+                f"context_window {self.settings.context_window} differs from the index's "
+                f"{snapshot.settings.context_window} (its links were stored with that window)"
+            )
+        if encoder is not None and encoder.dim != snapshot.dim:
+            raise ValueError(f"encoder dimension {encoder.dim} != the index's {snapshot.dim}")
+        self.corpus = snapshot.corpus
+        self.vectors = snapshot.vectors
+        self.index = snapshot.dense_index
+        self._ids = self.corpus.ids
+        self._row = {pid: i for i, pid in enumerate(self._ids)}
+        self.encoder = encoder
+        self.titles = snapshot.title_index
+        self.links = snapshot.link_graph
+        s = self.settings
+        self._attach_graph(
+            snapshot.entity_graph if s.graph_tail or s.entity_weight > 0 else None,
+            check_corpus=False,
+        )
+        return self
 
     @classmethod
     def from_corpus(

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from rag_multihop.text import normalize_entity, strip_disambiguation
+from rag_multihop.text import normalize_word, strip_disambiguation
 from rag_multihop.validation import check_positive_int
 
 _WORD = re.compile(r"[^\W_]+|&", re.UNICODE)
@@ -58,7 +58,7 @@ def title_tokens(text: str) -> list[tuple[str, str]]:
     """
     pairs = []
     for match in _WORD.finditer(html.unescape(text)):
-        token = "and" if match.group() == "&" else normalize_entity(match.group())
+        token = "and" if match.group() == "&" else normalize_word(match.group())
         if token:
             pairs.append((match.group(), token))
     return pairs

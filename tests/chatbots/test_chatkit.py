@@ -70,6 +70,21 @@ def test_corpus_is_embedded_once_then_loaded(tmp_path: Path, hashing_encoder) ->
     assert Counting.calls == 2 and changed.folder != first.folder
 
 
+def test_the_corpus_index_is_built_once_then_reopened(tmp_path: Path, hashing_encoder) -> None:
+    from rag_multihop.store import CorpusIndex
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("Alpha founded Beta.\n\nBeta is in Gamma.")
+    corpus = chatkit.load_chat_corpus(tmp_path / "docs", encoder=hashing_encoder, cache=tmp_path)
+    path = corpus.corpus_index()
+    pointer = (path / "CURRENT").stat().st_mtime_ns
+    again = chatkit.load_chat_corpus(tmp_path / "docs", encoder=hashing_encoder, cache=tmp_path)
+    assert again.corpus_index() == path and (path / "CURRENT").stat().st_mtime_ns == pointer
+    index = CorpusIndex(path)
+    assert index.snapshot().corpus.ids == corpus.corpus.ids
+    assert index.encoder_matches(hashing_encoder)
+
+
 def test_questions_empty_and_too_long_are_refused() -> None:
     with pytest.raises(ChatInputError, match="Type a question first"):
         chatkit.check_question("   ", LOCAL)
@@ -81,7 +96,7 @@ def test_questions_empty_and_too_long_are_refused() -> None:
 
 def test_unknown_method_and_incomplete_builders() -> None:
     with pytest.raises(
-        ChatInputError, match="choose from: multihop, dense, graph-fusion, bridge, aar, coop"
+        ChatInputError, match="choose from: dense, multihop, graph-fusion, bridge, aar, coop"
     ):
         chatkit.get_method("coop-typo")
     with pytest.raises(RuntimeError, match=r"missing \['aar', 'coop', 'multihop'\]"):

@@ -116,3 +116,13 @@ def test_the_chain_comes_from_the_components_trace(stack: HaystackStack, method:
     first = trace["bridge_id"] if method == "bridge" else trace["pair"][0]
     hop1 = [e.source.id for e in result.evidence if e.step == "hop 1"]
     assert hop1[0] == first and any(e.step == "hop 2" for e in result.evidence)
+
+
+def test_multihop_reads_the_persisted_corpus_index(stack: HaystackStack) -> None:
+    chat = HaystackChat(stack, SETTINGS, "multihop", generator_factory=lambda s: FakeGenerator())
+    result = chat.stream(QUESTION).run()
+    sources = result.retrieval.sources
+    assert result.retrieval.method == "multihop" and len(sources) == chatkit.TOP_K
+    assert sum(bool(s.signals.get("pair")) for s in sources) == 2
+    assert (stack.corpus.folder / "corpus.idx" / "CURRENT").is_file()
+    assert {"hop 1", "hop 2"} <= {e.step for e in result.evidence}

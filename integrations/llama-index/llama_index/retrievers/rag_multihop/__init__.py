@@ -9,6 +9,10 @@
   ``custom_embedding_strs``) and :class:`CoopQueryEngine` (chain completion and answer).
 - :class:`MultiHopRetriever`: the LLM-free multi-hop retriever (best pair for ranks 1-2, title
   links, entity-graph tail) over nodes.
+- :class:`CorpusIndexWriter` (an ``IngestionPipeline`` transform that upserts nodes into a
+  persistent :class:`rag_multihop.store.CorpusIndex`, with a delete path) and
+  :class:`CorpusIndexMultiHopRetriever` (the multi-hop retriever reading that index,
+  reopened when its version moves).
 - :func:`nodes_to_corpus`: the rag-multihop corpus of nodes (to train an association model or
   build an entity graph over an index's nodes); :data:`SIGNALS_KEY`, the node metadata key
   under which every component of this package writes its signals.
@@ -25,6 +29,10 @@ from llama_index.retrievers.rag_multihop.coop import (
     CoopRetriever,
     UnrollingQueryTransform,
 )
+from llama_index.retrievers.rag_multihop.corpus_index import (
+    CorpusIndexMultiHopRetriever,
+    CorpusIndexWriter,
+)
 from llama_index.retrievers.rag_multihop.fusion import PITFusionRetriever
 from llama_index.retrievers.rag_multihop.graph import EntityGraphRetriever
 from llama_index.retrievers.rag_multihop.multihop import MultiHopRetriever
@@ -39,6 +47,8 @@ __all__ = [
     "BridgeRetriever",
     "CoopQueryEngine",
     "CoopRetriever",
+    "CorpusIndexMultiHopRetriever",
+    "CorpusIndexWriter",
     "EntityGraphRetriever",
     "MultiHopRetriever",
     "PITFusionRetriever",

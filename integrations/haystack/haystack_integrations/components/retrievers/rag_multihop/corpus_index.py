@@ -1,0 +1,120 @@
+"""``CorpusIndexMultiHopRetriever``: the multi-hop retriever reading a persistent corpus index.
+
+The index is the one a
+:class:`~haystack_integrations.components.writers.rag_multihop.CorpusIndexWriter` (or
+``rag-multihop index``) keeps; the document store is never read. Before each run the
+component compares the index's version with the one it opened and reopens it (memory maps,
+no rebuild) only when a writer has moved on: staleness by version, not by document count.
+Returned documents are new ``Document`` objects (id, content, ``meta["title"]``) with the
+score and every signal in ``meta["rag_multihop_signals"]``.
+
+Example:
+    >>> import tempfile
+    >>> from haystack import Document
+    >>> from haystack_integrations.components.writers.rag_multihop import CorpusIndexWriter
+    >>> path = tempfile.mkdtemp() + "/corpus.idx"
+    >>> CorpusIndexWriter(path).run([
+    ...     Document(id="pw", content="Polish Wedding is a film by Theresa Connelly.",
+    ...              meta={"title": "Polish Wedding"}, embedding=[1.0, 0.0, 0.0]),
+    ...     Document(id="tc", content="Theresa Connelly was born in Philadelphia.",
+    ...              meta={"title": "Theresa Connelly"}, embedding=[0.6, 0.8, 0.0])])
+    {'documents_written': 2}
+    >>> retriever = CorpusIndexMultiHopRetriever(path, top_k=2)
+    >>> out = retriever.run(query="Where was the director of Polish Wedding born?",
+    ...                     query_embedding=[0.9, 0.3, 0.1])
+    >>> [d.id for d in out["documents"]], out["version"]
+    (['pw', 'tc'], 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, TITLE_KEY
+
+from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
+from rag_multihop.multihop import MultiHopSettings
+from rag_multihop.store import CorpusIndex, IndexSnapshot
+from rag_multihop.types import Query
+from rag_multihop.validation import check_positive_int
+
+
+@component
+class CorpusIndexMultiHopRetriever:
+    """The multi-hop retriever over the corpus index at ``index_path`` (module docstring).
+
+    Args:
+        index_path: the index folder.
+        top_k: documents returned (``run(top_k=...)`` overrides it).
+        settings: :class:`rag_multihop.multihop.MultiHopSettings` or a dict of its fields.
+    """
+
+    def __init__(
+        self,
+        index_path: str,
+        *,
+        top_k: int = 10,
+        settings: MultiHopSettings | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.index_path = index_path
+        self.top_k = check_positive_int(top_k, "top_k")
+        if isinstance(settings, Mapping):
+            settings = MultiHopSettings(**settings)
+        self.settings = settings or MultiHopSettings()
+        self._snapshot: IndexSnapshot | None = None
+        self._core: CoreMultiHopRetriever | None = None
+
+    def warm_up(self) -> None:
+        """Open the index (again when a writer has made a new version)."""
+        self._current()
+
+    def _current(self) -> CoreMultiHopRetriever:
+        if self._snapshot is None or self._core is None or not self._snapshot.is_current():
+            self._snapshot = CorpusIndex(self.index_path).snapshot()
+            self._core = CoreMultiHopRetriever.from_index(self._snapshot, settings=self.settings)
+        return self._core
+
+    @component.output_types(documents=list[Document], version=int, trace=dict[str, Any])
+    def run(
+        self, query: str, query_embedding: list[float], top_k: int | None = None
+    ) -> dict[str, Any]:
+        """The ``top_k`` best documents for ``query`` (``query_embedding``: a text
+        embedder's output) and the index version they came from."""
+        k = check_positive_int(top_k if top_k is not None else self.top_k, "top_k")
+        core = self._current()
+        vector = np.asarray(query_embedding, dtype=np.float32)
+        result = core.run(Query(query, embedding=vector), k)
+        documents = [
+            Document(
+                id=c.id,
+                content=c.passage.text,
+                meta={
+                    TITLE_KEY: c.passage.title,
+                    SIGNALS_KEY: {n: float(v) for n, v in c.signals.items()},
+                },
+                score=float(c.score),
+            )
+            for c in result.candidates
+        ]
+        assert self._snapshot is not None
+        return {
+            "documents": documents,
+            "version": self._snapshot.version,
+            "trace": result.trace.to_dict(),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            index_path=self.index_path,
+            top_k=self.top_k,
+            settings=dataclasses.asdict(self.settings),
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CorpusIndexMultiHopRetriever:
+        return default_from_dict(cls, data)

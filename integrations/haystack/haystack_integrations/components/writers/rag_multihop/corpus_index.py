@@ -1,0 +1,78 @@
+"""``CorpusIndexWriter``: keeps a persistent rag-multihop corpus index in step with an indexing
+pipeline.
+
+Put it after the document embedder (beside or after a ``DocumentWriter``): every document of
+``run(documents=...)`` is upserted into the :class:`rag_multihop.store.CorpusIndex` at
+``index_path`` (created on the first run with the documents' embedding dimension; a document
+already there is replaced). :meth:`CorpusIndexWriter.delete_documents` is the delete path
+(call it where you delete from your document store). Documents become passages by the
+package's rule (``Document.id``, ``content``, ``meta["title"]``).
+:class:`~haystack_integrations.components.retrievers.rag_multihop.CorpusIndexMultiHopRetriever`
+reads the index.
+
+Example:
+    >>> import tempfile
+    >>> from haystack import Document
+    >>> writer = CorpusIndexWriter(index_path=tempfile.mkdtemp() + "/corpus.idx")
+    >>> writer.run([Document(id="rope", content="Rope is a film.", meta={"title": "Rope"},
+    ...                      embedding=[1.0, 0.0])])
+    {'documents_written': 1}
+    >>> writer.delete_documents(["rope"])
+    2
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from rag_multihop.store import CorpusIndex
+from rag_multihop.store.segment import POINTER
+from rag_multihop.types import Passage
+
+
+@component
+class CorpusIndexWriter:
+    """Upserts documents into the corpus index at ``index_path`` (module docstring)."""
+
+    def __init__(self, index_path: str) -> None:
+        if not isinstance(index_path, str) or not index_path:
+            raise ValueError(f"index_path must be a non-empty path string, got {index_path!r}")
+        self.index_path = index_path
+
+    @component.output_types(documents_written=int)
+    def run(self, documents: list[Document]) -> dict[str, int]:
+        """Upsert ``documents`` (each needs its ``embedding``: put this after the embedder)."""
+        if not documents:
+            return {"documents_written": 0}
+        missing = [d.id for d in documents if d.embedding is None]
+        if missing:
+            raise ValueError(
+                f"{len(missing)} document(s) have no embedding, e.g. {missing[:3]}; put "
+                "CorpusIndexWriter after the document embedder"
+            )
+        passages = [
+            Passage(d.id, d.content or "", str(d.meta.get("title", "") or "")) for d in documents
+        ]
+        vectors = np.asarray([d.embedding for d in documents], dtype=np.float32)
+        self._index(vectors.shape[1]).upsert(passages, vectors)
+        return {"documents_written": len(documents)}
+
+    def delete_documents(self, document_ids: list[str], *, missing_ok: bool = True) -> int:
+        """Delete documents from the index by id; the index's new version."""
+        return CorpusIndex(self.index_path).delete(document_ids, missing_ok=missing_ok)
+
+    def _index(self, dim: int) -> CorpusIndex:
+        if (Path(self.index_path) / POINTER).exists():
+            return CorpusIndex(self.index_path)
+        return CorpusIndex.create(self.index_path, dim=dim)
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, index_path=self.index_path)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CorpusIndexWriter:
+        return default_from_dict(cls, data)

@@ -1,0 +1,89 @@
+"""An indexing pipeline keeps a persistent corpus index in step (writer + delete path); the
+query component reads the index and notices new versions without reading the store."""
+
+from __future__ import annotations
+
+import pytest
+from haystack import Document, Pipeline
+from haystack.components.writers import DocumentWriter
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.components.retrievers.rag_multihop import (
+    CorpusIndexMultiHopRetriever,
+    MultiHopRetriever,
+)
+from haystack_integrations.components.writers.rag_multihop import CorpusIndexWriter
+from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+TEXTS = {
+    "pw": ("Polish Wedding", "Polish Wedding is a 1998 film directed by Theresa Connelly."),
+    "tc": ("Theresa Connelly", "Theresa Connelly is an American director born in Philadelphia."),
+    "ph": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
+    "cd": ("Claire Danes", "Claire Danes is an American actress."),
+}
+QUESTION = "Where was the director of the film Polish Wedding born?"
+
+
+def _documents(ids):
+    return [Document(id=i, content=TEXTS[i][1], meta={"title": TEXTS[i][0]}) for i in ids]
+
+
+def _indexing(store, path) -> Pipeline:
+    pipeline = Pipeline()
+    pipeline.add_component("embedder", HashingDocumentEmbedder())
+    pipeline.add_component("store_writer", DocumentWriter(store))
+    pipeline.add_component("index_writer", CorpusIndexWriter(path))
+    pipeline.connect("embedder.documents", "store_writer.documents")
+    pipeline.connect("embedder.documents", "index_writer.documents")
+    return pipeline
+
+
+class _CountingStore(InMemoryDocumentStore):
+    reads = 0
+
+    def filter_documents(self, filters=None):
+        type(self).reads += 1
+        return super().filter_documents(filters)
+
+
+def test_an_indexing_pipeline_feeds_the_index_and_the_query_side_follows(tmp_path) -> None:
+    path = str(tmp_path / "corpus.idx")
+    store = _CountingStore()
+    indexing = _indexing(store, path)
+    indexing.run({"embedder": {"documents": _documents(["pw", "cd"])}})
+    retriever = CorpusIndexMultiHopRetriever(path, top_k=3)
+    query = HashingTextEmbedder().run(QUESTION)["embedding"]
+    first = retriever.run(query=QUESTION, query_embedding=query)
+    assert first["version"] == 1 and [d.id for d in first["documents"]] == ["pw", "cd"]
+
+    indexing.run({"embedder": {"documents": _documents(["tc", "ph"])}})
+    second = retriever.run(query=QUESTION, query_embedding=query)
+    assert second["version"] == 2 and store.count_documents() == 4
+    reads = _CountingStore.reads
+    in_memory = MultiHopRetriever(store, top_k=3).run(query=QUESTION, query_embedding=query)
+    assert _CountingStore.reads > reads  # the store-backed component reads the store...
+    assert [d.id for d in second["documents"]] == [d.id for d in in_memory["documents"]]
+    assert [d.score for d in second["documents"]] == pytest.approx(
+        [d.score for d in in_memory["documents"]]
+    )
+
+    CorpusIndexWriter(path).delete_documents(["tc"])
+    third = retriever.run(query=QUESTION, query_embedding=query)
+    assert third["version"] == 3 and "tc" not in [d.id for d in third["documents"]]
+    assert third["documents"][0].meta["rag_multihop_signals"]["pair"] > 0
+
+
+def test_the_components_serialise_and_refuse_bad_input(tmp_path) -> None:
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(path)
+    assert CorpusIndexWriter.from_dict(writer.to_dict()).index_path == path
+    with pytest.raises(ValueError, match="no embedding.*after the document embedder"):
+        writer.run(_documents(["pw"]))
+    with pytest.raises(ValueError, match="index_path must be a non-empty path"):
+        CorpusIndexWriter("")
+    assert writer.run([]) == {"documents_written": 0}
+    writer.run(HashingDocumentEmbedder().run(_documents(["pw", "tc"]))["documents"])
+    retriever = CorpusIndexMultiHopRetriever(path, top_k=2, settings={"first_hops": 3})
+    again = CorpusIndexMultiHopRetriever.from_dict(retriever.to_dict())
+    assert again.settings.first_hops == 3 and again.top_k == 2
+    with pytest.raises(ValueError, match="top_k must be a positive integer"):
+        CorpusIndexMultiHopRetriever(path, top_k=0)

@@ -1,0 +1,188 @@
+"""A persistent rag-multihop corpus index fed by an ``IngestionPipeline`` and read by a retriever.
+
+- :class:`CorpusIndexWriter` is a ``TransformComponent``: put it after the embed model in an
+  ``IngestionPipeline`` and every node that goes through is upserted into the
+  :class:`rag_multihop.store.CorpusIndex` at ``index_path`` (created on the first call, with
+  the nodes' embedding dimension); :meth:`CorpusIndexWriter.delete` removes nodes by id (call
+  it where you call ``delete_ref_doc`` / ``delete_nodes`` on your index). Nodes pass through
+  unchanged, so the pipeline's vector store still gets them.
+- :class:`CorpusIndexMultiHopRetriever` answers from the persisted index (the core's
+  ``MultiHopRetriever.from_index``): it never reads the vector store's documents, and before
+  each query compares the index's version with the one it opened, reopening (no rebuild:
+  memory maps) only when a writer has moved on.
+
+Nodes become passages by the package's rule (node id, own text, ``metadata["title"]``);
+returned nodes are ``TextNode``s with that id, text and title and every signal under
+``metadata["rag_multihop_signals"]``.
+
+Example:
+    >>> import tempfile
+    >>> from llama_index.core.ingestion import IngestionPipeline
+    >>> from llama_index.core.schema import TextNode
+    >>> path = tempfile.mkdtemp() + "/corpus.idx"
+    >>> pipeline = IngestionPipeline(transformations=[CorpusIndexWriter(index_path=path)])
+    >>> nodes = pipeline.run(nodes=[
+    ...     TextNode(id_="pw", text="Polish Wedding is a film by Theresa Connelly.",
+    ...              metadata={"title": "Polish Wedding"}, embedding=[1.0, 0.0, 0.0]),
+    ...     TextNode(id_="tc", text="Theresa Connelly was born in Philadelphia.",
+    ...              metadata={"title": "Theresa Connelly"}, embedding=[0.6, 0.8, 0.0])])
+    >>> retriever = CorpusIndexMultiHopRetriever(path, similarity_top_k=2)
+    >>> query = QueryBundle("Where was the director of Polish Wedding born?",
+    ...                     embedding=[0.9, 0.3, 0.1])
+    >>> [n.node.node_id for n in retriever.retrieve(query)]
+    ['pw', 'tc']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
+from llama_index.core.schema import (
+    BaseNode,
+    NodeWithScore,
+    QueryBundle,
+    TextNode,
+    TransformComponent,
+)
+from llama_index.retrievers.rag_multihop._convert import (
+    TITLE_KEY,
+    ThreadTrace,
+    as_encoder,
+    node_to_passage,
+    settings_embed_model,
+    with_signals,
+)
+
+from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
+from rag_multihop.multihop import MultiHopSettings
+from rag_multihop.store import CorpusIndex, IndexSnapshot
+from rag_multihop.store.segment import POINTER
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_positive_int
+
+
+class CorpusIndexWriter(TransformComponent):
+    """Upserts the nodes of a pipeline run into the corpus index at ``index_path``.
+
+    Every node needs its ``embedding`` (put the writer after the embed model).
+    """
+
+    index_path: str
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        if not nodes:
+            return nodes
+        missing = [node.node_id for node in nodes if node.embedding is None]
+        if missing:
+            raise ValueError(
+                f"{len(missing)} node(s) have no embedding, e.g. {missing[:3]}; put "
+                "CorpusIndexWriter after the embed model in the pipeline"
+            )
+        passages = [_plain(node_to_passage(node)) for node in nodes]
+        vectors = np.asarray([node.embedding for node in nodes], dtype=np.float32)
+        self._index(vectors.shape[1]).upsert(passages, vectors)
+        return nodes
+
+    def delete(self, node_ids: Sequence[str], *, missing_ok: bool = True) -> int:
+        """Delete nodes from the index by id; the index's new version."""
+        return CorpusIndex(self.index_path).delete(node_ids, missing_ok=missing_ok)
+
+    def _index(self, dim: int) -> CorpusIndex:
+        if (Path(self.index_path) / POINTER).exists():
+            return CorpusIndex(self.index_path)
+        return CorpusIndex.create(self.index_path, dim=dim)
+
+
+def _plain(passage: Passage) -> Passage:
+    """The passage without the node riding in its metadata (the index keeps no objects)."""
+    return Passage(passage.id, passage.text, passage.title)
+
+
+class CorpusIndexMultiHopRetriever(BaseRetriever):
+    """The multi-hop retriever over a persisted corpus index (module docstring).
+
+    Args:
+        index_path: the index folder (written by :class:`CorpusIndexWriter` or
+            ``rag-multihop index``).
+        similarity_top_k: nodes returned (``> 0``).
+        embed_model: embeds queries without an embedding (default:
+            ``Settings.embed_model``).
+        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``overrides`` replace
+            single fields.
+
+    ``last_trace`` is the core :class:`~rag_multihop.multihop.MultiHopTrace` of the last query
+    run in the calling thread.
+    """
+
+    last_trace = ThreadTrace()
+
+    def __init__(
+        self,
+        index_path: str | Path,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        settings: MultiHopSettings | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **overrides: Any,
+    ) -> None:
+        self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
+        self.index = CorpusIndex(index_path)
+        self._embed_model = embed_model or settings_embed_model()
+        self._settings = settings
+        self._overrides = overrides
+        self._snapshot: IndexSnapshot | None = None
+        self._core: CoreMultiHopRetriever | None = None
+        self.core  # noqa: B018 - open now: bad settings and a bad index fail here
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def core(self) -> CoreMultiHopRetriever:
+        """The core retriever over the index's current version (reopened when stale)."""
+        if self._snapshot is None or self._core is None or not self._snapshot.is_current():
+            self._snapshot = self.index.snapshot()
+            encoder = None if self._embed_model is None else as_encoder(self._embed_model)
+            self._core = CoreMultiHopRetriever.from_index(
+                self._snapshot, encoder=encoder, settings=self._settings, **self._overrides
+            )
+        return self._core
+
+    @property
+    def version(self) -> int:
+        """The index version the last query read."""
+        self.core  # noqa: B018
+        assert self._snapshot is not None
+        return self._snapshot.version
+
+    def _ranked(
+        self, query_bundle: QueryBundle, embedding: Sequence[float] | None
+    ) -> list[NodeWithScore]:
+        if embedding is None:
+            raise ValueError(
+                "the query bundle carries no embedding and no embed model is set: pass "
+                "embed_model=..., set Settings.embed_model, or give QueryBundle(embedding=...)"
+            )
+        query = Query(query_bundle.query_str, embedding=np.asarray(embedding, dtype=np.float32))
+        result = self.core.run(query, self.similarity_top_k)
+        self.last_trace = result.trace
+        return [_node(c) for c in result.candidates]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        embedding = query_bundle.embedding
+        if embedding is None and self._embed_model is not None:
+            embedding = self._embed_model.get_query_embedding(query_bundle.query_str)
+        return self._ranked(query_bundle, embedding)
+
+
+def _node(candidate: Candidate) -> NodeWithScore:
+    p = candidate.passage
+    node = TextNode(id_=p.id, text=p.text, metadata={TITLE_KEY: p.title})
+    return NodeWithScore(node=with_signals(node, candidate.signals), score=float(candidate.score))

@@ -1,0 +1,96 @@
+"""An IngestionPipeline keeps a persistent corpus index in step; the retriever reads it and
+notices new versions (no document count, no re-read of a store)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.schema import QueryBundle, TextNode
+from llama_index.core.vector_stores import SimpleVectorStore
+from llama_index.retrievers.rag_multihop import (
+    SIGNALS_KEY,
+    CorpusIndexMultiHopRetriever,
+    CorpusIndexWriter,
+    MultiHopRetriever,
+)
+
+from rag_multihop.store import CorpusIndex
+
+TEXTS = {
+    "pw": ("Polish Wedding", "Polish Wedding is a 1998 film directed by Theresa Connelly."),
+    "tc": ("Theresa Connelly", "Theresa Connelly is an American director born in Philadelphia."),
+    "ph": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
+    "cd": ("Claire Danes", "Claire Danes is an American actress."),
+}
+QUESTION = "Where was the director of the film Polish Wedding born?"
+
+
+def _nodes(ids):
+    return [TextNode(id_=i, text=TEXTS[i][1], metadata={"title": TEXTS[i][0]}) for i in ids]
+
+
+def _ids(retriever, embed_model) -> list[str]:
+    bundle = QueryBundle(QUESTION, embedding=embed_model.get_query_embedding(QUESTION))
+    return [n.node.node_id for n in retriever.retrieve(bundle)]
+
+
+def test_a_pipeline_feeds_the_index_and_the_retriever_follows_its_versions(
+    tmp_path, hashing_embedding
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    store = SimpleVectorStore()
+    pipeline = IngestionPipeline(
+        transformations=[hashing_embedding, CorpusIndexWriter(index_path=path)],
+        vector_store=store,
+    )
+    pipeline.run(nodes=_nodes(["pw", "cd"]))
+    retriever = CorpusIndexMultiHopRetriever(
+        path, similarity_top_k=3, embed_model=hashing_embedding
+    )
+    assert retriever.version == 1 and _ids(retriever, hashing_embedding) == ["pw", "cd"]
+    assert len(store.data.embedding_dict) == 2  # the pipeline's vector store still gets them
+
+    pipeline.run(nodes=_nodes(["tc", "ph"]))
+    ids = _ids(retriever, hashing_embedding)
+    assert retriever.version == 2 and ids[:2] == ["pw", "tc"]
+    in_memory = MultiHopRetriever(
+        [
+            TextNode(
+                id_=n.node_id,
+                text=n.text,
+                metadata=n.metadata,
+                embedding=hashing_embedding.get_text_embedding(f"{n.metadata['title']}\n{n.text}"),
+            )
+            for n in _nodes(["pw", "cd", "tc", "ph"])
+        ],
+        similarity_top_k=3,
+        embed_model=hashing_embedding,
+    )
+    assert ids == _ids(in_memory, hashing_embedding)
+
+    CorpusIndexWriter(index_path=path).delete(["tc"])
+    result = retriever.retrieve(
+        QueryBundle(QUESTION, embedding=hashing_embedding.get_query_embedding(QUESTION))
+    )
+    assert retriever.version == 3 and "tc" not in [n.node.node_id for n in result]
+    assert SIGNALS_KEY in result[0].node.metadata
+    assert SIGNALS_KEY in result[0].node.excluded_llm_metadata_keys
+
+
+def test_the_writer_needs_embeddings_and_reupserts_changed_nodes(
+    tmp_path, hashing_embedding
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(index_path=path)
+    with pytest.raises(ValueError, match="no embedding.*after the embed model"):
+        writer(_nodes(["pw"]))
+    pipeline = IngestionPipeline(transformations=[hashing_embedding, writer])
+    pipeline.run(nodes=_nodes(["pw", "tc"]))
+    changed = TextNode(
+        id_="pw", text="Polish Wedding is a 1998 comedy.", metadata={"title": "Polish Wedding"}
+    )
+    pipeline.run(nodes=[changed])
+    snapshot = CorpusIndex(path).snapshot()
+    assert snapshot.corpus.ids == ["tc", "pw"] and snapshot.corpus["pw"].text == changed.text
+    assert np.isfinite(snapshot.vectors).all()

@@ -1,0 +1,160 @@
+"""``rag-multihop index build|add|delete|compact|info``: a persistent corpus index.
+
+Passages come as JSON Lines (or a JSON list) of ``{"id": str, "text": str, "title": str}``
+records (``title`` optional); vectors from ``--vectors FILE.npy`` (one row per passage, in
+file order) or, without it, from the encoder (``--encoder``, the bundled MiniLM by
+default). Bad input exits with status 2 and a message naming the file, record and field;
+a writer lock held by another process exits with status 1.
+
+Example::
+
+    rag-multihop index build --index my.idx --passages corpus.jsonl
+    rag-multihop index add --index my.idx --passages more.jsonl --upsert
+    rag-multihop index delete --index my.idx --ids p1,p7
+    rag-multihop index compact --index my.idx
+    rag-multihop index info --index my.idx
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_multihop.cli.common import add_encoder_argument, encoder_from_args
+from rag_multihop.io import read_json, read_records
+from rag_multihop.types import Passage
+
+
+def read_passages(path: Path) -> list[Passage]:
+    """The passages of a JSON Lines / JSON file; ``ValueError`` naming the bad record."""
+    records = read_records(path, what="passages file")
+    passages = []
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: record {number} is not a JSON object")
+        unknown = sorted(set(record) - {"id", "text", "title", "metadata"})
+        if unknown:
+            raise ValueError(
+                f"{path}: record {number} has unknown field(s) {unknown}; use id, text, title"
+            )
+        for field in ("id", "text"):
+            if not isinstance(record.get(field), str) or not record[field]:
+                raise ValueError(f"{path}: record {number} needs a non-empty string {field!r}")
+        title = record.get("title", "")
+        if not isinstance(title, str):
+            raise ValueError(f"{path}: record {number} field 'title' must be a string")
+        passages.append(Passage(record["id"], record["text"], title))
+    return passages
+
+
+def _vectors(args: argparse.Namespace, passages: list[Passage], encoder: Any) -> np.ndarray:
+    if args.vectors is None:
+        return np.asarray(encoder.encode([p.embedding_text for p in passages]))
+    path = Path(args.vectors)
+    if not path.is_file():
+        raise FileNotFoundError(f"vectors file not found: {path}")
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} is not a .npy array file: {exc}") from None
+    if vectors.ndim != 2 or vectors.shape[0] != len(passages):
+        raise ValueError(
+            f"{path} holds an array of shape {vectors.shape}; expected ({len(passages)}, dim), "
+            "one row per passage"
+        )
+    return np.asarray(vectors)
+
+
+def _ids(args: argparse.Namespace) -> list[str]:
+    ids = [part.strip() for part in (args.ids or "").split(",") if part.strip()]
+    if args.ids_file is not None:
+        data = read_json(args.ids_file, what="ids file")
+        if not isinstance(data, list) or not all(isinstance(i, str) for i in data):
+            raise ValueError(f"{args.ids_file} must hold a JSON list (or lines) of id strings")
+        ids.extend(data)
+    if not ids:
+        raise ValueError("give the ids to delete with --ids a,b,c or --ids-file FILE")
+    return ids
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings
+
+    try:
+        if args.action in ("build", "add"):
+            passages = read_passages(args.passages)
+            encoder = encoder_from_args(args) if args.vectors is None else None
+        if args.action == "build":
+            vectors = _vectors(args, passages, encoder)
+            index = CorpusIndex.build(
+                args.index, passages, vectors, settings=IndexSettings(ann=args.ann), encoder=encoder
+            )
+        elif args.action == "add":
+            index = CorpusIndex(args.index)
+            if encoder is not None and not index.encoder_matches(encoder):
+                raise ValueError(
+                    f"the encoder {args.encoder!r} is not the model {args.index} was built with"
+                )
+            vectors = _vectors(args, passages, encoder)
+            (index.upsert if args.upsert else index.add)(passages, vectors)
+        elif args.action == "delete":
+            index = CorpusIndex(args.index)
+            index.delete(_ids(args), missing_ok=args.missing_ok)
+        elif args.action == "compact":
+            index = CorpusIndex(args.index)
+            index.compact()
+        else:
+            index = CorpusIndex(args.index)
+    except KeyError as exc:
+        print(f"rag-multihop: error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    except FileExistsError as exc:
+        print(f"rag-multihop: error: {exc}", file=sys.stderr)
+        return 2
+    except IndexLockedError as exc:
+        print(f"rag-multihop: error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(index.info(), indent=2))
+    return 0
+
+
+def add_index_parser(sub: Any) -> None:
+    """Add the ``index`` command to the main CLI's subparsers."""
+    parser = sub.add_parser("index", help="build, update and inspect a persistent corpus index")
+    actions = parser.add_subparsers(dest="action", required=True)
+    for name, text in (
+        ("build", "create an index from a passages file"),
+        ("add", "add passages (--upsert replaces those already there)"),
+        ("delete", "delete passages by id"),
+        ("compact", "rewrite the live passages as one segment"),
+        ("info", "print the index's version, counts, settings and size"),
+    ):
+        action = actions.add_parser(name, help=text)
+        action.add_argument("--index", type=Path, required=True, help="the index folder")
+        if name in ("build", "add"):
+            action.add_argument(
+                "--passages", type=Path, required=True, help="JSON Lines of {id, text, title}"
+            )
+            action.add_argument(
+                "--vectors", type=Path, default=None, help=".npy of one vector per passage"
+            )
+            action.add_argument("--cache-dir", type=Path, default=None, help="embedding cache")
+            add_encoder_argument(action)
+        if name == "build":
+            action.add_argument(
+                "--ann",
+                default="flat",
+                help="vector search per segment: flat (exact) or a FAISS factory like HNSW32",
+            )
+        if name == "add":
+            action.add_argument("--upsert", action="store_true", help="replace existing ids")
+        if name == "delete":
+            action.add_argument("--ids", default=None, help="comma-separated passage ids")
+            action.add_argument("--ids-file", type=Path, default=None, help="JSON list of ids")
+            action.add_argument("--missing-ok", action="store_true", help="ignore unknown ids")
+    parser.set_defaults(func=cmd_index)

@@ -1,0 +1,27 @@
+"""A persistent, incremental index of a corpus and everything the methods derive from it.
+
+- :mod:`.index`: :class:`CorpusIndex` (create, add, delete, upsert, compact, snapshot);
+- :mod:`.snapshot`: :class:`IndexSnapshot`, a pinned read-only version and the structures
+  the methods read (corpus, vectors, dense search, title index, link graph, entity graph);
+- :mod:`.derive`: the indexing stages as pure batch functions over passages;
+- :mod:`.segment`, :mod:`.tables`, :mod:`.views`, :mod:`.serving`: the on-disk segments,
+  their array forms, the look-ups across segments and the read-side objects.
+
+Methods open it without a rebuild: ``MultiHopRetriever.from_index(snapshot)`` and
+:func:`graph_fusion_retriever`. See ``docs/index.md``.
+"""
+
+from rag_multihop.store.index import CorpusIndex
+from rag_multihop.store.methods import graph_fusion_retriever, graph_retriever
+from rag_multihop.store.segment import IndexLockedError
+from rag_multihop.store.settings import IndexSettings
+from rag_multihop.store.snapshot import IndexSnapshot
+
+__all__ = [
+    "CorpusIndex",
+    "IndexLockedError",
+    "IndexSettings",
+    "IndexSnapshot",
+    "graph_fusion_retriever",
+    "graph_retriever",
+]

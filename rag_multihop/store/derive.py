@@ -1,0 +1,201 @@
+"""The indexing stages: pure functions from a batch of passages to a segment's arrays.
+
+Each function reads only its batch (and, for links, a title dictionary passed in), so any
+engine can map it over shards. The arrays, by name (``<t>.hash/.ptr/.val`` is a keyed
+postings table, :class:`~rag_multihop.store.tables.Postings`; ``<c>.blob/.off`` a string
+column):
+
+- :func:`passage_arrays`: ``ids``, ``titles``, ``texts`` columns, ``vectors`` (float32 unit
+  rows), ``id`` (id → global row);
+- :func:`title_arrays`: ``title`` (title variant key → posting numbers), ``title.row`` and
+  the ``title.qual`` column per posting (the qualifiers the variant dropped), ``first.hash``
+  (the first words of the keys), ``gkey`` (the entity graph's title key → rows);
+- :func:`piece_arrays`: ``piece`` (each normalised word of a text → rows): which passages a
+  new title can touch, found without reading any text;
+- :func:`entity_arrays`: ``ment.ptr``/``ment.ent`` (each passage's entities, CSR, global
+  entity numbers), the ``ents`` column of new names and ``ent`` (name → number);
+- :func:`link_arrays`, :func:`graph_link_arrays`: the title links of given rows (``link.*``
+  with weights and context stems, ``glink.*`` for the entity graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from rag_multihop.graph.build import LINK_WORD, passage_entities, passage_title_links
+from rag_multihop.graph.extract import EntityExtractor
+from rag_multihop.multihop.links import passage_links
+from rag_multihop.multihop.titles import TitleIndex, title_tokens, title_variants
+from rag_multihop.store.tables import Postings, build_postings, key_hashes, pack_strings
+from rag_multihop.store.views import QUALIFIER_SEPARATOR
+from rag_multihop.text import normalize_word, title_key
+from rag_multihop.types import Passage
+
+Arrays = dict[str, np.ndarray]
+
+
+def _table(prefix: str, table: Postings) -> Arrays:
+    return {
+        f"{prefix}.hash": table.hashes,
+        f"{prefix}.ptr": table.pointers,
+        f"{prefix}.val": table.values,
+    }
+
+
+def _column(name: str, strings: Sequence[str]) -> Arrays:
+    blob, offsets = pack_strings(strings)
+    return {f"{name}.blob": blob, f"{name}.off": offsets}
+
+
+def passage_arrays(passages: Sequence[Passage], vectors: np.ndarray, first_row: int) -> Arrays:
+    """Strings, unit vectors and the id table of passages numbered from ``first_row``."""
+    rows = np.arange(first_row, first_row + len(passages), dtype=np.int32)
+    return {
+        **_column("ids", [p.id for p in passages]),
+        **_column("titles", [p.title for p in passages]),
+        **_column("texts", [p.text for p in passages]),
+        "vectors": np.ascontiguousarray(vectors, dtype=np.float32),
+        **_table("id", build_postings(key_hashes(p.id for p in passages), rows)),
+    }
+
+
+def title_arrays(titles: Sequence[str], first_row: int) -> Arrays:
+    """The title dictionary entries of ``titles`` (rows from ``first_row``)."""
+    keys: list[str] = []
+    rows: list[int] = []
+    qualifiers: list[str] = []
+    graph_keys: list[str] = []
+    graph_rows: list[int] = []
+    for i, title in enumerate(titles):
+        for key, quals in title_variants(title).items():
+            keys.append(key)
+            rows.append(first_row + i)
+            qualifiers.append(QUALIFIER_SEPARATOR.join(quals))
+        key = title_key(title)
+        if key:
+            graph_keys.append(key)
+            graph_rows.append(first_row + i)
+    first_words = np.unique(key_hashes(key.split(" ", 1)[0] for key in keys))
+    return {
+        **_table("title", build_postings(key_hashes(keys), np.arange(len(keys), dtype=np.int32))),
+        "title.row": np.array(rows, dtype=np.int32),
+        **_column("title.qual", qualifiers),
+        "first.hash": first_words.astype(np.uint64),
+        **_table(
+            "gkey", build_postings(key_hashes(graph_keys), np.array(graph_rows, dtype=np.int32))
+        ),
+    }
+
+
+def changed_keys(titles: Iterable[str]) -> set[str]:
+    """Every key (title variants and entity-graph title key) that ``titles`` are found by."""
+    keys: set[str] = set()
+    for title in titles:
+        keys.update(title_variants(title))
+        if title_key(title):
+            keys.add(title_key(title))
+    return keys
+
+
+def text_pieces(text: str) -> set[str]:
+    """The normalised words of ``text`` under both title matchers' tokenisations: a passage
+    can name a key only if it holds every word of the key."""
+    pieces = {token for _, token in title_tokens(text)}
+    for word in LINK_WORD.findall(text):
+        pieces.update(normalize_word(word).split())
+    return pieces
+
+
+def piece_arrays(texts: Sequence[str], first_row: int) -> Arrays:
+    """The word → rows postings of ``texts`` (rows from ``first_row``)."""
+    pieces: list[str] = []
+    rows: list[int] = []
+    for i, text in enumerate(texts):
+        found = sorted(text_pieces(text))
+        pieces.extend(found)
+        rows.extend([first_row + i] * len(found))
+    return _table("piece", build_postings(key_hashes(pieces), np.array(rows, dtype=np.int32)))
+
+
+def extract_entities(
+    extractor: EntityExtractor, passages: Sequence[Passage], batch_size: int = 256
+) -> list[list[str]]:
+    """Each passage's entity names (own title key first), as the entity graph reads them."""
+    texts = [p.text for p in passages]
+    names: list[list[str]] = []
+    for start in range(0, len(texts), batch_size):
+        names.extend(extractor.extract(texts[start : start + batch_size]))
+    if len(names) != len(texts):
+        raise ValueError(
+            f"extractor {extractor.name!r} returned {len(names)} lists for {len(texts)} texts"
+        )
+    return [passage_entities(p.title, found) for p, found in zip(passages, names, strict=True)]
+
+
+def entity_arrays(
+    names: Sequence[Sequence[str]], known: Callable[[str], int | None], first_entity: int
+) -> Arrays:
+    """Each passage's entities as global numbers: ``known(name)`` for interned names, new
+    numbers from ``first_entity`` for the others (their names in the ``ents`` column)."""
+    new: dict[str, int] = {}
+    pointers = np.zeros(len(names) + 1, dtype=np.int64)
+    numbers: list[int] = []
+    for i, passage_names in enumerate(names):
+        for name in passage_names:
+            number = new.get(name)
+            if number is None:
+                number = known(name)
+            if number is None:
+                number = new[name] = first_entity + len(new)
+            numbers.append(number)
+        pointers[i + 1] = len(numbers)
+    return {
+        "ment.ptr": pointers,
+        "ment.ent": np.array(numbers, dtype=np.int32),
+        **_column("ents", list(new)),
+        **_table("ent", build_postings(key_hashes(new), np.array(list(new.values()), np.int32))),
+    }
+
+
+def link_arrays(
+    rows: Sequence[int], texts: Sequence[str], titles: TitleIndex, window: int
+) -> Arrays:
+    """The title links of passages ``rows`` (texts ``texts``) against ``titles``."""
+    pointers = np.zeros(len(rows) + 1, dtype=np.int64)
+    targets: list[int] = []
+    weights: list[float] = []
+    contexts: list[str] = []
+    for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
+        for target, weight, context in passage_links(row, text, titles, window=window):
+            targets.append(target)
+            weights.append(weight)
+            contexts.append(" ".join(sorted(context)))
+        pointers[i + 1] = len(targets)
+    return {
+        "link.rows": np.array(rows, dtype=np.int32),
+        "link.ptr": pointers,
+        "link.dst": np.array(targets, dtype=np.int32),
+        "link.w": np.array(weights, dtype=np.float64),
+        **_column("link.ctx", contexts),
+    }
+
+
+def graph_link_arrays(
+    rows: Sequence[int],
+    texts: Sequence[str],
+    rows_of: Callable[[str], Iterable[int]],
+    max_title_words: int,
+) -> Arrays:
+    """The entity graph's title links of passages ``rows`` (``rows_of(key)``: live rows)."""
+    pointers = np.zeros(len(rows) + 1, dtype=np.int64)
+    targets: list[int] = []
+    for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
+        targets.extend(passage_title_links(row, text, rows_of, max_title_words))
+        pointers[i + 1] = len(targets)
+    return {
+        "glink.rows": np.array(rows, dtype=np.int32),
+        "glink.ptr": pointers,
+        "glink.dst": np.array(targets, dtype=np.int32),
+    }

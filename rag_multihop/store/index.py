@@ -1,0 +1,489 @@
+"""The persistent, incremental corpus index: one folder, immutable segments, one writer.
+
+A :class:`CorpusIndex` holds the passages, their vectors and every corpus-derived
+structure the methods use (title dictionary, title links, entity mentions, the entity
+graph's title links), as memory-mapped arrays in segments (see ``docs/index.md``):
+
+- :meth:`CorpusIndex.add` / :meth:`~CorpusIndex.delete` / :meth:`~CorpusIndex.upsert`
+  write one new segment each, holding the new passages, tombstones for deleted ones, and
+  the recomputed links of the old passages the change touches (found through the
+  ``piece`` postings, never by reading the whole corpus); :meth:`~CorpusIndex.compact`
+  rewrites the live passages as one segment;
+- every write is one new version (a manifest; ``CURRENT`` moves last, atomically);
+  :meth:`~CorpusIndex.snapshot` pins the version current when it is called, and a writer
+  working meanwhile never changes what that snapshot sees;
+- one writer at a time (``flock``; a killed writer's lock is released by the kernel).
+
+Example (a toy 2-dimensional "encoder": vectors are given):
+    >>> import tempfile, numpy as np
+    >>> from rag_multihop import Passage
+    >>> path = tempfile.mkdtemp() + "/idx"
+    >>> index = CorpusIndex.create(path, dim=2)
+    >>> index.add([Passage("a", "Rope is a film by Alfred Hitchcock.", "Rope"),
+    ...            Passage("b", "Alfred Hitchcock was a director.", "Alfred Hitchcock")],
+    ...           np.array([[1.0, 0.0], [0.6, 0.8]]))
+    1
+    >>> snapshot = index.snapshot()
+    >>> snapshot.version, snapshot.corpus.ids, snapshot.link_graph.targets(0)
+    (1, ['a', 'b'], {1: 1.0})
+    >>> index.delete(["b"])
+    2
+    >>> snapshot.corpus.ids, index.snapshot().corpus.ids
+    (['a', 'b'], ['a'])
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_multihop._atomic import ArtifactError
+from rag_multihop.encoders.base import Encoder
+from rag_multihop.encoders.fingerprint import EncoderFingerprint
+from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.multihop.titles import TitleIndex
+from rag_multihop.store import derive
+from rag_multihop.store.segment import (
+    POINTER,
+    Segment,
+    current_manifest_path,
+    manifest_name,
+    read_manifest,
+    read_segment,
+    remove_unreferenced,
+    write_manifest,
+    write_segment,
+    writer_lock,
+)
+from rag_multihop.store.settings import IndexSettings
+from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
+from rag_multihop.store.views import PrefetchedTitleIndex, SegmentSet
+from rag_multihop.text import title_key
+from rag_multihop.types import Passage
+from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "rag-multihop-corpus-index"
+FORMAT_VERSION = 1
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+class CorpusIndex:
+    """A handle on an index folder (create one with :meth:`create` or :meth:`build`).
+
+    Args:
+        path: the index folder.
+        extractor: the entity extractor writes use; it must be the one the index was
+            created with (compared by ``name``); :class:`HeuristicExtractor` by default.
+        lock_timeout: seconds a write waits for another writer before
+            :class:`~rag_multihop.store.segment.IndexLockedError`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        extractor: EntityExtractor | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
+        self.path = Path(path)
+        self.extractor = extractor or HeuristicExtractor()
+        self.lock_timeout = float(lock_timeout)
+        manifest = self.manifest()
+        if manifest.get("extractor") != self.extractor.name:
+            raise ValueError(
+                f"the index at {self.path} was built with extractor {manifest.get('extractor')!r}"
+                f", not {self.extractor.name!r}; open it with the same extractor"
+            )
+
+    # ------------------------------------------------------------------ creation
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        dim: int,
+        settings: IndexSettings | None = None,
+        encoder: Encoder | None = None,
+        extractor: EntityExtractor | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> CorpusIndex:
+        """An empty index at ``path`` (an error if one is there) for ``dim``-dimensional
+        vectors; ``encoder`` (optional) is fingerprinted into the manifest."""
+        dim = check_positive_int(dim, "dim")
+        root = Path(path)
+        if (root / POINTER).exists():
+            raise FileExistsError(f"{root} already holds an index; open it with CorpusIndex()")
+        if root.exists() and not root.is_dir():
+            raise NotADirectoryError(f"index path {root} is a file")
+        settings = settings or IndexSettings()
+        extractor = extractor or HeuristicExtractor()
+        fingerprint = None
+        if encoder is not None:
+            if encoder.dim != dim:
+                raise ValueError(f"encoder {encoder.name!r} has dimension {encoder.dim}, not {dim}")
+            found = EncoderFingerprint.of(encoder)
+            fingerprint = {
+                "name": encoder.name,
+                "texts": list(found.texts),
+                "vectors": found.vectors.tolist(),
+            }
+        root.mkdir(parents=True, exist_ok=True)
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "version": 0,
+            "created": time.time(),
+            "dim": dim,
+            "settings": settings.to_dict(),
+            "extractor": extractor.name,
+            "encoder": fingerprint,
+            "rows": 0,
+            "entities": 0,
+            "live": 0,
+            "segments": [],
+        }
+        with writer_lock(root, lock_timeout):
+            if (root / POINTER).exists():
+                raise FileExistsError(f"{root} already holds an index")
+            write_manifest(root, manifest)
+        return cls(root, extractor=extractor, lock_timeout=lock_timeout)
+
+    @classmethod
+    def build(
+        cls,
+        path: str | os.PathLike[str],
+        passages: Sequence[Passage],
+        vectors: np.ndarray,
+        **options: Any,
+    ) -> CorpusIndex:
+        """:meth:`create` an index (``options``: its arguments) and :meth:`add` ``passages``."""
+        matrix = as_embedding_matrix(vectors, name="vectors")
+        index = cls.create(path, dim=matrix.shape[1], **options)
+        index.add(passages, matrix)
+        return index
+
+    # ------------------------------------------------------------------ reading
+
+    def manifest(self) -> dict[str, Any]:
+        """The current version's manifest (read afresh)."""
+        path = current_manifest_path(self.path)
+        manifest = read_manifest(path)
+        if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+            raise ArtifactError(
+                f"{path}: format {manifest.get('format')!r} version "
+                f"{manifest.get('format_version')!r}; this version reads {FORMAT} "
+                f"{FORMAT_VERSION}"
+            )
+        return manifest
+
+    @property
+    def version(self) -> int:
+        return int(self.manifest()["version"])
+
+    @property
+    def settings(self) -> IndexSettings:
+        return IndexSettings.from_dict(self.manifest()["settings"])
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest()["dim"])
+
+    def snapshot(self) -> IndexSnapshot:
+        """The current version, pinned: memory-mapped, read-only, unaffected by later writes."""
+        for attempt in range(3):
+            manifest = self.manifest()
+            try:
+                return IndexSnapshot(self.path, manifest)
+            except ArtifactError:
+                # a compaction may have removed this version's files after we read CURRENT
+                if attempt == 2 or self.manifest()["version"] == manifest["version"]:
+                    raise
+        raise AssertionError("unreachable")
+
+    def encoder_matches(self, encoder: Encoder) -> bool:
+        """Whether ``encoder`` is the model the index was created with (``True`` when the
+        index recorded none)."""
+        recorded = self.manifest().get("encoder")
+        if recorded is None:
+            return encoder.dim == self.dim
+        fingerprint = EncoderFingerprint(tuple(recorded["texts"]), np.array(recorded["vectors"]))
+        return fingerprint.matches(encoder)
+
+    def info(self) -> dict[str, Any]:
+        """Version, counts, settings, segments and bytes on disk (JSON-ready)."""
+        manifest = self.manifest()
+        size = sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+        return {
+            "path": str(self.path),
+            "version": manifest["version"],
+            "passages": manifest["live"],
+            "rows": manifest["rows"],
+            "deleted": manifest["rows"] - manifest["live"],
+            "entities": manifest["entities"],
+            "segments": len(manifest["segments"]),
+            "dim": manifest["dim"],
+            "settings": manifest["settings"],
+            "extractor": manifest["extractor"],
+            "encoder": None if manifest["encoder"] is None else manifest["encoder"]["name"],
+            "bytes": size,
+        }
+
+    # ------------------------------------------------------------------ writing
+
+    def add(self, passages: Sequence[Passage], vectors: np.ndarray) -> int:
+        """Add passages (ids not in the index) with one vector each; the new version
+        (the current one, unchanged, when ``passages`` is empty)."""
+        return self._write(passages, vectors, replace=False)
+
+    def upsert(self, passages: Sequence[Passage], vectors: np.ndarray) -> int:
+        """Add passages, replacing those whose ids are already in the index; the new version."""
+        return self._write(passages, vectors, replace=True)
+
+    def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
+        """Delete passages by id (tombstones until :meth:`compact`); unknown ids raise
+        ``KeyError`` unless ``missing_ok``. The new version (unchanged when nothing is
+        deleted)."""
+        if isinstance(ids, str):
+            raise TypeError("ids must be a collection of passage ids, not one string")
+        wanted = list(dict.fromkeys(ids))
+        bad = [i for i in wanted if not isinstance(i, str) or not i]
+        if bad:
+            raise ValueError(f"ids must be non-empty strings, got {bad[:3]}")
+        if not wanted:
+            return self.version
+        with writer_lock(self.path, self.lock_timeout):
+            state = _State.read(self.path)
+            rows = [state.view.row_of(i) for i in wanted]
+            missing = [i for i, row in zip(wanted, rows, strict=True) if row is None]
+            if missing and not missing_ok:
+                raise KeyError(
+                    f"{len(missing)} id(s) are not in the index, e.g. {missing[:5]}; pass "
+                    "missing_ok=True to ignore them"
+                )
+            dead = [row for row in rows if row is not None]
+            if not dead:
+                return state.version
+            return self._commit(state, [], np.zeros((0, state.dim), np.float32), dead)
+
+    def compact(self) -> int:
+        """Rewrite the live passages as one segment (tombstones and superseded links
+        dropped, entities renumbered); remove the segments and manifests no longer
+        current. The new version."""
+        with writer_lock(self.path, self.lock_timeout):
+            state = _State.read(self.path)
+            live = np.flatnonzero(state.alive)
+            passages = [state.passage(int(row)) for row in live]
+            vectors = np.concatenate(
+                [
+                    np.asarray(s["vectors"])[state.alive[s.rows[0] : s.rows[1]]]
+                    for s in state.segments
+                ]
+                or [np.zeros((0, state.dim), np.float32)]
+            )
+            empty = _State(state.manifest, [], np.zeros(0, dtype=bool))
+            version = self._commit(empty, passages, vectors, [], normalized=True, base=state)
+            manifest = self.manifest()
+            kept = {s["name"] for s in manifest["segments"]}
+            removed = remove_unreferenced(self.path, kept, manifest_name(version))
+            logger.info("compacted %s to version %d; removed %s", self.path, version, removed)
+            return version
+
+    def _write(self, passages: Sequence[Passage], vectors: np.ndarray, *, replace: bool) -> int:
+        passages = list(passages)
+        for p in passages:
+            if not isinstance(p, Passage):
+                raise TypeError(f"passages must be Passage objects, got {type(p).__name__}")
+        dim = self.dim
+        matrix = as_embedding_matrix(vectors, name="vectors", dim=dim) if passages else None
+        if matrix is not None and matrix.shape[0] != len(passages):
+            raise ValueError(f"got {matrix.shape[0]} vectors for {len(passages)} passages")
+        ids = [p.id for p in passages]
+        if len(set(ids)) != len(ids):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"passages repeat id(s) {dupes[:5]}; ids must be unique")
+        if not passages:
+            return self.version
+        with writer_lock(self.path, self.lock_timeout):
+            state = _State.read(self.path)
+            rows = [state.view.row_of(i) for i in ids]
+            present = [i for i, row in zip(ids, rows, strict=True) if row is not None]
+            if present and not replace:
+                raise ValueError(
+                    f"{len(present)} id(s) are already in the index, e.g. {present[:5]}; use "
+                    "upsert() to replace them"
+                )
+            dead = [row for row in rows if row is not None]
+            assert matrix is not None
+            return self._commit(state, passages, matrix, dead)
+
+    def _commit(
+        self,
+        state: _State,
+        passages: Sequence[Passage],
+        vectors: np.ndarray,
+        dead: Sequence[int],
+        *,
+        normalized: bool = False,
+        base: _State | None = None,
+    ) -> int:
+        """Write one segment (``passages`` added, ``dead`` rows deleted, touched links
+        recomputed) and the next version's manifest over ``state``."""
+        settings = IndexSettings.from_dict(state.manifest["settings"])
+        r0, e0, n = state.n_rows, state.n_entities, len(passages)
+        unit = vectors if normalized else l2_normalize(vectors)
+        arrays = derive.passage_arrays(passages, unit, r0)
+        arrays |= derive.title_arrays([p.title for p in passages], r0)
+        arrays |= derive.piece_arrays([p.text for p in passages], r0)
+        names = derive.extract_entities(self.extractor, passages)
+        arrays |= derive.entity_arrays(names, state.view.entity_of, e0)
+        arrays["dead"] = np.array(sorted(dead), dtype=np.int32)
+        e1 = e0 + len(arrays["ents.off"]) - 1
+        alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
+        alive[list(dead)] = False
+        pending = Segment("pending", (r0, r0 + n), (e0, e1), arrays)
+        view = SegmentSet([*state.segments, pending], alive)
+
+        touched = set(linking_rows(state.segments, alive, dead))
+        for key in derive.changed_keys(p.title for p in passages):
+            touched.update(view.rows_with_pieces(key.split()).tolist())
+        old = sorted(row for row in touched if row < r0)
+        rows = [*old, *range(r0, r0 + n)]
+        texts = [state.view.string("texts", row) for row in old] + [p.text for p in passages]
+        titles: TitleIndex
+        rows_of: Callable[[str], Iterable[int]]
+        if state.segments:
+            prefetched = PrefetchedTitleIndex(
+                view,
+                texts,
+                max_words=settings.title_max_words,
+                graph_max_words=settings.graph_max_title_words,
+            )
+            titles = prefetched
+            rows_of = lambda key: prefetched.graph_rows.get(key, ())  # noqa: E731
+        else:  # a first build or a compaction: the batch is the whole dictionary
+            titles = TitleIndex([p.title for p in passages], max_words=settings.title_max_words)
+            by_key: dict[str, list[int]] = defaultdict(list)
+            for row, passage in enumerate(passages):
+                if title_key(passage.title):
+                    by_key[title_key(passage.title)].append(row)
+            rows_of = lambda key: by_key.get(key, ())  # noqa: E731
+        arrays |= derive.link_arrays(rows, texts, titles, settings.context_window)
+        arrays |= derive.graph_link_arrays(rows, texts, rows_of, settings.graph_max_title_words)
+        if settings.ann != "flat" and n:
+            arrays["ann"] = _ann_bytes(settings.ann, unit)
+
+        manifest = dict((base or state).manifest)
+        version = int(manifest["version"]) + 1
+        name = write_segment(self.path, version, arrays)
+        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays).describe()
+        manifest.update(
+            version=version,
+            created=time.time(),
+            rows=r0 + n,
+            entities=e1,
+            live=int(alive.sum()),
+            segments=[*state.entries, entry],
+        )
+        write_manifest(self.path, manifest)
+        logger.info(
+            "index %s version %d: +%d passages, -%d, %d links recomputed",
+            self.path,
+            version,
+            n,
+            len(dead),
+            len(old),
+        )
+        return version
+
+
+def linking_rows(segments: Sequence[Segment], alive: np.ndarray, dead: Sequence[int]) -> np.ndarray:
+    """The live rows whose current title links (either kind) reach a ``dead`` row.
+
+    Deleting a page changes the links of exactly these passages: a name of the page in a
+    text that did not link to it was either overlapped by a longer name or resolved to
+    other pages, and neither changes when it goes. One vectorised scan of the stored links.
+    """
+    if not len(dead) or not segments:
+        return np.zeros(0, dtype=np.int64)
+    doomed = np.asarray(sorted(dead), dtype=np.int64)
+    found = []
+    for prefix in ("link", "glink"):
+        owner = np.full(alive.shape[0], -1, dtype=np.int64)
+        for i, segment in enumerate(segments):
+            owner[np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)] = i
+        for i, segment in enumerate(segments):
+            targets = np.asarray(segment[f"{prefix}.dst"], dtype=np.int64)
+            hits = np.flatnonzero(np.isin(targets, doomed))
+            if hits.size == 0:
+                continue
+            pointers = np.asarray(segment[f"{prefix}.ptr"])
+            local = np.searchsorted(pointers, hits, side="right") - 1
+            rows = np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)[np.unique(local)]
+            found.append(rows[(owner[rows] == i) & alive[rows]])
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:
+    """A FAISS index of ``factory`` over ``vectors`` (inner product), serialised."""
+    import faiss  # deferred: importing FAISS costs ~0.3 s
+
+    try:
+        ann = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ValueError(f"ann {factory!r} is not a FAISS factory string: {exc}") from None
+    if not ann.is_trained:
+        ann.train(vectors)
+    ann.add(vectors)
+    return np.asarray(faiss.serialize_index(ann), dtype=np.uint8)
+
+
+class _State:
+    """A version read by a writer (under the lock): segments, live rows, look-ups."""
+
+    def __init__(
+        self, manifest: dict[str, Any], segments: list[Segment], alive: np.ndarray
+    ) -> None:
+        self.manifest = manifest
+        self.segments = segments
+        self.alive = alive
+        self.view = SegmentSet(segments, alive)
+        names = {s.name for s in segments}
+        self.entries = [e for e in manifest["segments"] if e["name"] in names]
+
+    @classmethod
+    def read(cls, root: Path) -> _State:
+        manifest = read_manifest(current_manifest_path(root))
+        segments = [read_segment(root, entry) for entry in manifest["segments"]]
+        return cls(manifest, segments, alive_mask(segments, int(manifest["rows"])))
+
+    @property
+    def version(self) -> int:
+        return int(self.manifest["version"])
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest["dim"])
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.alive.shape[0])
+
+    @property
+    def n_entities(self) -> int:
+        return self.view.n_entities
+
+    def passage(self, row: int) -> Passage:
+        view = self.view
+        return Passage(
+            view.string("ids", row), view.string("texts", row), view.string("titles", row)
+        )

@@ -1,0 +1,264 @@
+"""Segments on disk: immutable folders of ``.npy`` arrays, the version manifests that list
+them, the ``CURRENT`` pointer, and the writer lock.
+
+Layout of an index folder (see ``docs/index.md``)::
+
+    CURRENT                      the current manifest's file name (replaced atomically)
+    LOCK                         flock()ed by the one writer (the kernel releases it on death)
+    manifests/v-000007.json      format, settings, encoder fingerprint, segment list
+    segments/s-000007-<hex>/     one .npy per array, written once, never modified
+
+A segment is written into ``segments/.tmp-<hex>/``, every file fsync'ed, then renamed; the
+manifest is written to a temporary file, fsync'ed and renamed; ``CURRENT`` is replaced last
+(temporary file, fsync, ``os.replace``, directory fsync). A writer killed at any point
+leaves the previous version current; its leftovers (``.tmp-*``) are removed by the next
+writer, which holds the lock, so they cannot belong to a live writer.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_multihop._atomic import ArtifactError, read_json_file
+from rag_multihop.store.tables import Postings
+
+POINTER = "CURRENT"
+LOCK = "LOCK"
+MANIFESTS = "manifests"
+SEGMENTS = "segments"
+TEMP_PREFIX = ".tmp-"
+
+
+class IndexLockedError(TimeoutError):
+    """Another process holds the index's writer lock for longer than the timeout."""
+
+
+@dataclass(frozen=True, eq=False)
+class Segment:
+    """One immutable segment: its arrays (memory maps once written) and where it sits.
+
+    Attributes:
+        name: the folder name under ``segments/``.
+        rows: the global rows ``[start, end)`` of the passages it adds.
+        entities: the global entity numbers ``[start, end)`` of the names it adds.
+        arrays: array name → array (see :mod:`rag_multihop.store.derive` for the names).
+    """
+
+    name: str
+    rows: tuple[int, int]
+    entities: tuple[int, int]
+    arrays: Mapping[str, np.ndarray]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def table(self, prefix: str) -> Postings:
+        """The keyed postings stored as ``<prefix>.hash``, ``.ptr`` and ``.val``."""
+        a = self.arrays
+        return Postings(a[f"{prefix}.hash"], a[f"{prefix}.ptr"], a[f"{prefix}.val"])
+
+    def describe(self) -> dict[str, Any]:
+        """The manifest's entry: name, ranges, and each file's shape and dtype."""
+        return {
+            "name": self.name,
+            "rows": list(self.rows),
+            "entities": list(self.entities),
+            "files": {
+                key: {"shape": list(value.shape), "dtype": value.dtype.str}
+                for key, value in sorted(self.arrays.items())
+            },
+        }
+
+
+def fsync_directory(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def write_segment(root: Path, version: int, arrays: Mapping[str, np.ndarray]) -> str:
+    """Write ``arrays`` as a new segment folder under ``root/segments``; its name."""
+    folder = root / SEGMENTS
+    folder.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex[:12]
+    staging = folder / f"{TEMP_PREFIX}{token}"
+    staging.mkdir()
+    for key, value in arrays.items():
+        with open(staging / f"{key}.npy", "wb") as handle:
+            np.save(handle, np.ascontiguousarray(value), allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+    fsync_directory(staging)
+    name = f"s-{version:06d}-{token}"
+    os.rename(staging, folder / name)
+    fsync_directory(folder)
+    return name
+
+
+def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
+    """Memory-map the ``.npy`` file ``path`` as the manifest describes it.
+
+    The header is checked as text against the manifest's dtype and shape rather than
+    parsed with ``np.load``: its parser (``ast``) is not thread-safe on Python 3.11 before
+    3.11.8, and readers open snapshots while a writer thread works.
+    """
+    shape = tuple(int(x) for x in expected["shape"])
+    dtype = np.dtype(expected["dtype"])
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(12)
+            size = os.fstat(handle.fileno()).st_size
+            if start[:6] != b"\x93NUMPY":
+                raise ArtifactError(f"{path} is not a .npy array file")
+            if start[6] == 1:
+                offset = 10 + int.from_bytes(start[8:10], "little")
+            else:
+                offset = 12 + int.from_bytes(start[8:12], "little")
+            handle.seek(0)
+            header = handle.read(offset).decode("latin-1")
+    except OSError as exc:
+        raise ArtifactError(f"{path} is missing or unreadable: {exc.strerror or exc}") from None
+    described = f"'descr': '{dtype.str}'" in header and f"'shape': {shape!r}" in header
+    if not described or "'fortran_order': False" not in header:
+        raise ArtifactError(
+            f"{path} holds an array other than the manifest's {dtype.str} {list(shape)} "
+            f"(header {header[10:].strip()!r}); the segment is corrupt"
+        )
+    if size < offset + int(np.prod(shape)) * dtype.itemsize:
+        raise ArtifactError(f"{path} is truncated ({size} bytes); the segment is corrupt")
+    if int(np.prod(shape)) == 0:
+        return np.empty(shape, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+
+
+def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:
+    """The segment a manifest entry describes, every array memory-mapped read-only."""
+    name = entry["name"]
+    folder = root / SEGMENTS / name
+    if not folder.is_dir():
+        raise ArtifactError(f"segment {folder} named by the manifest is missing")
+    arrays = {key: _load_array(folder / f"{key}.npy", spec) for key, spec in entry["files"].items()}
+    rows, entities = entry["rows"], entry["entities"]
+    return Segment(name, (int(rows[0]), int(rows[1])), (int(entities[0]), int(entities[1])), arrays)
+
+
+def manifest_name(version: int) -> str:
+    return f"v-{version:06d}.json"
+
+
+def write_manifest(root: Path, manifest: Mapping[str, Any]) -> None:
+    """Write the manifest of ``manifest["version"]`` and point ``CURRENT`` at it."""
+    folder = root / MANIFESTS
+    folder.mkdir(parents=True, exist_ok=True)
+    name = manifest_name(int(manifest["version"]))
+    _write_file(folder, name, json.dumps(manifest, ensure_ascii=False, indent=1))
+    _write_file(root, POINTER, f"{MANIFESTS}/{name}\n")
+
+
+def _write_file(folder: Path, name: str, text: str) -> None:
+    temporary = folder / f"{TEMP_PREFIX}{uuid.uuid4().hex[:12]}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, folder / name)
+    fsync_directory(folder)
+
+
+def current_manifest_path(root: Path) -> Path:
+    """The manifest ``CURRENT`` names; :class:`ArtifactError` when the folder is no index."""
+    pointer = root / POINTER
+    if not pointer.is_file():
+        raise FileNotFoundError(f"{root} is not a CorpusIndex (no {POINTER} file)")
+    relative = pointer.read_text(encoding="utf-8").strip()
+    path = root / relative
+    if not relative.startswith(f"{MANIFESTS}/v-") or ".." in relative or not path.is_file():
+        raise ArtifactError(f"{pointer} names {relative!r}, which is not a manifest here")
+    return path
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    manifest = read_json_file(path, "CorpusIndex manifest")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("segments"), list):
+        raise ArtifactError(f"{path} is not a CorpusIndex manifest (no segment list)")
+    return manifest
+
+
+@contextmanager
+def writer_lock(root: Path, timeout: float) -> Iterator[None]:
+    """Hold the exclusive writer lock (``flock`` on ``LOCK``) inside the block.
+
+    The kernel drops an ``flock`` when its holder dies, so a killed writer never leaves the
+    index locked. Waits up to ``timeout`` seconds, then raises :class:`IndexLockedError`.
+    """
+    handle = open(root / LOCK, "a+")  # noqa: SIM115 - held for the block
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise IndexLockedError(
+                        f"another writer holds {root / LOCK} (waited {timeout:g} s); retry "
+                        "later or raise lock_timeout"
+                    ) from None
+                time.sleep(0.05)
+        _remove_leftovers(root)
+        yield
+    finally:
+        handle.close()  # closing the descriptor releases the lock
+
+
+def _remove_leftovers(root: Path) -> None:
+    """Delete the ``.tmp-*`` files and folders a killed writer left (only ours: the lock is
+    held, so no live writer owns them)."""
+    for folder in (root, root / MANIFESTS, root / SEGMENTS):
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if path.name.startswith(TEMP_PREFIX):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+
+
+def remove_unreferenced(root: Path, keep_segments: set[str], keep_manifest: str) -> list[str]:
+    """After a compaction: delete the segments and manifests this index wrote that the
+    current version no longer names; the names removed. Readers holding an older snapshot
+    keep their memory maps (the files stay readable until unmapped)."""
+    removed = []
+    segments = root / SEGMENTS
+    for path in segments.iterdir() if segments.is_dir() else ():
+        if path.is_dir() and path.name.startswith("s-") and path.name not in keep_segments:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    manifests = root / MANIFESTS
+    for path in manifests.iterdir() if manifests.is_dir() else ():
+        if (
+            path.name.startswith("v-")
+            and path.name.endswith(".json")
+            and path.name != keep_manifest
+        ):
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return removed

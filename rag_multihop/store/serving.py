@@ -1,0 +1,216 @@
+"""Read-side objects over a snapshot: the live passages as a corpus, the segmented dense
+search, the stored link contexts.
+
+- :class:`IndexCorpus` is a :class:`~rag_multihop.corpus.Corpus` whose passages are read
+  from the memory-mapped string columns on demand (no passage objects built at open);
+- :class:`SegmentedDenseIndex` answers ``search`` like
+  :class:`~rag_multihop.index.dense.DenseIndex`: each segment's FAISS index (exact flat, or
+  the ANN stored in the segment) is searched for ``k`` plus its dead rows, the dead ones are
+  dropped and the lists merged by score, so a flat search equals one FAISS search over the
+  live passages;
+- :class:`LinkContexts` maps a link ``(source, target)`` to its context stems, read from
+  the segment that stored the link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+
+from rag_multihop.corpus import Corpus
+from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
+from rag_multihop.store.segment import Segment
+from rag_multihop.store.tables import unpack_string, unpack_strings
+from rag_multihop.types import Passage
+from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+
+if TYPE_CHECKING:
+    from rag_multihop.store.snapshot import IndexSnapshot
+
+
+class IndexCorpus(Corpus):
+    """The live passages of a snapshot, in index order (a read-only :class:`Corpus`)."""
+
+    def __init__(self, snapshot: IndexSnapshot) -> None:  # no Corpus.__init__: nothing loaded
+        self._snapshot = snapshot
+
+    def __len__(self) -> int:
+        return self._snapshot.n_live
+
+    def __iter__(self) -> Iterator[Passage]:
+        return (self._passage(i) for i in range(len(self)))
+
+    @overload
+    def __getitem__(self, key: int | str) -> Passage: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> tuple[Passage, ...]: ...
+
+    def __getitem__(self, key: int | str | slice) -> Passage | tuple[Passage, ...]:
+        if isinstance(key, str):
+            return self._passage(self.index_of(key))
+        if isinstance(key, slice):
+            return tuple(self._passage(i) for i in range(*key.indices(len(self))))
+        position = int(key)
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError(f"passage position {key} out of range for {len(self)} passages")
+        return self._passage(position)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, Passage):
+            key = key.id
+        return isinstance(key, str) and key in self._by_id
+
+    @cached_property
+    def _ids(self) -> list[str]:
+        snapshot = self._snapshot
+        ids: list[str] = []
+        for segment in snapshot.segments.segments:
+            start, end = segment.rows
+            if end > start:
+                column = unpack_strings(segment["ids.blob"], segment["ids.off"])
+                keep = snapshot.segments.alive[start:end]
+                ids.extend(i for i, alive in zip(column, keep.tolist(), strict=True) if alive)
+        return ids
+
+    @cached_property
+    def _by_id(self) -> dict[str, int]:
+        return {pid: i for i, pid in enumerate(self._ids)}
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._ids)
+
+    def index_of(self, passage_id: str) -> int:
+        try:
+            return self._by_id[passage_id]
+        except KeyError:
+            raise KeyError(f"unknown passage id {passage_id!r}") from None
+
+    def texts(self) -> list[str]:
+        return [p.embedding_text for p in self]
+
+    def _passage(self, position: int) -> Passage:
+        row = int(self._snapshot.live_rows[position])
+        view = self._snapshot.segments
+        segment, local = view.locate(row)
+        return Passage(
+            unpack_string(segment["ids.blob"], segment["ids.off"], local),
+            unpack_string(segment["texts.blob"], segment["texts.off"], local),
+            unpack_string(segment["titles.blob"], segment["titles.off"], local),
+        )
+
+
+class SegmentedDenseIndex(DenseIndex):
+    """Dense search over a snapshot's segments (:class:`DenseIndex`'s search; it is saved
+    as part of its index, so :meth:`save` refuses)."""
+
+    def __init__(self, snapshot: IndexSnapshot) -> None:  # no DenseIndex.__init__: no one index
+        import faiss  # deferred: importing FAISS costs ~0.3 s
+
+        self._snapshot = snapshot
+        self._parts: list[tuple[Any, int, np.ndarray]] = []
+        alive = snapshot.segments.alive
+        for segment in snapshot.segments.segments:
+            start, end = segment.rows
+            if alive[start:end].any():
+                self._parts.append((_segment_ann(faiss, segment), start, alive[start:end]))
+        self._dim = snapshot.dim
+        self.factory = snapshot.settings.ann
+        self.normalize = True
+
+    @property
+    def ids(self) -> list[str]:  # type: ignore[override]
+        return self._snapshot.corpus.ids
+
+    def save(self, directory: object) -> None:
+        raise TypeError(
+            "a SegmentedDenseIndex is part of a CorpusIndex and saved with it; save a "
+            "DenseIndex.build(...) instead"
+        )
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def __len__(self) -> int:
+        return self._snapshot.n_live
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[list[np.ndarray], list[list[str]]]:
+        """Scores and ids per query, best first, at most ``min(k, len(self))`` each."""
+        check_positive_int(k, "k")
+        matrix = l2_normalize(as_embedding_matrix(queries, name="query vectors", dim=self.dim))
+        k = min(k, len(self))
+        positions = self._snapshot.positions
+        ids = self._snapshot.corpus.ids
+        found: list[list[tuple[float, int]]] = [[] for _ in range(len(matrix))]
+        with faiss_threads(1 if len(matrix) <= SMALL_SEARCH else None):
+            for ann, start, alive in self._parts:
+                depth = min(k + int((~alive).sum()), len(alive))
+                scores, local = ann.search(matrix, depth)
+                for q in range(len(matrix)):
+                    keep = local[q] >= 0
+                    rows, values = local[q][keep], scores[q][keep]
+                    live = alive[rows]
+                    found[q].extend(
+                        zip(values[live].tolist(), (rows[live] + start).tolist(), strict=True)
+                    )
+        out_scores, out_ids = [], []
+        for hits in found:
+            hits.sort(key=lambda hit: (-hit[0], hit[1]))
+            best = hits[:k]
+            out_scores.append(np.array([s for s, _ in best], dtype=np.float32))
+            out_ids.append([ids[int(positions[row])] for _, row in best])
+        return out_scores, out_ids
+
+
+def _segment_ann(faiss: Any, segment: Segment) -> Any:
+    """The segment's stored ANN, or an exact inner-product index over its vectors."""
+    if "ann" in segment.arrays:
+        return faiss.deserialize_index(np.asarray(segment["ann"]))
+    vectors = np.ascontiguousarray(segment["vectors"], dtype=np.float32)
+    flat = faiss.IndexFlatIP(vectors.shape[1])
+    flat.add(vectors)
+    return flat
+
+
+class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
+    """``(source, target)`` (live positions) → the stems around the target's name in the
+    source, read from the segment that stored the link."""
+
+    def __init__(
+        self,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        segment_of: np.ndarray,
+        entry_of: np.ndarray,
+        segments: Sequence[Segment],
+    ) -> None:
+        self._indptr, self._indices = indptr, indices
+        self._segment_of, self._entry_of = segment_of, entry_of
+        self._segments = segments
+
+    def __getitem__(self, key: tuple[int, int]) -> frozenset[str]:
+        source, target = key
+        start, end = int(self._indptr[source]), int(self._indptr[source + 1])
+        j = start + int(np.searchsorted(self._indices[start:end], target))
+        if j >= end or self._indices[j] != target:
+            raise KeyError(key)
+        segment = self._segments[int(self._segment_of[j])]
+        text = unpack_string(
+            segment["link.ctx.blob"], segment["link.ctx.off"], int(self._entry_of[j])
+        )
+        return frozenset(text.split())
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for source in range(len(self._indptr) - 1):
+            for target in self._indices[self._indptr[source] : self._indptr[source + 1]].tolist():
+                yield source, target
+
+    def __len__(self) -> int:
+        return int(self._indptr[-1])

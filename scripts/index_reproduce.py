@@ -1,0 +1,79 @@
+"""``multihop`` and ``pit-boltzmann`` from a persisted, reopened corpus index vs the benchmark.
+
+For each dataset: the benchmark's own context (shared MiniLM embeddings, cached), the two
+methods built by the benchmark's factories (in memory, as ``rag-multihop bench`` runs them),
+and the same two methods built from a ``CorpusIndex`` of the corpus written to a temporary
+folder and reopened (``MultiHopRetriever.from_index``, ``graph_fusion_retriever``). Prints
+R@2 / R@5 of both and how many questions got the identical top 10 (ids and scores).
+
+Run from the repository root (embeds once; later runs read the embedding cache)::
+
+    python scripts/index_reproduce.py --datasets 2wiki,hotpotqa-500
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from rag_multihop.encoders import CachedEncoder, make_encoder
+from rag_multihop.eval.context import build_context
+from rag_multihop.eval.datasets import load_named
+from rag_multihop.eval.methods import get_method
+from rag_multihop.eval.metrics import recall_at_k
+from rag_multihop.multihop import MultiHopRetriever
+from rag_multihop.store import CorpusIndex, graph_fusion_retriever
+
+
+def _recall(rankings, questions, k) -> float:
+    values = [recall_at_k(r, q.gold_ids, k) for r, q in zip(rankings, questions, strict=True)]
+    return 100 * sum(values) / len(values)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--datasets", default="2wiki,hotpotqa-500")
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/datasets"))
+    args = parser.parse_args()
+    encoder = CachedEncoder(make_encoder("minilm"))
+    print("| dataset | method | R@2 bench | R@2 index | R@5 bench | R@5 index | same top 10 |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.datasets.split(","):
+        dataset = load_named(name, args.data_dir)
+        context, _ = build_context(dataset, encoder)
+        start = time.perf_counter()
+        path = Path(tempfile.mkdtemp(prefix="index-reproduce-")) / "idx"
+        CorpusIndex.build(path, list(dataset.corpus), context.passage_vectors)
+        snapshot = CorpusIndex(path).snapshot()
+        stored = {
+            "multihop": MultiHopRetriever.from_index(snapshot, encoder=encoder),
+            "pit-boltzmann": graph_fusion_retriever(snapshot, encoder=encoder),
+        }
+        print(f"<!-- {name}: index built and reopened in {time.perf_counter() - start:.1f} s -->")
+        for method, from_index in stored.items():
+            bench = get_method(method).build(context)
+            same = 0
+            rankings: dict[str, list[list[str]]] = {"bench": [], "index": []}
+            for query in context.queries():
+                a = bench.retrieve(query, k=10)
+                b = from_index.retrieve(query, k=10)
+                rankings["bench"].append([c.id for c in a])
+                rankings["index"].append([c.id for c in b])
+                same += [(c.id, c.score) for c in a] == [(c.id, c.score) for c in b]
+            q = dataset.questions
+            print(
+                f"| {name} | {method} | {_recall(rankings['bench'], q, 2):.1f} | "
+                f"{_recall(rankings['index'], q, 2):.1f} | {_recall(rankings['bench'], q, 5):.1f}"
+                f" | {_recall(rankings['index'], q, 5):.1f} | {same} / {len(q)} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""Scale of the persistent corpus index on synthetic titled corpora with given vectors.
+
+For each size N: build the index (vectors given: random unit vectors), open it and make
+the ``multihop`` and ``pit-boltzmann`` retrievers from it, time the first query and
+``--queries`` more (query vector given), add 10k passages, delete 10k. Each phase runs in
+its own process, so its peak RSS is its own. Prints a markdown table and writes JSON.
+
+The corpus: passage i is titled by two pseudo-words (unique), its ~55-word text names its
+own title, three other titles (Zipf-distributed, so some pages are hubs) and a year among
+common words. Questions name one title ("Where was the founder of X born?").
+
+Run from the repository root (numbers depend on the machine's load; say what it was)::
+
+    python scripts/index_scale.py --sizes 10000,100000 --out /tmp/index_scale.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ra",
+    "te",
+    "su",
+    "no",
+    "vi",
+    "da",
+    "pe",
+    "zo",
+    "ru",
+    "ba",
+    "ni",
+    "fo",
+    "ge",
+    "ta",
+    "li",
+    "mo",
+    "se",
+]
+CHANGE = 10_000
+
+
+def _words(count: int, syllables: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    found: dict[str, None] = {}
+    while len(found) < count:
+        parts = rng.integers(0, len(SYLLABLES), size=syllables)
+        found["".join(SYLLABLES[p] for p in parts)] = None
+    return list(found)
+
+
+FIRST = [w.capitalize() for w in _words(997, 3, 1)]
+VOCABULARY = _words(3000, 3, 2)
+
+
+def title(i: int) -> str:
+    """The unique title of passage ``i``."""
+    return f"{FIRST[i % len(FIRST)]} {_last(i // len(FIRST))}"
+
+
+def _last(j: int) -> str:
+    word = ""
+    j += 1
+    while j:
+        j, r = divmod(j - 1, len(SYLLABLES))
+        word = SYLLABLES[r] + word
+    return (word + "n").capitalize()
+
+
+def passages(start: int, end: int, universe: int, seed: int) -> list[Any]:
+    """Passages ``start .. end-1``; they name titles of passages ``0 .. universe-1``."""
+    from rag_multihop import Passage
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(start, end):
+        words = rng.choice(VOCABULARY, size=48).tolist()
+        hub = min(int(rng.zipf(1.6)) - 1, universe - 1) * 7919 % universe
+        named = [hub, *rng.integers(0, universe, size=2).tolist()]
+        year = int(rng.integers(1800, 2020))
+        text = (
+            f"{title(i)} is a {words[0]} {words[1]} {words[2]} of {title(int(named[0]))}. "
+            f"It was {' '.join(words[3:15])} in {year} by {title(int(named[1]))}. "
+            f"Later {' '.join(words[15:30])} with {title(int(named[2]))} and "
+            f"{' '.join(words[30:48])}."
+        )
+        out.append(Passage(f"p{i}", text, title(i)))
+    return out
+
+
+def vectors(start: int, end: int, dim: int) -> np.ndarray:
+    """Unit vectors of passages ``start .. end-1`` (each row seeded by its passage)."""
+    out = np.empty((end - start, dim), dtype=np.float32)
+    for block in range(start, end, 50_000):
+        stop = min(block + 50_000, end)
+        rng = np.random.default_rng([block, dim])
+        out[block - start : stop - start] = rng.standard_normal((stop - block, dim), np.float32)
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def phase_build(path: Path, n: int, dim: int, ann: str) -> dict[str, Any]:
+    from rag_multihop.store import CorpusIndex, IndexSettings
+
+    corpus = passages(0, n, n, seed=n)
+    matrix = vectors(0, n, dim)
+    start = time.perf_counter()
+    CorpusIndex.build(path, corpus, matrix, settings=IndexSettings(ann=ann))
+    seconds = time.perf_counter() - start
+    disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return {
+        "build_s": seconds,
+        "build_rss_mb": _rss_mb(),
+        "disk_mb": disk / 2**20,
+        "bytes_per_passage_beyond_vectors": (disk - matrix.nbytes) / n,
+    }
+
+
+def phase_serve(path: Path, n: int, dim: int, queries: int) -> dict[str, Any]:
+    from rag_multihop import Query
+    from rag_multihop.multihop import MultiHopRetriever
+    from rag_multihop.store import CorpusIndex, graph_fusion_retriever
+
+    rng = np.random.default_rng(7)
+    targets = rng.integers(0, n, size=queries + 1)
+    base = vectors(0, 1, dim)[0]  # touch numpy and the generator before timing
+    asked = []
+    for t in targets.tolist():
+        v = vectors(t, t + 1, dim)[0] + 0.3 * rng.standard_normal(dim).astype(np.float32)
+        asked.append(
+            Query(f"Where was the founder of {title(t)} born?", embedding=v / np.linalg.norm(v))
+        )
+    del base
+    start = time.perf_counter()
+    snapshot = CorpusIndex(path).snapshot()
+    multihop = MultiHopRetriever.from_index(snapshot)
+    fusion = graph_fusion_retriever(snapshot)
+    open_s = time.perf_counter() - start
+    start = time.perf_counter()
+    multihop.retrieve(asked[0], k=10)
+    first_multihop = time.perf_counter() - start
+    start = time.perf_counter()
+    fusion.retrieve(asked[0], k=10)
+    first_fusion = time.perf_counter() - start
+    timings: dict[str, list[float]] = {"multihop": [], "fusion": []}
+    for query in asked[1:]:
+        for name, retriever in (("multihop", multihop), ("fusion", fusion)):
+            start = time.perf_counter()
+            retriever.retrieve(query, k=10)
+            timings[name].append((time.perf_counter() - start) * 1000)
+    out: dict[str, Any] = {
+        "open_s": open_s,
+        "first_query_multihop_s": first_multihop,
+        "first_query_fusion_s": first_fusion,
+        "serve_rss_mb": _rss_mb(),
+    }
+    for name, values in timings.items():
+        out[f"{name}_p50_ms"] = statistics.median(values)
+        out[f"{name}_p95_ms"] = float(np.percentile(values, 95))
+    return out
+
+
+def phase_add(path: Path, n: int, dim: int) -> dict[str, Any]:
+    from rag_multihop.store import CorpusIndex
+
+    new = passages(n, n + CHANGE, n + CHANGE, seed=n + 1)
+    matrix = vectors(n, n + CHANGE, dim)
+    index = CorpusIndex(path)
+    start = time.perf_counter()
+    index.add(new, matrix)
+    return {"add_10k_s": time.perf_counter() - start, "add_rss_mb": _rss_mb()}
+
+
+def phase_delete(path: Path, n: int) -> dict[str, Any]:
+    from rag_multihop.store import CorpusIndex
+
+    rows = np.random.default_rng(3).choice(n, size=min(CHANGE, n), replace=False)
+    doomed = [f"p{i}" for i in rows]
+    index = CorpusIndex(path)
+    start = time.perf_counter()
+    index.delete(doomed)
+    return {"delete_10k_s": time.perf_counter() - start, "delete_rss_mb": _rss_mb()}
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--phase", *args], check=True, capture_output=True, text=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--ann", default="flat", help="flat or a FAISS factory (HNSW32)")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--phase", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        name, path, n, dim, extra = (
+            args.phase[0],
+            Path(args.phase[1]),
+            *map(int, args.phase[2:4]),
+            args.phase[4:],
+        )
+        if name == "build":
+            result = phase_build(path, n, dim, extra[0])
+        elif name == "serve":
+            result = phase_serve(path, n, dim, int(extra[0]))
+        elif name == "add":
+            result = phase_add(path, n, dim)
+        else:
+            result = phase_delete(path, n)
+        print(json.dumps(result))
+        return
+    rows = []
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="index-scale-"))
+    for n in [int(s) for s in args.sizes.split(",")]:
+        path = workdir / f"idx-{n}"
+        shutil.rmtree(path, ignore_errors=True)
+        common = [str(path), str(n), str(args.dim)]
+        row: dict[str, Any] = {"passages": n, "dim": args.dim, "ann": args.ann}
+        row |= _child(["build", *common, args.ann])
+        row |= _child(["serve", *common, str(args.queries)])
+        row |= _child(["add", *common])
+        row |= _child(["delete", *common])
+        row["load_average"] = os.getloadavg()[0]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        shutil.rmtree(path, ignore_errors=True)
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=2))
+    keys = [
+        ("passages", "{:,}"),
+        ("build_s", "{:.1f}"),
+        ("build_rss_mb", "{:.0f}"),
+        ("disk_mb", "{:.0f}"),
+        ("bytes_per_passage_beyond_vectors", "{:.0f}"),
+        ("open_s", "{:.2f}"),
+        ("first_query_multihop_s", "{:.2f}"),
+        ("serve_rss_mb", "{:.0f}"),
+        ("multihop_p50_ms", "{:.1f}"),
+        ("multihop_p95_ms", "{:.1f}"),
+        ("fusion_p50_ms", "{:.1f}"),
+        ("fusion_p95_ms", "{:.1f}"),
+        ("add_10k_s", "{:.1f}"),
+        ("delete_10k_s", "{:.1f}"),
+    ]
+    print("| " + " | ".join(k for k, _ in keys) + " |")
+    print("|" + "---|" * len(keys))
+    for row in rows:
+        print("| " + " | ".join(f.format(row[k]) for k, f in keys) + " |")
+
+
+if __name__ == "__main__":
+    main()

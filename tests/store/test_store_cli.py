@@ -1,0 +1,163 @@
+"""``rag-multihop index``: build, add, delete, compact, info; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from rag_multihop.cli import main
+from rag_multihop.store import CorpusIndex
+
+
+def _write(tmp_path, name, passages):
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(p) for p in passages))
+    return path
+
+
+def _npy(tmp_path, name, rows, dim=8):
+    path = tmp_path / name
+    np.save(path, np.random.default_rng(rows).normal(size=(rows, dim)).astype(np.float32))
+    return path
+
+
+PASSAGES = [
+    {"id": "rope", "text": "Rope is a film by Alfred Hitchcock.", "title": "Rope"},
+    {"id": "ah", "text": "Alfred Hitchcock was a director.", "title": "Alfred Hitchcock"},
+]
+
+
+def test_the_index_commands_build_update_and_report(tmp_path, capsys) -> None:
+    idx = str(tmp_path / "idx")
+    first = _write(tmp_path, "a.jsonl", PASSAGES)
+    assert (
+        main(
+            [
+                "index",
+                "build",
+                "--index",
+                idx,
+                "--passages",
+                str(first),
+                "--vectors",
+                str(_npy(tmp_path, "a.npy", 2)),
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["passages"] == 2
+    more = _write(tmp_path, "b.jsonl", [{"id": "psycho", "text": "Psycho is by Alfred Hitchcock."}])
+    assert (
+        main(
+            [
+                "index",
+                "add",
+                "--index",
+                idx,
+                "--passages",
+                str(more),
+                "--vectors",
+                str(_npy(tmp_path, "b.npy", 1)),
+            ]
+        )
+        == 0
+    )
+    assert main(["index", "delete", "--index", idx, "--ids", "rope"]) == 0
+    assert main(["index", "compact", "--index", idx]) == 0
+    capsys.readouterr()
+    assert main(["index", "info", "--index", idx]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["passages"], info["deleted"], info["segments"], info["version"]) == (2, 0, 1, 4)
+    assert CorpusIndex(idx).snapshot().corpus.ids == ["ah", "psycho"]
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ([{"id": "a"}], "record 1 needs a non-empty string 'text'"),
+        ([{"id": "a", "text": "x", "body": "y"}], r"unknown field\(s\) \['body'\]"),
+        ([["a", "x"]], "record 1 is not a JSON object"),
+    ],
+)
+def test_bad_passages_exit_2_naming_the_record(tmp_path, capsys, records, message) -> None:
+    path = _write(tmp_path, "bad.jsonl", records)
+    code = main(
+        [
+            "index",
+            "build",
+            "--index",
+            str(tmp_path / "idx"),
+            "--passages",
+            str(path),
+            "--vectors",
+            str(_npy(tmp_path, "v.npy", 1)),
+        ]
+    )
+    assert code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_bad_vectors_and_ids_exit_2(tmp_path, capsys) -> None:
+    idx = str(tmp_path / "idx")
+    passages = _write(tmp_path, "a.jsonl", PASSAGES)
+    code = main(
+        [
+            "index",
+            "build",
+            "--index",
+            idx,
+            "--passages",
+            str(passages),
+            "--vectors",
+            str(_npy(tmp_path, "v.npy", 3)),
+        ]
+    )
+    assert code == 2 and "expected (2, dim)" in capsys.readouterr().err
+    main(
+        [
+            "index",
+            "build",
+            "--index",
+            idx,
+            "--passages",
+            str(passages),
+            "--vectors",
+            str(_npy(tmp_path, "w.npy", 2)),
+        ]
+    )
+    capsys.readouterr()
+    assert main(["index", "delete", "--index", idx, "--ids", "nope"]) == 2
+    assert "'nope'" in capsys.readouterr().err
+    assert main(["index", "delete", "--index", idx]) == 2
+    assert "--ids" in capsys.readouterr().err
+    code = main(
+        [
+            "index",
+            "add",
+            "--index",
+            idx,
+            "--passages",
+            str(passages),
+            "--vectors",
+            str(_npy(tmp_path, "x.npy", 2, dim=4)),
+        ]
+    )
+    assert code == 2 and "dimension 4, expected 8" in capsys.readouterr().err
+    assert main(["index", "info", "--index", str(tmp_path / "none")]) == 2
+    assert "is not a CorpusIndex" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_without_vectors_the_bundled_encoder_embeds_and_is_recorded(tmp_path, capsys) -> None:
+    idx = str(tmp_path / "idx")
+    passages = _write(tmp_path, "a.jsonl", PASSAGES)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert main(["index", "build", "--index", idx, "--passages", str(passages), *cache]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["dim"] == 384 and info["encoder"]
+    more = _write(tmp_path, "b.jsonl", [{"id": "psycho", "text": "Psycho is a film."}])
+    assert main(["index", "add", "--index", idx, "--passages", str(more), *cache]) == 0
+    assert json.loads(capsys.readouterr().out)["passages"] == 3

@@ -1,0 +1,291 @@
+"""CorpusIndex: format round trip, updates, snapshots, the writer lock, bad input, damage."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_multihop import Passage, Query
+from rag_multihop._atomic import ArtifactError
+from rag_multihop.multihop import MultiHopRetriever
+from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings
+from rag_multihop.validation import l2_normalize
+
+
+def _vectors(encoder, passages) -> np.ndarray:
+    return encoder.encode([p.embedding_text for p in passages])
+
+
+@pytest.fixture
+def index(tmp_path, polish_wedding, hashing_encoder) -> CorpusIndex:
+    return CorpusIndex.build(
+        tmp_path / "idx", polish_wedding, _vectors(hashing_encoder, polish_wedding)
+    )
+
+
+def test_a_reopened_index_holds_what_was_written(
+    tmp_path, index, polish_wedding, hashing_encoder
+) -> None:
+    reopened = CorpusIndex(tmp_path / "idx").snapshot()
+    assert reopened.version == 1
+    assert list(reopened.corpus) == polish_wedding
+    raw = _vectors(hashing_encoder, polish_wedding)
+    assert np.array_equal(reopened.vectors, l2_normalize(raw))
+    assert isinstance(reopened.vectors, np.memmap)  # one segment, nothing deleted: no copy
+    assert reopened.corpus["rope"].title == "Rope"
+    assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
+    manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
+    assert manifest["format_version"] == 1 and manifest["live"] == len(polish_wedding)
+    assert manifest["settings"] == IndexSettings().to_dict()
+    assert not list((tmp_path / "idx").rglob("*.pkl"))
+
+
+class _Shuffled:
+    """Another 64-dimensional model: the hashing encoder over suffixed words."""
+
+    name, dim = "shuffled", 64
+
+    def __init__(self, base) -> None:
+        self.base = base
+
+    def encode(self, texts, *, show_progress=False):
+        return self.base.encode([" ".join(w + "q" for w in t.split()) for t in texts])
+
+
+def test_the_encoder_fingerprint_is_recorded_and_checked(tmp_path, hashing_encoder) -> None:
+    index = CorpusIndex.create(tmp_path / "idx", dim=64, encoder=hashing_encoder)
+    assert index.info()["encoder"] == "hashing-test"
+    assert index.encoder_matches(hashing_encoder)
+    assert not index.encoder_matches(_Shuffled(hashing_encoder))
+    with pytest.raises(ValueError, match="dimension 64, not 8"):
+        CorpusIndex.create(tmp_path / "other", dim=8, encoder=hashing_encoder)
+
+
+def test_upsert_replaces_and_delete_removes(index, polish_wedding, hashing_encoder) -> None:
+    changed = Passage("rope", "Rope is a 1948 thriller by Alfred Hitchcock.", "Rope")
+    new = Passage("ah", "Alfred Hitchcock was an English director.", "Alfred Hitchcock")
+    version = index.upsert([changed, new], _vectors(hashing_encoder, [changed, new]))
+    snapshot = index.snapshot()
+    assert version == 2 and snapshot.corpus["rope"].text == changed.text
+    assert snapshot.corpus.ids[-2:] == ["rope", "ah"] and len(snapshot.corpus) == 6
+    rope = snapshot.corpus.index_of("rope")
+    assert snapshot.link_graph.targets(rope) == {snapshot.corpus.index_of("ah"): 1.0}
+    index.delete(["ah"])
+    assert index.snapshot().link_graph.targets(index.snapshot().corpus.index_of("rope")) == {}
+    assert index.info()["deleted"] == 2
+
+
+def test_an_old_passage_links_to_a_title_added_later(tmp_path, hashing_encoder) -> None:
+    rope = Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", "Rope")
+    index = CorpusIndex.build(tmp_path / "idx", [rope], _vectors(hashing_encoder, [rope]))
+    assert index.snapshot().link_graph.n_links == 0
+    ah = Passage("ah", "Alfred Hitchcock was a director.", "Alfred Hitchcock")
+    index.add([ah], _vectors(hashing_encoder, [ah]))
+    snapshot = index.snapshot()
+    assert snapshot.link_graph.targets(0) == {1: 1.0}
+    assert snapshot.link_graph.context(0, 1) >= {"direc"}
+    assert snapshot.entity_graph.title_links[0, 1] == 1.0
+
+
+def test_empty_writes_make_no_version(index) -> None:
+    assert index.add([], np.zeros((0, 64))) == 1
+    assert index.delete([]) == 1
+    assert index.version == 1
+
+
+def test_bad_input_is_refused_with_the_reason(index, polish_wedding, hashing_encoder) -> None:
+    extra = [Passage("new", "A new passage.", "New")]
+    with pytest.raises(ValueError, match="dimension 3, expected 64"):
+        index.add(extra, np.ones((1, 3)))
+    nan = np.full((1, 64), np.nan)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        index.add(extra, nan)
+    with pytest.raises(ValueError, match="2 vectors for 1 passages"):
+        index.add(extra, np.ones((2, 64)))
+    with pytest.raises(ValueError, match="already in the index.*'rope'.*upsert"):
+        index.add([polish_wedding[4]], _vectors(hashing_encoder, polish_wedding[4:5]))
+    with pytest.raises(ValueError, match="repeat id"):
+        index.add(extra * 2, np.ones((2, 64)))
+    with pytest.raises(KeyError, match="'nope'.*missing_ok"):
+        index.delete(["rope", "nope"])
+    with pytest.raises(TypeError, match="not one string"):
+        index.delete("rope")
+    assert index.version == 1 and len(index.snapshot().corpus) == 5
+    assert index.delete(["nope"], missing_ok=True) == 1
+    assert index.delete(["rope", "nope"], missing_ok=True) == 2
+
+
+def test_create_refuses_an_existing_index_and_open_a_missing_one(tmp_path, index) -> None:
+    with pytest.raises(FileExistsError, match="already holds an index"):
+        CorpusIndex.create(tmp_path / "idx", dim=64)
+    with pytest.raises(FileNotFoundError, match="is not a CorpusIndex"):
+        CorpusIndex(tmp_path / "elsewhere")
+
+
+def test_a_missing_or_corrupt_segment_is_a_clear_error(tmp_path, index) -> None:
+    segment = next((tmp_path / "idx" / "segments").iterdir())
+    vectors = segment / "vectors.npy"
+    np.save(vectors, np.zeros((2, 64), dtype=np.float32))
+    with pytest.raises(
+        ArtifactError, match=r"vectors\.npy holds an array other than .* the segment is corrupt"
+    ):
+        index.snapshot()
+    texts = segment / "texts.blob.npy"
+    whole = texts.read_bytes()
+    texts.write_bytes(whole[:-5])
+    with pytest.raises(ArtifactError, match=r"texts\.blob\.npy is truncated"):
+        index.snapshot()
+    texts.write_bytes(whole)
+    os.remove(vectors)
+    with pytest.raises(ArtifactError, match=r"vectors\.npy is missing"):
+        index.snapshot()
+    segment.rename(segment.with_name("gone"))
+    with pytest.raises(ArtifactError, match=f"segment .*{segment.name} named by the manifest"):
+        index.snapshot()
+    (tmp_path / "idx" / "CURRENT").write_text("manifests/v-000009.json")
+    with pytest.raises(ArtifactError, match="not a manifest here"):
+        index.snapshot()
+
+
+def test_a_snapshot_is_unchanged_while_a_writer_works(
+    tmp_path, index, polish_wedding, hashing_encoder
+) -> None:
+    pinned = index.snapshot()
+    query = Query("Where was the director of Polish Wedding born?")
+    before = [
+        c.id
+        for c in MultiHopRetriever.from_index(pinned, encoder=hashing_encoder)
+        .run(query, k=5)
+        .candidates
+    ]
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for i in range(5):
+                extra = [Passage(f"x{i}", f"Polish Wedding {i} was praised.", f"Review {i}")]
+                index.add(extra, _vectors(hashing_encoder, extra))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    seen = []
+    while writer.is_alive():
+        snapshot = CorpusIndex(tmp_path / "idx").snapshot()
+        seen.append((snapshot.version, len(snapshot.corpus.ids)))
+    writer.join()
+    assert not errors
+    assert all(count == 5 + version - 1 for version, count in seen)  # only whole versions
+    assert pinned.corpus.ids == [p.id for p in polish_wedding] and pinned.n_live == 5
+    after = MultiHopRetriever.from_index(pinned, encoder=hashing_encoder).run(query, k=5)
+    assert [c.id for c in after.candidates] == before
+    assert not pinned.is_current() and index.snapshot().is_current()
+    assert len(index.snapshot().corpus) == 10
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from rag_multihop.store.segment import writer_lock
+with writer_lock(Path(sys.argv[1]), timeout=5):
+    (Path(sys.argv[1]) / "segments" / ".tmp-deadbeef").mkdir(parents=True)
+    Path(sys.argv[2]).write_text("locked")
+    time.sleep(60)
+"""
+
+
+def test_a_killed_writer_leaves_no_lock_and_no_leftovers(tmp_path, index, hashing_encoder) -> None:
+    marker = tmp_path / "marker"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "idx"), str(marker)])
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        extra = [Passage("late", "Late text.", "Late")]
+        blocked = CorpusIndex(tmp_path / "idx", lock_timeout=0.2)
+        with pytest.raises(IndexLockedError, match="another writer holds"):
+            blocked.add(extra, _vectors(hashing_encoder, extra))
+        assert index.snapshot().version == 1  # readers never wait for the lock
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    assert index.add(extra, _vectors(hashing_encoder, extra)) == 2
+    assert not list((tmp_path / "idx" / "segments").glob(".tmp-*"))
+
+
+def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> None:
+    passages = [
+        Passage(f"p{i}", f"Passage number {i} about topic {i % 7}.", f"T{i}") for i in range(60)
+    ]
+    vectors = _vectors(hashing_encoder, passages)
+    index = CorpusIndex.build(
+        tmp_path / "idx", passages, vectors, settings=IndexSettings(ann="HNSW16")
+    )
+    index.delete(["p3"])
+    snapshot = index.snapshot()
+    assert "ann" in snapshot.segments.segments[0].arrays
+    scores, ids = snapshot.dense_index.search(vectors[3:5], k=3)
+    assert ids[0][0] != "p3" and ids[1][0] == "p4"
+    assert len(ids[0]) == 3 and scores[1][0] == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ValueError, match="not a FAISS factory string"):
+        CorpusIndex.build(tmp_path / "bad", passages, vectors, settings=IndexSettings(ann="Nope"))
+
+
+def test_compact_removes_only_what_the_index_wrote(tmp_path, index, hashing_encoder) -> None:
+    index.delete(["rope"])
+    foreign = tmp_path / "idx" / "segments" / "notes.txt"
+    foreign.write_text("mine")
+    index.compact()
+    root = tmp_path / "idx"
+    assert len(list((root / "segments").glob("s-*"))) == 1
+    assert [p.name for p in (root / "manifests").iterdir()] == ["v-000003.json"]
+    assert foreign.read_text() == "mine"
+    assert index.info()["deleted"] == 0 and index.info()["passages"] == 4
+
+
+def test_a_mismatched_context_window_is_refused(index, hashing_encoder) -> None:
+    with pytest.raises(ValueError, match="context_window 5 differs from the index's 12"):
+        MultiHopRetriever.from_index(index.snapshot(), context_window=5)
+
+
+def test_an_empty_index_refuses_a_retriever(tmp_path) -> None:
+    index = CorpusIndex.create(tmp_path / "idx", dim=4)
+    assert index.snapshot().n_live == 0
+    with pytest.raises(ValueError, match="holds no passages"):
+        MultiHopRetriever.from_index(index.snapshot())
+
+
+def test_the_snapshot_corpus_behaves_like_a_corpus(index, polish_wedding) -> None:
+    corpus = index.snapshot().corpus
+    assert corpus[-1] == polish_wedding[-1] and corpus[1:3] == tuple(polish_wedding[1:3])
+    assert "rope" in corpus and polish_wedding[0] in corpus and "nope" not in corpus
+    with pytest.raises(KeyError, match="unknown passage id 'nope'"):
+        corpus["nope"]
+    with pytest.raises(IndexError):
+        corpus[5]
+    assert Path(index.path).is_dir()
+
+
+def test_a_shared_name_splits_and_rejoins_as_pages_come_and_go(tmp_path, hashing_encoder) -> None:
+    review = Passage("r", "A review of Ed Wood and its making.", "Review")
+    person = Passage("p", "Ed Wood was a director.", "Ed Wood")
+    film = Passage("f", "Ed Wood is a 1994 film.", "Ed Wood (film)")
+    index = CorpusIndex.build(
+        tmp_path / "idx", [review, person, film], _vectors(hashing_encoder, [review, person, film])
+    )
+    assert index.snapshot().link_graph.targets(0) == {1: 0.5, 2: 0.5}
+    index.delete(["f"])
+    assert index.snapshot().link_graph.targets(0) == {1: 1.0}
+    index.add([film], _vectors(hashing_encoder, [film]))
+    assert index.snapshot().link_graph.targets(0) == {1: 0.5, 2: 0.5}
