@@ -62,9 +62,9 @@ class CorpusIndexMultiHopRetriever:
     ) -> None:
         self.index_path = index_path
         self.top_k = check_positive_int(top_k, "top_k")
-        if isinstance(settings, Mapping):
-            settings = MultiHopSettings(**settings)
-        self.settings = settings or MultiHopSettings()
+        self.settings: MultiHopSettings = (
+            MultiHopSettings(**settings) if isinstance(settings, Mapping) else settings
+        ) or MultiHopSettings()
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None
 
