@@ -32,16 +32,19 @@ def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
 
     Raises:
         FileNotFoundError: ``path`` is not a file (``what`` names it: "dataset file", ...).
-        ValueError: the file is empty, or neither JSON nor JSON Lines (the first bad line
-            is named).
+        ValueError: the file is empty, a broken gzip stream, not UTF-8, or neither JSON nor
+            JSON Lines (the first bad line is named).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     raw = path.read_bytes()
-    if raw[:2] == _GZIP_MAGIC:
-        raw = gzip.decompress(raw)
-    text = raw.decode("utf-8-sig")
+    try:
+        if raw[:2] == _GZIP_MAGIC:
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8-sig")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not readable as (gzip-compressed) UTF-8 text: {exc}") from None
     if not text.strip():
         raise ValueError(f"{path} is empty; expected JSON or JSON Lines records")
     try:

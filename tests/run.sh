@@ -23,15 +23,10 @@ fi
 ruff check .
 ruff format --check .
 mypy rag_multihop
+# every adapter package of both integrations (one per <kind>/rag_multihop folder)
 (cd integrations/llama-index && mypy --explicit-package-bases \
-    -p llama_index.retrievers.rag_multihop -p llama_index.postprocessor.rag_multihop \
-    -p llama_index.embeddings.rag_multihop -p llama_index.llms.rag_multihop)
+    $(for d in llama_index/*/rag_multihop; do printf -- '-p %s ' "${d//\//.}"; done))
 (cd integrations/haystack && mypy --explicit-package-bases \
-    -p haystack_integrations.common.rag_multihop \
-    -p haystack_integrations.components.embedders.rag_multihop \
-    -p haystack_integrations.components.joiners.rag_multihop \
-    -p haystack_integrations.components.rankers.rag_multihop \
-    -p haystack_integrations.components.retrievers.rag_multihop \
-    -p haystack_integrations.components.query.rag_multihop \
-    -p haystack_integrations.components.generators.rag_multihop)
+    $(for d in haystack_integrations/common/rag_multihop haystack_integrations/components/*/rag_multihop; do
+        printf -- '-p %s ' "${d//\//.}"; done))
 python -m pytest "$@"

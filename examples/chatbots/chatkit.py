@@ -33,6 +33,7 @@ import logging
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,30 +139,45 @@ def check_builders(builders: Mapping[str, object], chat: str) -> None:
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 CHUNK_CHARS = 600
-"""Passages are cut from paragraphs up to about this many characters."""
-CHUNKER_VERSION = 1
+"""Passages are cut from paragraphs up to this many characters; no passage is longer (a
+"word" longer than this, such as a line without spaces, is cut into pieces of this size)."""
+TITLE_CHARS = 200
+"""Titles (a file's first heading, else its name) are cut to this many characters."""
+CHUNKER_VERSION = 2
 
 
 def _decode(path: Path) -> str | None:
+    """The file's text (terminal controls removed, see :func:`clean_text`), ``None`` when it
+    is binary or not UTF-8; ``OSError`` when it cannot be read."""
     data = path.read_bytes()
     if b"\x00" in data[:8192]:
         return None
     try:
-        return data.decode("utf-8")
+        return clean_text(data.decode("utf-8"))
     except UnicodeDecodeError:
         return None
 
 
+def _words(paragraph: str, limit: int) -> Iterator[str]:
+    """The paragraph's words, any longer than ``limit`` cut into ``limit``-sized pieces."""
+    for word in paragraph.split():
+        for start in range(0, len(word), limit):
+            yield word[start : start + limit]
+
+
 def split_passages(text: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """Paragraphs joined up to ``limit`` characters; longer paragraphs cut at spaces.
+    """Paragraphs joined up to ``limit`` characters; longer paragraphs cut at spaces, and
+    words longer than ``limit`` cut, so that no passage exceeds ``limit`` characters.
 
     >>> [len(c) for c in split_passages("One.\\n\\nTwo.\\n\\n" + "word " * 30, limit=40)]
     [10, 39, 39, 39, 29]
+    >>> [len(c) for c in split_passages("x" * 100, limit=40)]
+    [40, 40, 20]
     """
     pieces: list[str] = []
     for paragraph in re.split(r"\n\s*\n", text):
-        words, line = paragraph.split(), ""
-        for word in words:
+        line = ""
+        for word in _words(paragraph, limit):
             if line and len(line) + 1 + len(word) > limit:
                 pieces.append(line)
                 line = word
@@ -180,8 +196,9 @@ def split_passages(text: str, limit: int = CHUNK_CHARS) -> list[str]:
 
 def read_folder(folder: Path) -> list[Passage]:
     """Passages of every ``.txt`` / ``.md`` file under ``folder`` (titles from the first
-    markdown heading, else the file name). Binary or non-UTF-8 files are skipped with a warning;
-    a folder with no usable file is a :class:`ChatInputError` naming what was skipped."""
+    markdown heading, else the file name). Binary or non-UTF-8 files, and files that vanish
+    or cannot be read (permissions, I/O errors), are skipped with a warning naming them; a
+    folder with no usable file is a :class:`ChatInputError` naming what was skipped."""
     if not folder.is_dir():
         raise ChatInputError(f"corpus folder {str(folder)!r} does not exist or is not a folder")
     passages: list[Passage] = []
@@ -191,13 +208,20 @@ def read_folder(folder: Path) -> list[Passage]:
         if path.suffix.lower() not in TEXT_SUFFIXES:
             skipped.append(f"{relative} (not .txt/.md)")
             continue
-        text = _decode(path)
+        try:
+            text = _decode(path)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            logger.warning("skipping %s: cannot be read (%s)", relative, reason)
+            skipped.append(f"{relative} (cannot be read: {reason})")
+            continue
         if text is None:
             logger.warning("skipping %s: binary or not UTF-8 text", relative)
             skipped.append(f"{relative} (binary or not UTF-8)")
             continue
         heading = re.search(r"^#\s+(.+)$", text, flags=re.MULTILINE)
         title = heading.group(1).strip() if heading else path.stem.replace("_", " ")
+        title = title[:TITLE_CHARS]
         for i, chunk in enumerate(split_passages(text)):
             passages.append(Passage(f"{relative}#{i}", chunk, title=title))
     if not passages:
@@ -362,10 +386,42 @@ def model_note(settings: LLMSettings) -> str:
     return f"Answers come from {settings.model}{where} (litellm model string)."
 
 
+_ESCAPE_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, screen clears
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks
+    r"|\x1b[P^_X][^\x1b]*(?:\x1b\\)?"  # DCS, PM, APC, SOS strings
+    r"|\x1b[ -/]*[0-~]"  # other two-character escapes
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def clean_text(text: str) -> str:
+    """``text`` without terminal escape sequences, control characters (newline and tab
+    stay) and bidirectional overrides, which could recolour or rewrite the terminal.
+
+    >>> clean_text("\\x1b[31mred\\x1b[0m\\x00 and\\tmore\\x07")
+    'red and\\tmore'
+    """
+    text = _ESCAPE_SEQUENCE.sub("", text)
+    return "".join(
+        c
+        for c in text
+        if c in "\n\t" or (unicodedata.category(c) != "Cc" and c not in _BIDI_CONTROLS)
+    )
+
+
+def _visible(text: str) -> bool:
+    """Whether ``text`` has a character that shows: not space, control or format (Cf:
+    zero-width spaces and joiners, byte-order marks, soft hyphens)."""
+    return any(not c.isspace() and unicodedata.category(c) not in ("Cc", "Cf") for c in text)
+
+
 def check_question(text: str, settings: LLMSettings) -> str:
-    """The stripped question, or a :class:`ChatInputError` saying why it cannot be asked."""
-    question = (text or "").strip()
-    if not question:
+    """The question cleaned (:func:`clean_text`) and stripped, or a :class:`ChatInputError`
+    saying why it cannot be asked (nothing visible in it, or too long)."""
+    question = clean_text(text or "").strip()
+    if not _visible(question):
         raise ChatInputError("Type a question first.")
     limit = question_limit(settings)
     if len(question) > limit:
@@ -667,16 +723,17 @@ def finish_turn(retrieval: Retrieval, answer: str, account: TurnAccount) -> Turn
 
 
 def print_turn(stream: TurnStream, write: Callable[[str], Any] = sys.stdout.write) -> TurnResult:
-    """Stream a turn to a terminal: the answer as it comes, then evidence and account."""
+    """Stream a turn to a terminal: the answer as it comes, then evidence and account (the
+    model's text and the passages pass :func:`clean_text` first)."""
     for piece in stream:
-        write(piece)
+        write(clean_text(piece))
         sys.stdout.flush()
     result = stream.result
     assert result is not None
     write("\n")
     if result.retrieval.standalone != result.retrieval.question:
-        write(f"  (searched for: {result.retrieval.standalone})\n")
-    write(render_evidence_text(result.evidence, result.retrieval.method) + "\n")
+        write(f"  (searched for: {clean_text(result.retrieval.standalone)})\n")
+    write(clean_text(render_evidence_text(result.evidence, result.retrieval.method)) + "\n")
     write(f"  {result.account.summary()}\n")
     return result
 

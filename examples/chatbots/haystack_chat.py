@@ -72,12 +72,14 @@ def chat_generator(settings: LLMSettings) -> Any:
     """``OpenAIChatGenerator`` for the local model and OpenAI-compatible servers, else
     ``RagMultihopChatGenerator`` (the Haystack integration's generator over ``LLMClient``)."""
     kwargs = {"max_tokens": settings.max_tokens, "temperature": settings.temperature}
+    key: Secret | None = None
     if is_local_model(settings.model):
-        server = ensure_local_server()
-        model, api_base, key = server.alias, server.base_url, None
+        server = ensure_local_server()  # it requires its own random key
+        model, api_base, key = server.alias, server.base_url, Secret.from_token(server.api_key)
     elif settings.model.startswith("openai/"):
-        model, api_base, key = settings.model.removeprefix("openai/"), settings.api_base, None
-        key = None if api_base else Secret.from_env_var("OPENAI_API_KEY")
+        model, api_base = settings.model.removeprefix("openai/"), settings.api_base
+        if not api_base or os.environ.get("OPENAI_API_KEY"):  # a server may need one too
+            key = Secret.from_env_var("OPENAI_API_KEY")
     else:
         return RagMultihopChatGenerator(
             llm=settings.model,

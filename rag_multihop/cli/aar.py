@@ -22,7 +22,7 @@ from typing import Any
 from rag_multihop.association.model import DEFAULT_LAMBDA, DEFAULT_MODE, SCORING_MODES
 from rag_multihop.association.pairs import PairSet, corpus_pairs, load_pairs
 from rag_multihop.association.training import TrainingConfig
-from rag_multihop.cli.common import DATA_DIR_HELP, add_encoder_argument, data_dir
+from rag_multihop.cli.common import DATA_DIR_HELP, add_encoder_argument, data_dir, int_at_least
 from rag_multihop.corpus import Corpus
 from rag_multihop.io import read_records
 from rag_multihop.types import Passage
@@ -42,7 +42,9 @@ def add_aar_parser(subparsers: Any) -> None:
         "--corpus", type=Path, help="its corpus file; alone: passages without questions"
     )
     train.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
-    train.add_argument("--limit", type=int, default=None, help="use the first N questions")
+    train.add_argument(
+        "--limit", type=int_at_least("--limit", 1), default=None, help="use the first N questions"
+    )
     train.add_argument(
         "--pair-source",
         choices=PAIR_SOURCE_CHOICES,
@@ -139,20 +141,21 @@ def _pairs(args: argparse.Namespace, corpus: Corpus, questions: list[Any]) -> Pa
 
 def cmd_aar_train(args: argparse.Namespace) -> int:
     from rag_multihop.association.reranker import AssociationReranker
-    from rag_multihop.cli.common import encoder_from_args
+    from rag_multihop.cli.common import check_out_dir, encoder_from_args
 
-    corpus, questions = _passages(args)
-    pairs = _pairs(args, corpus, questions)
-    stats = pairs.stats()
-    print(f"{stats.pairs} pairs over {stats.passages} passages, by source: {stats.sources}")
-    encoder = encoder_from_args(args)
-    vectors = encoder.encode(corpus.texts(), show_progress=not args.no_progress)
-    config = TrainingConfig(
+    config = TrainingConfig(  # every knob checked before any work
         epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, threads=args.threads
     )
+    corpus, questions = _passages(args)
+    pairs = _pairs(args, corpus, questions)
+    check_out_dir(args.out)
+    encoder = encoder_from_args(args)
     reranker = AssociationReranker(
         encoder=encoder, lambda_=args.lambda_, mode=args.mode, training=config
     )
+    stats = pairs.stats()
+    print(f"{stats.pairs} pairs over {stats.passages} passages, by source: {stats.sources}")
+    vectors = encoder.encode(corpus.texts(), show_progress=not args.no_progress)
     reranker.fit(corpus.ids, vectors, pairs, show_progress=not args.no_progress)
     path = reranker.save(args.out)
     trained = reranker.provenance["training_stats"]

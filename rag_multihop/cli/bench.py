@@ -9,8 +9,10 @@ from typing import Any
 from rag_multihop.cli.common import (
     DATA_DIR_HELP,
     add_common_arguments,
+    check_out_dir,
     data_dir,
     encoder_from_args,
+    int_at_least,
     method_names,
 )
 from rag_multihop.secrets import check_env_var_name, check_model_name, looks_like_secret
@@ -22,11 +24,14 @@ BENCH_METHODS = ("dense", "bm25", "hs-joiner-dbsf", "aar", "pit-boltzmann", "bri
 
 def _parse_ks(text: str) -> tuple[int, ...]:
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        ks = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
+        ks = ()
+    if not ks or min(ks) < 1:
         raise argparse.ArgumentTypeError(
-            f"--ks must be comma-separated integers, got {text!r}"
-        ) from None
+            f"--ks must be comma-separated integers >= 1, got {text!r}"
+        )
+    return ks
 
 
 def _parse_option(text: str) -> tuple[str, str]:
@@ -74,8 +79,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif args.dataset:
         dataset = load_named(args.dataset, data_dir(args.data_dir), limit=args.limit)
     else:
-        raise SystemExit("give --dataset NAME or --questions FILE [--corpus FILE]")
+        raise ValueError("give --dataset NAME or --questions FILE [--corpus FILE]")
     dataset = split_dataset(dataset, args.split)
+    check_out_dir(args.out)
     result = run_benchmark(
         dataset,
         method_names(args, BENCH_METHODS),
@@ -103,7 +109,9 @@ def add_bench_parsers(sub: Any) -> None:
     )
     bench.add_argument("--questions", type=Path, help="a question file in any supported format")
     bench.add_argument("--corpus", type=Path, help="its corpus file, when separate")
-    bench.add_argument("--limit", type=int, default=None, help="use the first N questions")
+    bench.add_argument(
+        "--limit", type=int_at_least("--limit", 1), default=None, help="use the first N questions"
+    )
     bench.add_argument(
         "--split",
         choices=("all", "tune", "test"),

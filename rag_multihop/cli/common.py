@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,3 +74,42 @@ DATA_DIR_HELP = (
     f"folder holding the named datasets (default: ${DATA_ENV}, else ../shared/datasets "
     "next to the working directory)"
 )
+
+
+def int_at_least(flag: str, low: int) -> Callable[[str], int]:
+    """An argparse ``type`` for whole numbers ``>= low``: a bad value exits with status 2
+    and a message naming ``flag``, the value and the range.
+
+    >>> int_at_least("--queries", 1)("5")
+    5
+    >>> int_at_least("--queries", 1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: --queries must be a whole number >= 1, got '0'
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be a whole number >= {low}, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+def check_out_dir(path: Path | None, flag: str = "--out") -> None:
+    """Create the output folder now, so that a path that cannot be one fails before any
+    work (``ValueError`` naming ``flag`` and the path)."""
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{flag} {str(path)!r} is a file; give a folder for the results")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{flag} {str(path)!r} cannot be created: {exc.strerror}") from None

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rag_multihop.cli.common import add_common_arguments, encoder_from_args, method_names
+from rag_multihop.cli.common import (
+    add_common_arguments,
+    encoder_from_args,
+    int_at_least,
+    method_names,
+)
 
 # The demo shows one representative of each family, headed by multihop (the LLM-free
 # multi-hop retriever); `--methods all` shows every ablation.
@@ -50,6 +55,13 @@ def add_demo_parser(sub: Any) -> None:
     """Add the ``demo`` command to the main CLI's subparsers."""
     demo = sub.add_parser("demo", help="run every method on the bundled demo corpus")
     add_common_arguments(demo)
-    demo.add_argument("--top", type=int, default=5, help="candidates shown per method")
-    demo.add_argument("--questions", type=int, default=None, help="show only the first N questions")
+    demo.add_argument(
+        "--top", type=int_at_least("--top", 1), default=5, help="candidates shown per method"
+    )
+    demo.add_argument(
+        "--questions",
+        type=int_at_least("--questions", 1),
+        default=None,
+        help="show only the first N questions",
+    )
     demo.set_defaults(func=cmd_demo)

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from rag_multihop.cli.bench import _parse_option
-from rag_multihop.cli.common import DATA_DIR_HELP, add_encoder_argument, data_dir, encoder_from_args
+from rag_multihop.cli.common import (
+    DATA_DIR_HELP,
+    add_encoder_argument,
+    check_out_dir,
+    data_dir,
+    encoder_from_args,
+    int_at_least,
+)
 
 
 def _names(text: str) -> list[str]:
@@ -38,9 +45,12 @@ def cmd_perf(args: argparse.Namespace) -> int:
     from rag_multihop.encoders.registry import ENCODERS, make_encoder
     from rag_multihop.eval import perf
     from rag_multihop.eval.datasets import load_named
-    from rag_multihop.eval.methods import get_method
+    from rag_multihop.eval.methods import check_options, get_method
 
     folder = data_dir(args.data_dir)
+    for flag, value in (("--datasets", args.datasets), ("--methods", args.methods)):
+        if not _names(value):
+            raise ValueError(f"{flag} names nothing (got {value!r}); give comma-separated names")
     datasets = [load_named(name, folder) for name in _names(args.datasets)]
     methods = _names(args.methods)
     for name in methods:
@@ -49,7 +59,9 @@ def cmd_perf(args: argparse.Namespace) -> int:
     unknown = [name for name in compared if name not in ENCODERS]
     if unknown:
         raise ValueError(f"unknown encoder {unknown[0]!r}; choose from: {', '.join(ENCODERS)}")
+    check_out_dir(args.out)
     options = dict(args.option)
+    check_options(options)  # before the encoders are timed
     anchor: dict[str, float] | None = None
     encoder_rows: list[perf.EncoderRow] = []
     if compared and args.encode_sample:
@@ -79,7 +91,6 @@ def cmd_perf(args: argparse.Namespace) -> int:
     )
     text = perf.markdown(report)
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "perf.json").write_text(json.dumps(report, indent=2))
         (args.out / "perf.md").write_text(text)
     print(text, end="")
@@ -100,7 +111,12 @@ def add_perf_parser(sub: Any) -> None:
         "--datasets", default="2wiki,hotpotqa-500", help="comma-separated named datasets"
     )
     p.add_argument("--data-dir", type=Path, default=None, help=DATA_DIR_HELP)
-    p.add_argument("--queries", type=int, default=200, help="questions timed per dataset")
+    p.add_argument(
+        "--queries",
+        type=int_at_least("--queries", 1),
+        default=200,
+        help="questions timed per dataset",
+    )
     p.add_argument(
         "--methods", default=",".join(PERF_METHODS), help="comma-separated methods to time"
     )
@@ -111,7 +127,7 @@ def add_perf_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--encode-sample",
-        type=int,
+        type=int_at_least("--encode-sample", 0),
         default=500,
         help="passages of the first dataset (seeded sample) the encoders embed",
     )
@@ -120,7 +136,7 @@ def add_perf_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--ppr-size",
-        type=int,
+        type=int_at_least("--ppr-size", 0),
         default=100_000,
         help="passages of a synthetic graph for PPR (0 skips it)",
     )

@@ -51,6 +51,12 @@ def split_dataset(dataset: Dataset, split: str, *, seed: int = SPLIT_SEED) -> Da
     half = (len(ids) + 1) // 2
     chosen = {ids[i] for i in (order[:half] if split == "tune" else order[half:])}
     questions = tuple(q for q in dataset.questions if q.id in chosen)
+    if not questions:
+        raise ValueError(
+            f"split {split!r} of dataset {dataset.name!r} has no questions: the dataset has "
+            f"{len(ids)} question(s), and each half needs one (use split 'all', or more "
+            "questions)"
+        )
     held_out = tuple(q for q in dataset.questions if q.id not in chosen)
     return replace(
         dataset,

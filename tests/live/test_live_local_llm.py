@@ -130,6 +130,7 @@ def test_cli_serve_prints_the_address_and_stops_on_sigterm(server: local.LocalSe
     import signal
     import subprocess
     import sys
+    import urllib.error
     import urllib.request
 
     command = [sys.executable, "-m", "rag_multihop.cli", "llm", "serve"]
@@ -138,8 +139,16 @@ def test_cli_serve_prints_the_address_and_stops_on_sigterm(server: local.LocalSe
         assert process.stdout is not None
         base = process.stdout.readline().strip().removeprefix("api_base=")
         assert base.startswith("http://127.0.0.1:") and base != server.base_url
+        assert process.stdout.readline().startswith("model=openai/")
+        key = process.stdout.readline().split()[0].removeprefix("api_key=")
         with urllib.request.urlopen(base.removesuffix("/v1") + "/health", timeout=5) as health:
             assert health.status == 200
+        props = urllib.request.Request(base.removesuffix("/v1") + "/props")
+        with pytest.raises(urllib.error.HTTPError, match="401"):  # the key is required
+            urllib.request.urlopen(props, timeout=5)
+        props.add_header("Authorization", f"Bearer {key}")
+        with urllib.request.urlopen(props, timeout=5) as answer:
+            assert answer.status == 200
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         with pytest.raises(OSError):

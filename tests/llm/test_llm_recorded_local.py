@@ -4,8 +4,8 @@ The cassettes in ``tests/cassettes/test_llm_recorded_local/`` are real recording
 tests/cassettes/README.md). Replay needs no server: it matches on method and path, so the
 port the server had when recording does not matter. To re-record:
 
-    rag-multihop llm serve &                       # prints api_base=http://127.0.0.1:PORT/v1
-    RAG_MULTIHOP_TEST_LOCAL_API_BASE=http://127.0.0.1:PORT/v1 \\
+    rag-multihop llm serve &                       # prints api_base=..., api_key=KEY
+    RAG_MULTIHOP_TEST_LOCAL_API_BASE=http://127.0.0.1:PORT/v1 OPENAI_API_KEY=KEY \\
         python -m pytest tests/llm/test_llm_recorded_local.py --record-mode=rewrite
 
 A 135M model's content is poor, so the assertions are about shapes and accounting only.

@@ -20,7 +20,7 @@ ANSWER = "Theresa Connelly was born in Philadelphia [2]."
 @pytest.fixture
 def transport(monkeypatch: pytest.MonkeyPatch) -> FakeTransport:
     fake = FakeTransport(default=ANSWER, prompt_tokens=30, completion_tokens=8)
-    monkeypatch.setattr("rag_multihop.llm.client.LiteLLMTransport", lambda: fake)
+    monkeypatch.setattr("rag_multihop.llm.client.default_transport", lambda model: fake)
     return fake
 
 

@@ -141,13 +141,18 @@ def load_dataset(
             '[{"title", "text"}] list'
         )
     entries = None if corpus_path is None else _read_corpus(Path(corpus_path))
-    corpus, questions = fmt.read(
-        data,
-        source=str(questions_path),
-        corpus_entries=entries,
-        limit=limit,
-        allow_no_gold=allow_no_gold,
-    )
+    try:
+        corpus, questions = fmt.read(
+            data,
+            source=str(questions_path),
+            corpus_entries=entries,
+            limit=limit,
+            allow_no_gold=allow_no_gold,
+        )
+    except ValueError as exc:
+        if str(exc).startswith(str(questions_path)):
+            raise
+        raise ValueError(f"{questions_path} ({fmt.name}): {exc}") from None
     named = fmt.own_corpus and isinstance(data, dict) and data.get("name")
     return _finish(name or str(named or _stem(questions_path)), corpus, questions, fmt.name)
 

@@ -182,14 +182,44 @@ def question_id(index: int, record: Mapping[str, Any]) -> str:
     return str(index) if value is None else str(value)
 
 
+def preview(value: Any, limit: int = 80) -> str:
+    """``value`` as JSON-ish text for an error message, cut to about ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_list(qid: str, record: Mapping[str, Any], key: str) -> list[Any]:
+    """The list in ``record[key]`` (empty when absent or null), else ``ValueError``."""
+    value = record.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"question {qid}: field {key!r} must be a list, got {preview(value)}")
+    return value
+
+
+def supporting_titles(qid: str, record: Mapping[str, Any]) -> list[str]:
+    """The titles of ``supporting_facts`` (``[title, sentence_index]`` pairs or titles)."""
+    titles = []
+    for i, fact in enumerate(check_list(qid, record, "supporting_facts")):
+        title = fact[0] if isinstance(fact, list) and fact else fact
+        if not isinstance(title, str):
+            raise ValueError(
+                f"question {qid}: field 'supporting_facts[{i}]' must be [title, "
+                f"sentence_index] or a title, got {preview(fact)}"
+            )
+        titles.append(title)
+    return titles
+
+
 def common_fields(index: int, record: Mapping[str, Any]) -> dict[str, Any]:
     """``id``, ``question``, ``answers`` and ``metadata`` of a record, checked."""
     qid = question_id(index, record)
     question = record.get("question")
     if not isinstance(question, str) or not question.strip():
-        raise ValueError(f"question {qid}: 'question' must be a non-empty string")
+        raise ValueError(f"question {qid}: field 'question' must be a non-empty string")
     answer = record.get("answer")
-    aliases = record.get("answer_aliases") or []
+    aliases = check_list(qid, record, "answer_aliases")
     answers = unique(str(a) for a in [answer, *aliases] if a is not None and str(a))
     metadata = {k: v for k, v in record.items() if k not in _MAPPED_FIELDS}
     return {"id": qid, "question": question, "answers": tuple(answers), "metadata": metadata}

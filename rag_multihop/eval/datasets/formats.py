@@ -21,11 +21,15 @@ from rag_multihop.eval.datasets.base import (
     DatasetFormat,
     QAExample,
     RawQuestion,
+    check_list,
     common_fields,
     no_gold,
+    preview,
+    question_id,
     record_format,
     record_type,
     register_format,
+    supporting_titles,
     unique,
 )
 from rag_multihop.types import Passage
@@ -34,12 +38,15 @@ logger = logging.getLogger(__name__)
 
 _2WIKI_TYPES = frozenset({"inference", "compositional", "bridge_comparison"})
 
+Context = list[tuple[str, list[str]]]
+"""A HotpotQA / 2Wiki record's paragraphs as ``(title, sentences)``."""
 
-def _sentence_separator(records: Sequence[Mapping[str, Any]]) -> str:
+
+def _sentence_separator(contexts: Sequence[Context]) -> str:
     """``""`` when sentences carry their own leading space (HotpotQA), else ``" "`` (2Wiki)."""
     leading = total = 0
-    for record in records:
-        for _, sentences in record.get("context") or []:
+    for context in contexts:
+        for _, sentences in context:
             for sentence in sentences[1:]:
                 total += 1
                 leading += sentence[:1].isspace()
@@ -55,19 +62,37 @@ def _join_sentences(sentences: Sequence[str], separator: str) -> str:
     return "".join(parts).strip()
 
 
-def _context_question(index: int, record: Mapping[str, Any], separator: str) -> RawQuestion:
+def _context(qid: str, record: Mapping[str, Any]) -> Context:
+    """A HotpotQA / 2Wiki record's ``context`` as ``(title, sentences)`` pairs, checked."""
+    entries = check_list(qid, record, "context")
+    context = []
+    for i, entry in enumerate(entries):
+        if (
+            not isinstance(entry, list)
+            or len(entry) != 2
+            or not isinstance(entry[0], str)
+            or not isinstance(entry[1], list)
+            or not all(isinstance(sentence, str) for sentence in entry[1])
+        ):
+            raise ValueError(
+                f"question {qid}: field 'context[{i}]' must be [title, [sentence, ...]], "
+                f"got {preview(entry)}"
+            )
+        context.append((entry[0], entry[1]))
+    return context
+
+
+def _context_question(
+    index: int, record: Mapping[str, Any], context: Context, separator: str
+) -> RawQuestion:
     """HotpotQA / 2WikiMultiHopQA: gold = distinct supporting titles, in the own context."""
     common = common_fields(index, record)
-    context = tuple(
-        (str(title), _join_sentences(sents, separator))
-        for title, sents in record.get("context") or []
-    )
+    joined = tuple((title, _join_sentences(sents, separator)) for title, sents in context)
     own: dict[str, str] = {}
-    for title, text in context:
+    for title, text in joined:
         own.setdefault(title, text)
     gold = []
-    for fact in record.get("supporting_facts") or []:
-        title = str(fact[0] if isinstance(fact, list) else fact)
+    for title in supporting_titles(common["id"], record):
         if title not in own:
             raise ValueError(
                 f"question {common['id']}: supporting title {title!r} is not in its own context"
@@ -79,43 +104,63 @@ def _context_question(index: int, record: Mapping[str, Any], separator: str) -> 
         gold=tuple(gold),
         hop_ordered=False,
         type=record_type(record),
-        context=context,
+        context=joined,
     )
+
+
+def _paragraphs(qid: str, record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A MuSiQue record's ``paragraphs``: objects with string ``title`` and ``paragraph_text``."""
+    paragraphs = check_list(qid, record, "paragraphs")
+    for i, paragraph in enumerate(paragraphs):
+        if not isinstance(paragraph, dict):
+            raise ValueError(
+                f"question {qid}: field 'paragraphs[{i}]' must be an object, "
+                f"got {preview(paragraph)}"
+            )
+        for key in ("title", "paragraph_text"):
+            if not isinstance(paragraph.get(key), str):
+                problem = "is missing" if key not in paragraph else "must be a string"
+                raise ValueError(
+                    f"question {qid}: field 'paragraphs[{i}].{key}' {problem} "
+                    f"(the paragraph has keys {sorted(paragraph)})"
+                )
+    return paragraphs
 
 
 def _musique_question(index: int, record: Mapping[str, Any]) -> RawQuestion:
     """MuSiQue: gold = supporting paragraphs, ordered by ``question_decomposition`` when it
     points at exactly the supporting paragraphs."""
     common = common_fields(index, record)
-    paragraphs = record.get("paragraphs") or []
+    qid = common["id"]
+    paragraphs = _paragraphs(qid, record)
     by_idx = {p.get("idx", i): p for i, p in enumerate(paragraphs)}
     supporting = [p.get("idx", i) for i, p in enumerate(paragraphs) if p.get("is_supporting")]
-    steps = unique(
-        s.get("paragraph_support_idx") for s in record.get("question_decomposition") or []
-    )
+    decomposition = check_list(qid, record, "question_decomposition")
+    bad = next((i for i, step in enumerate(decomposition) if not isinstance(step, dict)), None)
+    if bad is not None:
+        raise ValueError(
+            f"question {qid}: field 'question_decomposition[{bad}]' must be an object, "
+            f"got {preview(decomposition[bad])}"
+        )
+    steps = unique(step.get("paragraph_support_idx") for step in decomposition)
     hop_ordered = bool(steps) and sorted(steps, key=str) == sorted(supporting, key=str)
     if supporting and not hop_ordered:
-        logger.debug(
-            "question %s: decomposition does not match supporting paragraphs", common["id"]
-        )
+        logger.debug("question %s: decomposition does not match supporting paragraphs", qid)
     order = steps if hop_ordered else supporting
-    gold = tuple((str(by_idx[i]["title"]), str(by_idx[i]["paragraph_text"]).strip()) for i in order)
-    qid = common["id"]
+    gold = tuple((by_idx[i]["title"], by_idx[i]["paragraph_text"].strip()) for i in order)
     return RawQuestion(
         **common,
         gold=gold,
         hop_ordered=hop_ordered,
         type=qid.split("__", 1)[0] if "__" in qid else None,
-        context=tuple((str(p["title"]), str(p["paragraph_text"]).strip()) for p in paragraphs),
+        context=tuple((p["title"], p["paragraph_text"].strip()) for p in paragraphs),
     )
 
 
 def _titles_question(index: int, record: Mapping[str, Any]) -> RawQuestion:
     """Supporting facts given as titles (or ``[title, sentence_index]`` pairs), no text."""
     common = common_fields(index, record)
-    titles = unique(
-        str(f[0] if isinstance(f, list) else f) for f in record.get("supporting_facts") or []
-    )
+    titles = unique(supporting_titles(common["id"], record))
     return RawQuestion(
         **common,
         gold=tuple((title, None) for title in titles),
@@ -128,18 +173,25 @@ def _titles_question(index: int, record: Mapping[str, Any]) -> RawQuestion:
 def _parse_native(
     data: Mapping[str, Any], limit: int | None, allow_no_gold: bool
 ) -> tuple[Corpus, list[QAExample]]:
+    for key in ("passages", "questions"):
+        if not isinstance(data[key], list):
+            raise ValueError(f"field {key!r} must be a list, got {preview(data[key])}")
     passages = []
     for i, p in enumerate(data["passages"]):
         if not isinstance(p, dict) or "id" not in p or "text" not in p:
-            raise ValueError(f"native passage {i} must be an object with 'id' and 'text'")
+            raise ValueError(
+                f"field 'passages[{i}]' must be an object with 'id' and 'text', got {preview(p)}"
+            )
         passages.append(
             Passage(id=str(p["id"]), title=str(p.get("title", "")), text=str(p["text"]))
         )
     corpus = Corpus(passages)
     questions = []
     for i, record in enumerate(data["questions"][:limit]):
+        if not isinstance(record, dict):
+            raise ValueError(f"field 'questions[{i}]' must be an object, got {preview(record)}")
         common = common_fields(i, record)
-        gold_ids = tuple(str(g) for g in record.get("gold_ids") or [])
+        gold_ids = tuple(str(g) for g in check_list(common["id"], record, "gold_ids"))
         missing = [g for g in gold_ids if g not in corpus]
         if missing:
             raise ValueError(f"question {common['id']}: gold ids {missing} are not passage ids")
@@ -172,8 +224,12 @@ def _read_native(
 
 
 def _context_questions(records: Sequence[Mapping[str, Any]]) -> list[RawQuestion]:
-    separator = _sentence_separator(records)
-    return [_context_question(i, r, separator) for i, r in enumerate(records)]
+    contexts = [_context(question_id(i, r), r) for i, r in enumerate(records)]
+    separator = _sentence_separator(contexts)
+    return [
+        _context_question(i, r, context, separator)
+        for i, (r, context) in enumerate(zip(records, contexts, strict=True))
+    ]
 
 
 def _has_context(first: Mapping[str, Any]) -> bool:
