@@ -57,7 +57,7 @@ def fake_llm() -> FakeTransport:
 def fake_transport(monkeypatch: pytest.MonkeyPatch) -> None:
     import rag_multihop.llm.client as client
 
-    monkeypatch.setattr(client, "LiteLLMTransport", fake_llm)
+    monkeypatch.setattr(client, "default_transport", lambda model: fake_llm())
 
 
 def documents() -> list[Document]:
