@@ -9,15 +9,17 @@ view, the account and the model settings.
   Each chat maps every name to its framework's components; :func:`check_builders` fails when a
   chat misses one, so adding a method is one line here plus one builder per chat.
 - **Evidence** (:func:`evidence_chain`): the retrieved passages as a numbered reasoning chain
-  (hop 1, hop 2) with each passage's signals, and which ones the answer cites.
+  read from the method's trace (hop 1, hop 2, related; a method without hops ranks), each
+  passage's signals in plain words from the methods' ``SIGNALS`` vocabularies, and which ones
+  the answer cites.
 - **Account** (:class:`TurnAccount`): LLM calls, tokens, cost and latency of one turn.
 - **Model** (:func:`llm_settings`, :func:`model_note`): the embedded local model by default,
   any litellm model string by ``--llm`` or ``RAG_MULTIHOP_CHAT_LLM``.
 
 Example:
     >>> src = Source("a", "Veldmark Ropeworks", "Founded by Marit Hallendor.", 0.9, {"dense": 0.9})
-    >>> [(e.number, e.hop, e.cited) for e in evidence_chain([src], "dense", "It was Marit [1].")]
-    [(1, 1, True)]
+    >>> [(e.number, e.step, e.cited) for e in evidence_chain([src], "dense", "It was Marit [1].")]
+    [(1, 'ranked', True)]
     >>> cited_numbers("See [2] and [1], not [7].", 3)
     [1, 2]
 """
@@ -39,10 +41,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag_multihop import Corpus, Passage
+from rag_multihop import Corpus, Passage, association, bridge, coop, fusion, graph, index, multihop
 from rag_multihop.llm import LLMAccount, LLMSettings
 from rag_multihop.llm.local import is_local_model
 from rag_multihop.paths import cache_dir
+from rag_multihop.signals import signal_meaning
 
 logger = logging.getLogger(__name__)
 
@@ -59,49 +62,58 @@ class ChatInputError(ValueError):
 
 @dataclass(frozen=True)
 class ChatMethod:
-    """One entry of the method switcher: a name, a label for the UI and what it does."""
+    """One entry of the method switcher: a name, a label for the UI, what it does and the
+    signal vocabularies (``SIGNALS`` of the method's packages) its passages' signals come from."""
 
     name: str
     label: str
     description: str
+    signals: tuple[Mapping[str, str], ...]
 
 
 METHODS: dict[str, ChatMethod] = {
     m.name: m
     for m in (
-        ChatMethod("dense", "Dense", "MiniLM cosine similarity, one hop"),
+        ChatMethod("dense", "Dense", "MiniLM cosine similarity, one hop", (index.SIGNALS,)),
         ChatMethod(
             "multihop",
             "Multi-hop (persisted index)",
             "best pair by names, title links and residual similarity, then links and the "
             "entity graph; read from the corpus index saved beside the vectors",
+            (multihop.SIGNALS,),
         ),
         ChatMethod(
             "graph-fusion",
             "Graph fusion (PIT)",
             "dense + Personalized PageRank over the entity graph, PIT-calibrated and fused",
+            (fusion.SIGNALS, index.SIGNALS, graph.SIGNALS),
         ),
         ChatMethod(
             "bridge",
             "BridgeRAG",
             "hop 1 picks a bridge passage; candidates are judged given the question and bridge",
+            (bridge.SIGNALS, index.SIGNALS),
         ),
         ChatMethod(
             "aar",
             "AAR association rerank",
             "dense top 50 reranked by an association model trained label-free on this corpus",
+            (association.SIGNALS, index.SIGNALS),
         ),
         ChatMethod(
             "coop",
             "CoopRAG RaLa rerank",
             "dense top 50 reranked by late interaction over MiniLM's token states (LLM-free)",
+            (coop.SIGNALS, index.SIGNALS),
         ),
     )
 }
 """The methods every chat offers, in switcher order."""
 
-DEFAULT_METHOD = "graph-fusion"
-"""The strongest LLM-free method on main (``pit-boltzmann`` in docs/benchmarks.md)."""
+DEFAULT_METHOD = "multihop"
+"""The LLM-free method with the highest recall in docs/benchmarks.md's methods table (R@5
+98.0 on 2Wiki, 90.9 on HotpotQA-500, against 93.1 / 86.9 for graph fusion). It reads passage
+titles: a folder's passages take theirs from each file's first heading or its name."""
 
 TOP_K = 5
 """Passages given to the model per turn."""
@@ -459,79 +471,122 @@ class Source:
     signals: Mapping[str, float]
 
 
+STEPS: dict[str, str] = {
+    "hop 1": "Hop 1 · matched by the question",
+    "hop 2": "Hop 2 · reached from hop 1",
+    "related": "Related · found after the two hops (links, entity graph)",
+    "ranked": "Retrieved · ranked by the method (it names no hops)",
+}
+"""Where a passage stands in the reasoning chain, in display order, with its heading."""
+
+
 @dataclass(frozen=True)
 class Evidence:
-    """One step of the reasoning chain: citation number, hop, why it is there, cited or not."""
+    """One step of the reasoning chain: citation number, step (a key of :data:`STEPS`), why
+    it is there, cited or not."""
 
     number: int
     source: Source
-    hop: int
+    step: str
     role: str
     cited: bool
 
 
-def _hop(method: str, position: int, signals: Mapping[str, float]) -> tuple[int, str]:
-    """Hop and role of a passage from the signals that put it there."""
-    if method == "bridge":
-        if signals.get("bridge"):
-            return 1, "bridge: best match for the question"
-        if signals.get("backfill"):
-            return 1, "hop-1 match kept to fill the list"
-        return 2, "judged given the question and the bridge"
-    if method == "graph-fusion":
-        dense, graph = signals.get("dense_cal", 0.0), signals.get("graph_cal", 0.0)
-        if graph > dense:
-            return 2, "reached through the entity graph"
-        return 1, "direct match (dense)"
-    if method == "aar":
-        if signals.get("association", 0.0) > signals.get("cosine", 0.0):
-            return 2, "associated with the question's passages"
-        return 1, "direct match (cosine)"
-    if method == "coop":
-        return 1, "token-level match (RaLa)"
-    if method == "multihop":
-        if signals.get("pair"):
-            first = signals.get("first_hop", 0.0) > 0
-            return (1, "first hop of the best pair") if first else (2, "second hop of the pair")
-        return 2, "reached through links or the entity graph"
-    return 1, "direct match"
+Trace = Mapping[str, Any]
+"""A method's trace as JSON (``BridgeTrace.to_dict()``, ``MultiHopTrace.to_dict()``, the
+``trace`` output of the Haystack components)."""
 
 
-def evidence_chain(sources: Sequence[Source], method: str, answer: str = "") -> list[Evidence]:
-    """Sources numbered as the model saw them, ordered hop 1 first, cited ones marked."""
+def _listed_by(signals: Mapping[str, float]) -> str:
+    """``listed by dense and graph`` for a fused passage (its ``<system>_cal`` signals)."""
+    systems = [name.removesuffix("_cal") for name in signals if name.endswith("_cal")]
+    return f"listed by {' and '.join(systems)}" if systems else ""
+
+
+def chain_steps(source: Source, trace: Trace | None, method: ChatMethod) -> tuple[str, str]:
+    """Step and role of ``source``, read from the method's trace: a bridge trace names hop 1
+    (the bridge) and the judged pool (hop 2); a multi-hop trace names the pair (hop 1, hop 2),
+    everything after it being related, and the passages whose titles the question names.
+    Without such a trace the method names no hops.
+
+    >>> m = METHODS["bridge"]
+    >>> trace = {"bridge_id": "a", "pool_ids": ["b"]}
+    >>> [chain_steps(Source(i, "", "", 0.0, {}), trace, m)[0] for i in "abc"]
+    ['hop 1', 'hop 2', 'hop 1']
+    """
+    trace = trace or {}
+    if trace.get("bridge_id"):
+        if source.id == trace["bridge_id"]:
+            return "hop 1", "the bridge: best match for the question"
+        if source.id in trace.get("pool_ids", ()):
+            return "hop 2", "judged given the question and the bridge"
+        return "hop 1", "hop-1 match kept to fill the list"
+    pair = list(trace.get("pair") or ())
+    if pair:
+        mentioned = {pid for _, ids in trace.get("mentions", ()) for pid in ids}
+        named = " (its title is named in the question)" if source.id in mentioned else ""
+        if source.id == pair[0]:
+            return "hop 1", "first passage of the best pair" + named
+        if source.id in pair[1:]:
+            return "hop 2", "second passage of the best pair" + named
+        return "related", _listed_by(source.signals) or "linked from the pair"
+    return "ranked", _listed_by(source.signals) or f"ranked by {method.label}"
+
+
+def evidence_chain(
+    sources: Sequence[Source], method: str, answer: str = "", trace: Trace | None = None
+) -> list[Evidence]:
+    """Sources numbered as the model saw them, grouped by step (:data:`STEPS` order; numbers
+    ascending within a step), cited ones marked."""
+    chosen = get_method(method)
     cited = set(cited_numbers(answer, len(sources)))
     steps = [
-        Evidence(n, s, *_hop(method, n, s.signals), cited=n in cited)
+        Evidence(n, s, *chain_steps(s, trace, chosen), cited=n in cited)
         for n, s in enumerate(sources, start=1)
     ]
-    return sorted(steps, key=lambda e: (e.hop, e.number))
+    order = list(STEPS)
+    return sorted(steps, key=lambda e: (order.index(e.step), e.number))
 
 
-def signal_items(signals: Mapping[str, float]) -> list[tuple[str, float]]:
-    """The signals worth showing: calibrated values (0..1) under their plain names first,
-    then raw ones, flags (bridge, backfill) and the fused score left out.
+HIDDEN_SIGNALS = frozenset({"fused", "pool_rank", "bridge", "backfill", "first_hop"})
+"""Signals the chain already shows another way (the score, the step)."""
 
-    >>> signal_items({"dense": 0.61, "dense_cal": 0.9, "graph_cal": 0.4, "bridge": 1.0})
+
+def signal_items(signals: Mapping[str, float], method: str) -> list[tuple[str, str, float]]:
+    """``(name, meaning, value)`` of the signals worth showing, in plain words from the
+    method's vocabularies: a fused system's calibrated value (0-1) under the system's own
+    meaning first, then the other signals; the flags the chain shows as steps left out.
+
+    >>> [(n, round(v, 2)) for n, _, v in signal_items({"dense": 0.6, "dense_cal": 0.9,
+    ...  "graph_cal": 0.4, "fused": 0.7}, "graph-fusion")]
     [('dense', 0.9), ('graph', 0.4)]
+    >>> signal_items({"named": 1.0}, "multihop")[0][1]
+    "1 when the question names the passage's title"
     """
-    calibrated = {k[: -len("_cal")]: v for k, v in signals.items() if k.endswith("_cal")}
-    hidden = {"bridge", "backfill", "fused", "retrieval_score", "pool_rank"}
+    vocabularies = get_method(method).signals
+    calibrated = {k.removesuffix("_cal"): v for k, v in signals.items() if k.endswith("_cal")}
     raw = {
         k: v
         for k, v in signals.items()
-        if not k.endswith("_cal") and k not in hidden and k not in calibrated
+        if not k.endswith("_cal") and k not in HIDDEN_SIGNALS and k not in calibrated
     }
-    return [*calibrated.items(), *raw.items()]
+    return [
+        (name, signal_meaning(name, *vocabularies) or name, value)
+        for name, value in (*calibrated.items(), *raw.items())
+    ]
 
 
-def render_evidence_text(chain: Sequence[Evidence]) -> str:
-    """The chain as plain text for terminal chats."""
+def render_evidence_text(chain: Sequence[Evidence], method: str) -> str:
+    """The chain as plain text for terminal chats: one line per passage, one per signal."""
     lines = []
     for e in chain:
         mark = "cited" if e.cited else "     "
-        signals = "  ".join(f"{k} {v:.2f}" for k, v in signal_items(e.source.signals))
-        lines.append(f"  [{e.number}] hop {e.hop} {mark} {e.source.title or e.source.id}")
-        lines.append(f"        {e.role}; {signals}")
+        lines.append(f"  [{e.number}] {e.step:<7} {mark} {e.source.title or e.source.id}")
+        lines.append(f"        {e.role}")
+        lines.extend(
+            f"          {value:5.2f}  {meaning}"
+            for _, meaning, value in signal_items(e.source.signals, method)
+        )
     return "\n".join(lines)
 
 
@@ -605,6 +660,7 @@ class Retrieval:
     standalone: str
     sources: tuple[Source, ...]
     method: str
+    trace: Trace | None = None
 
 
 @dataclass(frozen=True)
@@ -662,7 +718,7 @@ class Chat(Protocol):
 
 def finish_turn(retrieval: Retrieval, answer: str, account: TurnAccount) -> TurnResult:
     """The :class:`TurnResult` of a streamed answer (evidence marked with its citations)."""
-    chain = evidence_chain(retrieval.sources, retrieval.method, answer)
+    chain = evidence_chain(retrieval.sources, retrieval.method, answer, retrieval.trace)
     return TurnResult(retrieval, answer, tuple(chain), account)
 
 
@@ -677,7 +733,7 @@ def print_turn(stream: TurnStream, write: Callable[[str], Any] = sys.stdout.writ
     write("\n")
     if result.retrieval.standalone != result.retrieval.question:
         write(f"  (searched for: {clean_text(result.retrieval.standalone)})\n")
-    write(clean_text(render_evidence_text(result.evidence)) + "\n")
+    write(clean_text(render_evidence_text(result.evidence, result.retrieval.method)) + "\n")
     write(f"  {result.account.summary()}\n")
     return result
 

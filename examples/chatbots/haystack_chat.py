@@ -9,7 +9,8 @@ A follow-up is first rewritten into a standalone question by a small condense pi
 pointed at the OpenAI-compatible endpoint of the embedded local model (the one
 ``rag-multihop llm serve`` prints) by default, or at ``--api-base`` with ``--llm
 openai/<name>``; any other litellm model string (``anthropic/...``, ``ollama/...``) goes
-through :class:`LiteLLMChatGenerator`, a component over rag-multihop's ``LLMClient``.
+through ``RagMultihopChatGenerator``, the Haystack integration's generator over rag-multihop's
+``LLMClient``. The evidence chain reads the retrieval component's ``trace`` output.
 
 Run:  bash examples/chatbots/run.sh haystack [--corpus DIR] [--method NAME] [--llm MODEL]
 """
@@ -28,14 +29,16 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
 from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
-from haystack import Document, Pipeline, component
+from haystack import Document, Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
-from haystack.dataclasses import ChatMessage, StreamingChunk
+from haystack.dataclasses import ChatMessage
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.embedders.rag_multihop import RagMultihopTextEmbedder
+from haystack_integrations.components.generators.rag_multihop import RagMultihopChatGenerator
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
 from haystack_integrations.components.rankers.rag_multihop import AssociationRanker, RaLaRanker
 from haystack_integrations.components.retrievers.rag_multihop import (
@@ -44,10 +47,8 @@ from haystack_integrations.components.retrievers.rag_multihop import (
     EntityGraphRetriever,
 )
 
-from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
+from rag_multihop.llm import LLMAccount, LLMSettings
 from rag_multihop.llm.local import ensure_local_server, is_local_model
-
-SIGNALS_KEY = "rag_multihop_signals"
 
 ANSWER_TEMPLATE = [
     ChatMessage.from_system(chatkit.SYSTEM_PROMPT),
@@ -67,40 +68,9 @@ CONDENSE_TEMPLATE = [
 ]
 
 
-@component
-class LiteLLMChatGenerator:
-    """A chat generator over rag-multihop's ``LLMClient`` (any litellm model string)."""
-
-    def __init__(self, settings: LLMSettings) -> None:
-        self.client = LLMClient(settings)
-
-    @component.output_types(replies=list[ChatMessage])
-    def run(
-        self,
-        messages: list[ChatMessage],
-        streaming_callback: Callable[[StreamingChunk], None] | None = None,
-    ) -> dict[str, list[ChatMessage]]:
-        sent = [{"role": m.role.value, "content": m.text or ""} for m in messages]
-        stream = self.client.stream(sent)
-        for piece in stream:
-            if streaming_callback is not None:
-                streaming_callback(StreamingChunk(content=piece))
-        assert stream.reply is not None
-        account = stream.reply.account
-        meta = {
-            "model": self.client.settings.model,
-            "usage": {
-                "prompt_tokens": account.prompt_tokens,
-                "completion_tokens": account.completion_tokens,
-            },
-            "cost": account.cost,
-        }
-        return {"replies": [ChatMessage.from_assistant(stream.reply.text or "", meta=meta)]}
-
-
 def chat_generator(settings: LLMSettings) -> Any:
     """``OpenAIChatGenerator`` for the local model and OpenAI-compatible servers, else
-    :class:`LiteLLMChatGenerator`."""
+    ``RagMultihopChatGenerator`` (the Haystack integration's generator over ``LLMClient``)."""
     kwargs = {"max_tokens": settings.max_tokens, "temperature": settings.temperature}
     key: Secret | None = None
     if is_local_model(settings.model):
@@ -111,7 +81,14 @@ def chat_generator(settings: LLMSettings) -> Any:
         if not api_base or os.environ.get("OPENAI_API_KEY"):  # a server may need one too
             key = Secret.from_env_var("OPENAI_API_KEY")
     else:
-        return LiteLLMChatGenerator(settings)
+        return RagMultihopChatGenerator(
+            llm=settings.model,
+            api_base=settings.api_base,
+            max_tokens=settings.max_tokens,
+            temperature=settings.temperature,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+        )
     return OpenAIChatGenerator(
         api_key=key or Secret.from_token("sk-no-key-required"),
         model=model,
@@ -329,8 +306,9 @@ class HaystackChat:
             raise finished["error"]
         out = finished["out"]
         answer = out["answer_builder"]["answers"][0]
-        found = out[documents.partition(".")[0]]["documents"]
-        retrieval = Retrieval(question, standalone, tuple(map(to_source, found)), self.method)
+        retrieved = out[documents.partition(".")[0]]  # its trace too, when it has one
+        sources = tuple(map(to_source, retrieved["documents"]))
+        retrieval = Retrieval(question, standalone, sources, self.method, retrieved.get("trace"))
         yield retrieval
         self.history.append((question, answer.data or ""))
         account = TurnAccount(

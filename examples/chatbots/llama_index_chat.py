@@ -2,12 +2,14 @@
 streamed answers, cited source nodes.
 
 Each turn the engine rewrites a follow-up into a standalone question with the history, asks
-the chosen retriever (graph fusion by default; dense, BridgeRAG, AAR or CoopRAG's RaLa by
-``--method``), numbers the nodes it puts in the context (:class:`CitationNumbers`) and streams
-the answer. LlamaIndex chat engines return the nodes they retrieved, not the ones the answer
-cites: :func:`cited_nodes` returns those. The model is the embedded local one unless ``--llm`` (or
-``RAG_MULTIHOP_CHAT_LLM``) names a litellm model string; every call goes through
-rag-multihop's ``LLMClient`` (:class:`RagMultihopLLM`), which counts calls, tokens and cost.
+the chosen retriever (the LLM-free multi-hop retriever by default; dense, graph fusion,
+BridgeRAG, AAR or CoopRAG's RaLa by ``--method``), numbers the nodes it puts in the context
+(:class:`CitationNumbers`) and streams the answer. LlamaIndex chat engines return the nodes
+they retrieved, not the ones the answer cites: :func:`cited_nodes` returns those. The model is
+the embedded local one unless ``--llm`` (or ``RAG_MULTIHOP_CHAT_LLM``) names a litellm model
+string; every call goes through
+rag-multihop's ``LLMClient`` (``RagMultihopLLM`` of the LlamaIndex integration), which counts
+calls, tokens and cost. The evidence chain reads the retriever's trace (``last_trace``).
 
 Run:  bash examples/chatbots/run.sh llama-index [--corpus DIR] [--method NAME] [--llm MODEL]
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -26,25 +27,16 @@ import chatkit
 from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.llms.types import (
-    ChatMessage,
-    ChatResponse,
-    ChatResponseGen,
-    CompletionResponse,
-    CompletionResponseGen,
-    LLMMetadata,
-)
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.chat_engine import CondensePlusContextChatEngine
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
-from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
-from llama_index.core.llms.custom import CustomLLM
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
+from llama_index.llms.rag_multihop import RagMultihopLLM
 from llama_index.postprocessor.rag_multihop import AssociationRerank, RaLaRerank
 from llama_index.retrievers.rag_multihop import (
+    SIGNALS_KEY,
     BridgeRetriever,
     CorpusIndexMultiHopRetriever,
     EntityGraphRetriever,
@@ -53,81 +45,8 @@ from llama_index.retrievers.rag_multihop import (
 
 from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 
-SIGNALS_KEY = "rag_multihop_signals"
-
 CONTEXT_PROMPT = "Numbered passages:\n\n{context_str}\n\nAnswer with citations like [1]."
 CONDENSE_PROMPT = chatkit.CONDENSE_PROMPT.replace("{history}", "{chat_history}")
-
-
-class RagMultihopLLM(CustomLLM):
-    """A LlamaIndex chat LLM whose calls go through rag-multihop's :class:`LLMClient`.
-
-    ``calls`` lists ``(kind, account)`` per call: ``"complete"`` (the engine condenses with
-    it) or ``"chat"`` (answers), so a turn can say what each step cost.
-    """
-
-    context_window: int = chatkit.LOCAL_CONTEXT_TOKENS
-    num_output: int = 256
-    model_name: str = "local"
-    _client: LLMClient = PrivateAttr()
-    _calls: list[tuple[str, LLMAccount]] = PrivateAttr(default_factory=list)
-
-    def __init__(self, client: LLMClient, context_window: int, **kwargs: Any) -> None:
-        num_output = client.settings.max_tokens or 256
-        super().__init__(
-            model_name=client.settings.model,
-            context_window=context_window,
-            num_output=num_output,
-            **kwargs,
-        )
-        self._client = client
-
-    @property
-    def calls(self) -> list[tuple[str, LLMAccount]]:
-        return self._calls
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(
-            context_window=self.context_window,
-            num_output=self.num_output,
-            is_chat_model=True,
-            model_name=self.model_name,
-        )
-
-    @staticmethod
-    def _messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-        return [{"role": m.role.value, "content": m.content or ""} for m in messages]
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        reply = self._client.complete(prompt)
-        self._calls.append(("complete", reply.account))
-        return CompletionResponse(text=reply.text or "")
-
-    @llm_completion_callback()
-    def stream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseGen:
-        text, stream = "", self._client.stream(prompt)
-        for piece in stream:
-            text += piece
-            yield CompletionResponse(text=text, delta=piece)
-        self._calls.append(("complete", stream.reply.account if stream.reply else LLMAccount()))
-
-    @llm_chat_callback()
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        reply = self._client.complete(self._messages(messages))
-        self._calls.append(("chat", reply.account))
-        return ChatResponse(message=ChatMessage(role="assistant", content=reply.text or ""))
-
-    @llm_chat_callback()
-    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        text, stream = "", self._client.stream(self._messages(messages))
-        for piece in stream:
-            text += piece
-            yield ChatResponse(message=ChatMessage(role="assistant", content=text), delta=piece)
-        self._calls.append(("chat", stream.reply.account if stream.reply else LLMAccount()))
 
 
 class CitationNumbers(BaseNodePostprocessor):
@@ -272,6 +191,13 @@ class LlamaIndexChat:
     def reset(self) -> None:
         self.memory.reset()
 
+    def _trace(self) -> chatkit.Trace | None:
+        """The trace of this thread's last retrieval (bridge and multi-hop retrievers keep it
+        as ``last_trace``, per thread), as JSON."""
+        retriever, _ = self.stack.retriever(self.method)
+        trace = getattr(retriever, "last_trace", None)
+        return None if trace is None else trace.to_dict()
+
     def _turn(self, question: str) -> chatkit.TurnEvents:
         start, history = time.perf_counter(), list(self.memory.get_all())
         self.llm.calls.clear()
@@ -279,7 +205,7 @@ class LlamaIndexChat:
         retrieved_at = time.perf_counter()
         standalone = str(response.sources[0].raw_input["message"]).strip() or question
         sources = tuple(to_source(n) for n in response.source_nodes)
-        retrieval = Retrieval(question, standalone, sources, self.method)
+        retrieval = Retrieval(question, standalone, sources, self.method, self._trace())
         yield retrieval
         try:
             yield from response.response_gen

@@ -1,11 +1,11 @@
 """A browser chat (Gradio) that shows why each passage was used.
 
 Served on 127.0.0.1: a question box, the answer streamed with numbered citations, a side
-panel with the retrieved passages as the reasoning chain (hop 1, hop 2) and each passage's
-signals as bars, the turn's account (LLM calls, tokens, cost, latency), a method switcher and
-the answering model named plainly. Every browser tab is its own conversation. The chat behind
-it is the LlamaIndex one (``--framework haystack`` for the Haystack one); the page loads
-nothing from outside 127.0.0.1.
+panel with the retrieved passages as the reasoning chain read from the method's trace (hop 1,
+hop 2, related) and each passage's signals as bars labelled in plain words, the turn's account
+(LLM calls, tokens, cost, latency), a method switcher and the answering model named plainly.
+Every browser tab is its own conversation. The chat behind it is the LlamaIndex one
+(``--framework haystack`` for the Haystack one); the page loads nothing from outside 127.0.0.1.
 
 Run:  bash examples/chatbots/run.sh web [--corpus DIR] [--llm MODEL] [--port 7860]
 """
@@ -32,30 +32,37 @@ logger = logging.getLogger(__name__)
 MAX_SESSIONS = 64
 """Conversations kept at once (the oldest is dropped beyond that)."""
 
-HOP_NAMES = {1: "Hop 1 · matched by the question", 2: "Hop 2 · reached from hop 1"}
 
-
-def signal_bar(name: str, value: float) -> str:
-    """One signal as a labelled bar (values outside [0, 1] are shown, the bar is clipped)."""
+def signal_bar(name: str, meaning: str, value: float) -> str:
+    """One signal as a bar labelled in plain words, its name and exact value on hover (values
+    outside [0, 1] are shown, the bar is clipped)."""
     width = round(100 * min(1.0, max(0.0, value)))
     return (
-        f'<span class="signal" title="{html.escape(name)} = {value:.4f}">'
-        f'<span class="signal-name">{html.escape(name)}</span>'
+        f'<span class="signal" data-signal="{html.escape(name)}" '
+        f'title="{html.escape(name)} = {value:.4f}">'
         f'<span class="bar"><span style="width:{width}%"></span></span>'
-        f'<span class="signal-value">{value:.2f}</span></span>'
+        f'<span class="signal-value">{value:.2f}</span>'
+        f'<span class="signal-name">{html.escape(meaning)}</span></span>'
     )
 
 
 def evidence_html(chain: Sequence[Evidence], method: str, standalone: str = "") -> str:
-    """The side panel: passages grouped by hop, cited ones marked, signals as bars."""
+    """The side panel: passages grouped by step of the chain, cited ones marked, signals as
+    bars labelled from the method's signal vocabulary."""
     parts = [f'<div class="evidence" data-method="{html.escape(method)}">']
     if standalone:
         parts.append(f'<div class="searched">searched for: {html.escape(standalone)}</div>')
-    for hop in sorted({e.hop for e in chain}):
-        parts.append(f'<div class="hop">{HOP_NAMES.get(hop, f"Hop {hop}")}</div>')
-        for e in (e for e in chain if e.hop == hop):
+    for step, heading in chatkit.STEPS.items():
+        members = [e for e in chain if e.step == step]
+        if not members:
+            continue
+        parts.append(f'<div class="hop" data-step="{html.escape(step)}">{heading}</div>')
+        for e in members:
             cited = '<span class="cited">cited</span>' if e.cited else ""
-            signals = "".join(signal_bar(k, v) for k, v in chatkit.signal_items(e.source.signals))
+            signals = "".join(
+                signal_bar(name, meaning, value)
+                for name, meaning, value in chatkit.signal_items(e.source.signals, method)
+            )
             text = html.escape(e.source.text[:280] + ("…" if len(e.source.text) > 280 else ""))
             parts.append(
                 f'<div class="passage" data-id="{html.escape(e.source.id)}">'
@@ -96,8 +103,7 @@ CSS = """
 .evidence .cited {background:#2e7d32; color:#fff; border-radius:4px; padding:0 5px;
   font-size:11px}
 .evidence .signals {margin:4px 0}
-.evidence .signal {display:inline-flex; align-items:center; gap:3px; margin-right:10px;
-  font-size:12px}
+.evidence .signal {display:flex; align-items:center; gap:4px; font-size:12px}
 .evidence .bar {display:inline-block; width:50px; height:7px; background:#e5e5e5;
   border-radius:3px; overflow:hidden}
 .evidence .bar span {display:block; height:100%; background:#3f7fbf}
@@ -148,7 +154,8 @@ class WebChat:
                 answer += piece
                 if stream.retrieval is not None and panel.endswith("retrieving…</div>"):
                     r = stream.retrieval
-                    panel = evidence_html(chatkit.evidence_chain(r.sources, r.method), r.method)
+                    chain = chatkit.evidence_chain(r.sources, r.method, trace=r.trace)
+                    panel = evidence_html(chain, r.method)
                 history[-1] = {"role": "assistant", "content": answer}
                 yield "", history, panel, "answering…"
         except Exception as exc:  # shown in the chat; the page stays usable

@@ -44,6 +44,7 @@ from rag_multihop.association.reranker import (
     rescore_candidates,
 )
 from rag_multihop.association.retriever import DEFAULT_CANDIDATES, AssociationRetriever
+from rag_multihop.association.signals import SIGNALS
 from rag_multihop.association.training import TrainingConfig, TrainingStats
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "DEFAULT_LAMBDA",
     "DEFAULT_MODE",
     "SCORING_MODES",
+    "SIGNALS",
     "AssociationReranker",
     "AssociationRetriever",
     "AssociationScores",

@@ -39,6 +39,7 @@ from rag_multihop.bridge.queries import (
 from rag_multihop.bridge.rerank import BridgeReranker
 from rag_multihop.bridge.search import RetrieverSearcher, Searcher, as_searcher
 from rag_multihop.bridge.settings import BRIDGE_POSITIONS, DEFAULT_ALPHA, BridgeSettings
+from rag_multihop.bridge.signals import SIGNALS
 from rag_multihop.vectors import PassageVectors
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "LLM_FREE_ENTITIES",
     "NEUTRAL_SCORE",
     "QUERY_TEMPLATES",
+    "SIGNALS",
     "AssociationJudge",
     "BridgeReranker",
     "BridgeResult",

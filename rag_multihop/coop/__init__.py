@@ -25,6 +25,7 @@ from rag_multihop.coop.pipeline import CoopResult, CoopRetriever, CoopTrace, dep
 from rag_multihop.coop.rala import SCORINGS, RaLaReranker, RaLaRetriever
 from rag_multihop.coop.reader import ChainReader, Reading
 from rag_multihop.coop.settings import CoopSettings, RaLaSettings
+from rag_multihop.coop.signals import SIGNALS
 from rag_multihop.coop.states import HiddenStateEncoder
 from rag_multihop.coop.store import PassageStates
 from rag_multihop.coop.uar import UARRetriever
@@ -41,6 +42,7 @@ from rag_multihop.coop.unroll import (
 __all__ = [
     "ANSWER_SLOT",
     "SCORINGS",
+    "SIGNALS",
     "UNKNOWN",
     "ChainReader",
     "CoopResult",

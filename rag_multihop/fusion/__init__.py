@@ -20,10 +20,12 @@ from rag_multihop.fusion.core import FusionResult, align_lists, fuse_candidates,
 from rag_multihop.fusion.functions import FUSIONS, ScoreTable, register_fusion
 from rag_multihop.fusion.retriever import FusionRetriever
 from rag_multihop.fusion.settings import FusionSettings, check_settings
+from rag_multihop.fusion.signals import SIGNALS
 
 __all__ = [
     "CALIBRATIONS",
     "FUSIONS",
+    "SIGNALS",
     "FusionResult",
     "FusionRetriever",
     "FusionSettings",

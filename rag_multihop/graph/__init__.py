@@ -26,10 +26,12 @@ from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.graph.ppr import PPRResult, personalized_pagerank, transition_matrix
 from rag_multihop.graph.retriever import GraphRetriever
 from rag_multihop.graph.settings import PPR_METHODS, GraphSettings
+from rag_multihop.graph.signals import SIGNALS
 from rag_multihop.text import normalize_entity
 
 __all__ = [
     "PPR_METHODS",
+    "SIGNALS",
     "EdgeWeights",
     "EntityExtractor",
     "EntityGraph",

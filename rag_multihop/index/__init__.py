@@ -2,5 +2,6 @@
 
 from rag_multihop.index.bm25 import BM25Retriever
 from rag_multihop.index.dense import DenseIndex, DenseRetriever
+from rag_multihop.index.signals import SIGNALS
 
-__all__ = ["BM25Retriever", "DenseIndex", "DenseRetriever"]
+__all__ = ["SIGNALS", "BM25Retriever", "DenseIndex", "DenseRetriever"]

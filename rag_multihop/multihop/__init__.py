@@ -29,10 +29,12 @@ from rag_multihop.multihop.retriever import (
     MultiHopTrace,
 )
 from rag_multihop.multihop.settings import MultiHopSettings
+from rag_multihop.multihop.signals import SIGNALS
 from rag_multihop.multihop.titles import Mention, TitleIndex, title_variants
 
 __all__ = [
     "PAIR_SCORE",
+    "SIGNALS",
     "LinkGraph",
     "Mention",
     "MultiHopResult",

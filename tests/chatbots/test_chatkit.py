@@ -107,21 +107,70 @@ def _source(i: str, **signals: float) -> Source:
     return Source(i, i.title(), f"text {i}", 0.5, signals)
 
 
-def test_evidence_chain_hops_and_citations() -> None:
+def test_evidence_chain_reads_the_bridge_trace() -> None:
     sources = [
-        _source("bridge", bridge=1.0, judge=0.2),
+        _source("bridge", bridge=1.0, dense=0.8),
         _source("second", judge=0.9, judge_cal=0.8),
-        _source("fill", backfill=1.0),
+        _source("fill", backfill=1.0, dense=0.4),
     ]
-    chain = chatkit.evidence_chain(sources, "bridge", "Because [2], see [9].")
-    assert [(e.number, e.hop, e.cited) for e in chain] == [
-        (1, 1, False),
-        (3, 1, False),
-        (2, 2, True),
+    trace = {"bridge_id": "bridge", "pool_ids": ["second", "other"]}
+    chain = chatkit.evidence_chain(sources, "bridge", "Because [2], see [9].", trace)
+    assert [(e.number, e.step, e.cited) for e in chain] == [
+        (1, "hop 1", False),
+        (3, "hop 1", False),
+        (2, "hop 2", True),
     ]
-    fused = [_source("a", dense_cal=0.9, graph_cal=0.2), _source("b", dense_cal=0.1, graph_cal=0.7)]
-    assert [e.hop for e in chatkit.evidence_chain(fused, "graph-fusion")] == [1, 2]
-    assert [e.role for e in chatkit.evidence_chain(fused, "dense")] == ["direct match"] * 2
+    assert chain[0].role.startswith("the bridge") and "fill" in chain[1].role
+    # the signals alone say nothing about hops: without the trace the chain has none
+    assert {e.step for e in chatkit.evidence_chain(sources, "bridge")} == {"ranked"}
+
+
+def test_evidence_chain_reads_the_multihop_trace() -> None:
+    sources = [
+        _source("b", named=0.0, link=0.9, pair=2.1),
+        _source("a", named=1.0, pair=2.1),
+        _source("tail", fill=3.0, fill_cal=0.5, graph=0.01, graph_cal=0.9),
+    ]
+    trace = {"pair": ["a", "b"], "mentions": [["Film A", ["a"]]]}
+    chain = chatkit.evidence_chain(sources, "multihop", trace=trace)
+    assert [(e.number, e.step) for e in chain] == [(2, "hop 1"), (1, "hop 2"), (3, "related")]
+    assert "named in the question" in chain[0].role and "named" not in chain[1].role
+    assert chain[2].role == "listed by fill and graph"
+
+
+def test_methods_without_hops_rank_and_name_their_fused_systems() -> None:
+    fused = [_source("a", dense_cal=0.9, graph_cal=0.2), _source("b", graph=0.1, graph_cal=0.7)]
+    chain = chatkit.evidence_chain(fused, "graph-fusion")
+    assert [(e.step, e.role) for e in chain] == [
+        ("ranked", "listed by dense and graph"),
+        ("ranked", "listed by graph"),
+    ]
+    assert chatkit.evidence_chain([_source("c", rala=0.5)], "coop")[0].role == (
+        "ranked by CoopRAG RaLa rerank"
+    )
+
+
+@pytest.mark.parametrize("method", list(chatkit.METHODS))
+def test_every_signal_shown_is_labelled_from_the_vocabulary(method: str) -> None:
+    vocabulary = {n: m for v in chatkit.METHODS[method].signals for n, m in v.items()}
+    names = [n.replace("<i>", "1").replace("<system>", "dense") for n in vocabulary]
+    shown = chatkit.signal_items(dict.fromkeys(names, 0.5), method)
+    assert shown and all(meaning != name for name, meaning, _ in shown)
+    assert {n for n, _, _ in shown}.isdisjoint(chatkit.HIDDEN_SIGNALS)
+
+
+def test_the_default_method_has_the_best_recall_in_the_methods_table() -> None:
+    """``DEFAULT_METHOD``'s reason (docs/benchmarks.md's methods table) still holds."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md").read_text()
+    table = text.split("## Methods at a glance")[1].split("\n\n")[1]
+    recall: dict[str, list[float]] = {}
+    for row in table.splitlines()[2:]:
+        cells = [c.strip() for c in row.split("|")[1:4]]
+        if all(c.replace(".", "").split(" ")[0].isdigit() for c in cells[1:]):
+            recall[cells[0]] = [float(c.split(" ")[0]) for c in cells[1:]]
+    best = [max(values[i] for values in recall.values()) for i in range(2)]
+    mine = next(v for name, v in recall.items() if name.startswith(f"`{chatkit.DEFAULT_METHOD}`"))
+    assert mine == best == [98.0, 90.9]
 
 
 def test_account_adds_up() -> None:

@@ -104,7 +104,18 @@ def test_coop_reranks_the_dense_pool_with_rala(stack: HaystackStack) -> None:
     assert [s.signals["rala"] for s in sources] == sorted(
         (s.signals["rala"] for s in sources), reverse=True
     )
-    assert {e.role for e in result.evidence} == {"token-level match (RaLa)"}
+    assert {e.role for e in result.evidence} == {"ranked by CoopRAG RaLa rerank"}
+
+
+@pytest.mark.parametrize("method", ["bridge", "multihop"])
+def test_the_chain_comes_from_the_components_trace(stack: HaystackStack, method: str) -> None:
+    chat = HaystackChat(stack, SETTINGS, method, generator_factory=lambda s: FakeGenerator())
+    result = chat.stream(QUESTION).run()
+    trace = result.retrieval.trace
+    assert trace is not None
+    first = trace["bridge_id"] if method == "bridge" else trace["pair"][0]
+    hop1 = [e.source.id for e in result.evidence if e.step == "hop 1"]
+    assert hop1[0] == first and any(e.step == "hop 2" for e in result.evidence)
 
 
 def test_multihop_reads_the_persisted_corpus_index(stack: HaystackStack) -> None:
@@ -114,4 +125,4 @@ def test_multihop_reads_the_persisted_corpus_index(stack: HaystackStack) -> None
     assert result.retrieval.method == "multihop" and len(sources) == chatkit.TOP_K
     assert sum(bool(s.signals.get("pair")) for s in sources) == 2
     assert (stack.corpus.folder / "corpus.idx" / "CURRENT").is_file()
-    assert {e.hop for e in result.evidence} == {1, 2}
+    assert {"hop 1", "hop 2"} <= {e.step for e in result.evidence}

@@ -73,8 +73,8 @@ def test_every_method_answers_with_its_signals(stack, fake_transport, method: st
     assert result.retrieval.method == method and len(result.retrieval.sources) == chatkit.TOP_K
     names = set().union(*(s.signals for s in result.retrieval.sources))
     expected = {
-        "dense": "dense",
         "multihop": "pair",
+        "dense": "dense",
         "graph-fusion": "graph_cal",
         "bridge": "judge",
         "aar": "association",
@@ -102,3 +102,13 @@ def test_bad_questions_are_refused_before_any_call(stack, fake_transport) -> Non
     with pytest.raises(chatkit.ChatInputError, match="context window"):
         conversation.stream("why " * 5000)
     assert fake_transport.requests == []
+
+
+@pytest.mark.parametrize("method", ["bridge", "multihop"])
+def test_the_chain_comes_from_the_retrievers_trace(stack, fake_transport, method: str) -> None:
+    result = chat(stack, fake_transport, method).stream(QUESTION).run()
+    trace = result.retrieval.trace
+    assert trace is not None
+    first = trace["bridge_id"] if method == "bridge" else trace["pair"][0]
+    hop1 = [e.source.id for e in result.evidence if e.step == "hop 1"]
+    assert hop1[0] == first and any(e.step == "hop 2" for e in result.evidence)

@@ -57,7 +57,7 @@ def fake_llm() -> FakeTransport:
 def fake_transport(monkeypatch: pytest.MonkeyPatch) -> None:
     import rag_multihop.llm.client as client
 
-    monkeypatch.setattr(client, "LiteLLMTransport", fake_llm)
+    monkeypatch.setattr(client, "default_transport", lambda model: fake_llm())
 
 
 def documents() -> list[Document]:
@@ -127,7 +127,7 @@ def test_retriever_llm_free_and_with_keyextract(store: InMemoryDocumentStore) ->
         llm="openai/gpt-4o-mini",
         embedder=HashingTextEmbedder(),
         keyextract_rounds=2,
-        keyextract_top_k=3,
+        reader_top_k=3,
     )
     result = keyed.run(query=QUESTION, top_k=3)
     trace = result["trace"]
@@ -172,3 +172,27 @@ def test_pipeline_and_serialisation(
         QuestionUnroller(llm="openai/gpt-4o-mini", api_key=Secret.from_token("sk-test"))
     with pytest.raises(TypeError, match="embedding retriever component"):
         CoopRetriever(object())
+    for filters in (None, {"field": "id", "operator": "!=", "value": "rope"}):
+        retriever = InMemoryEmbeddingRetriever(store)
+        coop = CoopRetriever(retriever, reader_top_k=2, filters=filters, filter_policy="merge")
+        data = plain(coop.to_dict())
+        assert plain(CoopRetriever.from_dict(plain(data)).to_dict()) == data
+        assert data["init_parameters"]["reader_top_k"] == 2
+
+
+def test_retriever_filters_every_search(store: InMemoryDocumentStore) -> None:
+    not_polish = {"field": "id", "operator": "!=", "value": "polish-wedding"}
+    coop = CoopRetriever(
+        InMemoryEmbeddingRetriever(store), embedder=HashingTextEmbedder(), rala=False
+    )
+    assert coop.run(query=QUESTION, top_k=5)["documents"][0].id == "polish-wedding"
+    ids = [d.id for d in coop.run(query=QUESTION, top_k=5, filters=not_polish)["documents"]]
+    assert len(ids) == 4 and "polish-wedding" not in ids
+    at_init = CoopRetriever(
+        InMemoryEmbeddingRetriever(store),
+        embedder=HashingTextEmbedder(),
+        rala=False,
+        filters=not_polish,
+    )
+    found = asyncio.run(at_init.run_async(query=QUESTION, top_k=5))["documents"]
+    assert [d.id for d in found] == ids

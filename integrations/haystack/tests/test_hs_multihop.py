@@ -96,15 +96,26 @@ def test_new_documents_in_the_store_are_picked_up():
     assert len(retriever.run(query=QUESTION, query_embedding=embedding)["documents"]) == 6
 
 
-def test_to_dict_round_trips_with_the_settings():
+def test_to_dict_round_trips_with_flat_settings():
     retriever = MultiHopRetriever(
-        _store(), top_k=4, embedder="some/model", settings={"first_hops": 3, "graph_tail": False}
+        _store(), top_k=4, embedder="some/model", first_hops=3, graph_tail=False, ppr="power"
     )
     data = retriever.to_dict()
-    assert data["init_parameters"]["settings"]["first_hops"] == 3
+    assert data["init_parameters"]["first_hops"] == 3 and "settings" not in data["init_parameters"]
     again = MultiHopRetriever.from_dict(data)
-    assert again.settings == MultiHopSettings(first_hops=3, graph_tail=False)
+    assert again.settings == MultiHopSettings(first_hops=3, graph_tail=False, ppr="power")
     assert again.top_k == 4 and again.embedder == "some/model"
+    assert again.to_dict() == data
+
+
+def test_every_core_setting_is_a_flat_init_parameter():
+    import dataclasses
+    import inspect
+
+    parameters = inspect.signature(MultiHopRetriever.__init__).parameters
+    for field in dataclasses.fields(MultiHopSettings):
+        assert field.name in parameters, f"MultiHopSettings.{field.name} is not exposed"
+        assert parameters[field.name].default == getattr(MultiHopSettings(), field.name)
 
 
 @pytest.mark.anyio
@@ -120,9 +131,9 @@ def test_bad_input_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="top_k must be a positive integer, got 0"):
         MultiHopRetriever(_store(), top_k=0)
     with pytest.raises(ValueError, match="first_hops must be a positive integer, got 0"):
-        MultiHopRetriever(_store(), settings={"first_hops": 0})
-    with pytest.raises(TypeError, match="settings must be a MultiHopSettings or a dict"):
-        MultiHopRetriever(_store(), settings=[1, 2])
+        MultiHopRetriever(_store(), first_hops=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'settings'"):
+        MultiHopRetriever(_store(), settings={"first_hops": 3})
     with pytest.raises(TypeError, match="embedder must be None"):
         MultiHopRetriever(_store(), embedder=42)
     retriever = MultiHopRetriever(_store())

@@ -12,19 +12,25 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
+from li_fakes import HashingEmbedding as Fake
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.bridge.pydantic import BaseModel
 from llama_index.core.schema import TextNode
 from llama_index.postprocessor.rag_multihop import AssociationRerank, BridgeJudgeRerank
 from llama_index.retrievers.rag_multihop import (
     BridgeRetriever,
+    CoopRetriever,
     EntityGraphRetriever,
+    MultiHopRetriever,
     PITFusionRetriever,
 )
 
 from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.bridge import BridgeSettings
+from rag_multihop.coop import CoopSettings
 from rag_multihop.fusion import FusionSettings
 from rag_multihop.graph import GraphSettings
+from rag_multihop.multihop import MultiHopSettings
 
 COMPONENTS = [
     (AssociationRerank, AssociationSettings, {"lambda_", "mode"}),
@@ -77,3 +83,41 @@ def test_every_shared_knob_has_the_core_default(component, settings, expected):
 def test_bad_knobs_fail_with_the_core_message(build, message):
     with pytest.raises(ValueError, match=message):
         build()
+
+
+RETRIEVERS = [
+    (BridgeRetriever, BridgeSettings, {"alpha", "bridge_position"}),
+    (CoopRetriever, CoopSettings, {"candidates", "reader_top_k", "uar_mode", "keyextract_rounds"}),
+    (EntityGraphRetriever, GraphSettings, {"seed_top_n", "entity_share", "use_entities"}),
+    (MultiHopRetriever, MultiHopSettings, {f.name for f in dataclasses.fields(MultiHopSettings)}),
+    (PITFusionRetriever, FusionSettings, {"calibration", "fusion", "pool_cap", "params"}),
+]
+
+
+@pytest.mark.parametrize(("retriever", "settings", "overrides"), RETRIEVERS)
+def test_retrievers_take_settings_and_typed_overrides(retriever, settings, overrides):
+    """The package's one rule for retrievers: ``settings=`` (the core object) and a typed
+    keyword per knob, ``None`` meaning "keep the settings' value" (no ``**overrides``)."""
+    parameters = inspect.signature(retriever.__init__).parameters
+    assert parameters["settings"].default is None
+    assert settings.__name__ in str(parameters["settings"].annotation)
+    assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    for name in overrides:
+        assert parameters[name].default is None, (retriever.__name__, name)
+
+
+def test_settings_and_overrides_merge_in_the_core():
+    class Fixed(BaseRetriever):
+        def _retrieve(self, query_bundle):
+            return []
+
+    bridge = BridgeRetriever(
+        Fixed(), settings=BridgeSettings(alpha=0.3), bridge_position="judged", embed_model=Fake()
+    )
+    assert bridge.settings == BridgeSettings(alpha=0.3, bridge_position="judged")
+    coop = CoopRetriever(Fixed(), rala=False, settings=CoopSettings(candidates=20), reader_top_k=3)
+    assert coop.settings == CoopSettings(candidates=20, top_k=3)
+    with pytest.raises(ValueError, match="top_k"):
+        CoopRetriever(Fixed(), rala=False, reader_top_k=0)
+    with pytest.raises(TypeError, match="settings must be a BridgeSettings"):
+        BridgeRetriever(Fixed(), settings=CoopSettings(), embed_model=Fake())

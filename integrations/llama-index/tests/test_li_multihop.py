@@ -73,7 +73,7 @@ def test_a_query_bundle_embedding_needs_no_embed_model(monkeypatch):
         retriever.retrieve(QUESTION)
 
 
-def test_settings_and_overrides_reach_the_core(hashing_embedding):
+def test_settings_and_typed_overrides_reach_the_core(hashing_embedding):
     retriever = MultiHopRetriever(
         _nodes(),
         embed_model=hashing_embedding,

@@ -21,6 +21,11 @@ One rule for all of them:
   "en"}``, nested under ``AND``/``OR``/``NOT``) are checked whole when given
   (:func:`check_filters`), so a malformed one fails at once, not on the first document it
   meets.
+- **Retriever component → searcher.** :class:`DocumentSearcher` runs a Haystack embedding
+  retriever component (``run(query_embedding=..., top_k=...)``) as a core
+  :class:`~rag_multihop.protocols.Searcher` (texts embedded in one batch) and
+  :class:`~rag_multihop.protocols.Retriever`; every search of a component's run gets that
+  run's filters (:func:`run_filters`).
 - **Secret → key variable.** An LLM key is an environment-variable ``Secret`` whose name the
   core's LLM client reads at call time (:func:`check_api_key`, :func:`key_variable`).
 - **No key in a name field.** ``llm``, model names and the ``Secret``'s variable names are
@@ -41,9 +46,12 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import inspect
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -60,7 +68,7 @@ from rag_multihop.encoders.base import Encoder
 from rag_multihop.protocols import Reranker
 from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import l2_normalize
+from rag_multihop.validation import check_positive_int, l2_normalize
 
 SIGNALS_KEY = "rag_multihop_signals"
 """``Document.meta`` key holding every rag-multihop signal of a returned document."""
@@ -275,6 +283,70 @@ def _unit_rows(rows: list[Any], count: int, encoder: Any) -> np.ndarray:
     vectors = np.asarray(rows, dtype=np.float32).reshape(count, -1)
     encoder._dim = int(vectors.shape[1])
     return l2_normalize(vectors)
+
+
+_FILTERS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "rag_multihop_search_filters", default=None
+)
+"""The Haystack filters of the run in progress (a context variable: safe across threads and
+concurrent async runs, and copied into the worker threads and tasks a run starts)."""
+
+
+@contextlib.contextmanager
+def run_filters(filters: dict[str, Any] | None) -> Iterator[None]:
+    """Every :class:`DocumentSearcher` search inside the block gets ``filters``."""
+    token = _FILTERS.set(filters)
+    try:
+        yield
+    finally:
+        _FILTERS.reset(token)
+
+
+class DocumentSearcher:
+    """An embedding retriever component as a core searcher and retriever: the query texts are
+    embedded in one batch by ``encoder``, then one ``run(query_embedding=..., top_k=...)`` per
+    text, with the current run's filters (:func:`run_filters`); ``retrieve`` is one search."""
+
+    def __init__(self, retriever: Any, encoder: Encoder) -> None:
+        self.retriever = retriever
+        self.encoder = encoder
+
+    def _kwargs(self, vector: list[float], k: int) -> dict[str, Any]:
+        filters = _FILTERS.get()
+        extra = {} if filters is None else {"filters": filters}
+        return {"query_embedding": vector, "top_k": k, **extra}
+
+    def _embeddings(self, queries: Sequence[Query]) -> list[list[float]]:
+        return [[float(v) for v in row] for row in self.encoder.encode([q.text for q in queries])]
+
+    def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        check_positive_int(k, "k")
+        if not queries:
+            return []
+        found = [
+            self.retriever.run(**self._kwargs(vector, k))["documents"]
+            for vector in self._embeddings(queries)
+        ]
+        return [[document_to_candidate(d) for d in documents] for documents in found]
+
+    async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        check_positive_int(k, "k")
+        if not queries:
+            return []
+        vectors = await asyncio.to_thread(self._embeddings, queries)
+        if hasattr(self.retriever, "run_async"):
+            calls = [self.retriever.run_async(**self._kwargs(v, k)) for v in vectors]
+        else:
+            run = self.retriever.run
+            calls = [asyncio.to_thread(run, **self._kwargs(v, k)) for v in vectors]
+        found = await asyncio.gather(*calls)
+        return [[document_to_candidate(d) for d in out["documents"]] for out in found]
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        return self.search([query], k)[0]
+
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        return (await self.asearch([query], k))[0]
 
 
 def embedder_name(embedder: Any) -> str:

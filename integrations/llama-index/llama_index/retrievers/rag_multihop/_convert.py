@@ -18,6 +18,9 @@ One rule for all of them:
   length); a :class:`~llama_index.embeddings.rag_multihop.RagMultihopEmbedding` gives back its
   own encoder. Every component that embeds takes ``embed_model``, else LlamaIndex's
   ``Settings.embed_model`` (:func:`settings_embed_model`).
+- **Retriever → searcher.** :class:`NodeSearcher` runs any LlamaIndex retriever as a core
+  :class:`~rag_multihop.protocols.Searcher` (several texts, their embeddings batched) and
+  :class:`~rag_multihop.protocols.Retriever`; the bridge and CoopRAG retrievers search with it.
 - **Filters.** ``MetadataFilters`` are matched on node metadata by LlamaIndex's own in-memory
   rule (the one ``SimpleVectorStore`` applies); :func:`check_metadata_filters` refuses, when
   they are given, what that rule cannot match.
@@ -35,18 +38,22 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
+from llama_index.core.indices.vector_store.retrievers.retriever import VectorIndexRetriever
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import FilterOperator, MetadataFilters
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Passage
-from rag_multihop.validation import l2_normalize
+from rag_multihop.types import Candidate, Passage, Query
+from rag_multihop.validation import check_positive_int, l2_normalize
 
 SIGNALS_KEY = "rag_multihop_signals"
 """Node metadata key holding every rag-multihop signal of a returned node (hidden from the LLM
@@ -132,6 +139,37 @@ def nodes_to_corpus(nodes: Sequence[BaseNode]) -> Corpus:
     return Corpus(node_to_passage(node) for node in nodes)
 
 
+class ThreadTrace:
+    """A retriever attribute holding the core trace of the last query it ran **in the calling
+    thread** (``None`` before that), so a retriever shared by threads (a web app's sessions)
+    hands each its own trace.
+
+    >>> class Traced:
+    ...     last_trace = ThreadTrace()
+    >>> traced = Traced()
+    >>> traced.last_trace is None
+    True
+    >>> traced.last_trace = "trace of query 1"
+    >>> seen = []
+    >>> worker = threading.Thread(target=lambda: seen.append(traced.last_trace))
+    >>> worker.start(); worker.join()
+    >>> traced.last_trace, seen
+    ('trace of query 1', [None])
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_by_thread"
+
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        local = obj.__dict__.get(self._slot)
+        return None if local is None else getattr(local, "value", None)
+
+    def __set__(self, obj: object, value: Any) -> None:
+        obj.__dict__.setdefault(self._slot, threading.local()).value = value
+
+
 def _union(keys: list[str], extra: list[str]) -> list[str]:
     return [*keys, *(k for k in extra if k not in keys)]
 
@@ -173,6 +211,94 @@ def as_encoder(embed_model: BaseEmbedding) -> Encoder:
     if isinstance(own, Encoder):
         return own
     return EmbeddingEncoder(embed_model)
+
+
+QUERY_TEXT_TOLERANCE = 1e-5
+"""Largest ``1 − cosine`` between an embed model's query and text embedding of one string
+for which its queries are embedded as texts, in batches."""
+
+
+class NodeSearcher:
+    """A LlamaIndex retriever as a core searcher and retriever: one (a)retrieve per text, a
+    node listed twice kept once, cut to ``k``; ``retrieve`` is one search.
+
+    With ``embed_model`` (the model the retriever embeds queries with), the texts of one
+    search are embedded together first and each retrieve gets its ``QueryBundle.embedding``:
+    one ``get_text_embedding_batch`` call when the model embeds a query as it embeds a text
+    (checked once, on the first text), else one ``get_query_embedding`` per text.
+    """
+
+    def __init__(self, retriever: BaseRetriever, embed_model: BaseEmbedding | None = None) -> None:
+        self.retriever = retriever
+        self.embed_model = embed_model
+        self._batches: bool | None = None
+
+    @classmethod
+    def of(cls, retriever: BaseRetriever) -> NodeSearcher:
+        """The searcher of ``retriever``, batching with its embed model when it has one."""
+        if isinstance(retriever, VectorIndexRetriever):
+            return cls(retriever, retriever._embed_model)
+        return cls(retriever)
+
+    def _batches_queries(self, embed_model: BaseEmbedding, text: str) -> bool:
+        if self._batches is None:
+            query = np.asarray(embed_model.get_query_embedding(text), dtype=np.float64)
+            as_text = np.asarray(embed_model.get_text_embedding(text), dtype=np.float64)
+            norms = float(np.linalg.norm(query) * np.linalg.norm(as_text))
+            cosine = float(query @ as_text) / norms if norms else 0.0
+            self._batches = cosine >= 1.0 - QUERY_TEXT_TOLERANCE
+        return self._batches
+
+    def _bundles(self, queries: Sequence[Query]) -> list[QueryBundle]:
+        texts = [q.text for q in queries]
+        model = self.embed_model
+        if model is None or not texts:
+            return [QueryBundle(text) for text in texts]
+        if self._batches_queries(model, texts[0]):
+            vectors = model.get_text_embedding_batch(texts)
+        else:
+            vectors = [model.get_query_embedding(text) for text in texts]
+        return [QueryBundle(t, embedding=v) for t, v in zip(texts, vectors, strict=True)]
+
+    async def _abundles(self, queries: Sequence[Query]) -> list[QueryBundle]:
+        texts = [q.text for q in queries]
+        model = self.embed_model
+        if model is None or not texts:
+            return [QueryBundle(text) for text in texts]
+        if await asyncio.to_thread(self._batches_queries, model, texts[0]):
+            vectors = await model.aget_text_embedding_batch(texts)
+        else:
+            vectors = await asyncio.gather(*(model.aget_query_embedding(t) for t in texts))
+        return [QueryBundle(t, embedding=v) for t, v in zip(texts, vectors, strict=True)]
+
+    def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        check_positive_int(k, "k")
+        return [
+            _candidates(self.retriever.retrieve(bundle), k) for bundle in self._bundles(queries)
+        ]
+
+    async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
+        check_positive_int(k, "k")
+        bundles = await self._abundles(queries)
+        found = await asyncio.gather(*(self.retriever.aretrieve(b) for b in bundles))
+        return [_candidates(nodes, k) for nodes in found]
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        return self.search([query], k)[0]
+
+    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        return (await self.asearch([query], k))[0]
+
+
+def _candidates(nodes: Sequence[NodeWithScore], k: int) -> list[Candidate]:
+    """The first ``k`` distinct nodes as candidates (a node listed twice kept once)."""
+    out: dict[str, Candidate] = {}
+    for node in nodes:
+        if len(out) == k:
+            break
+        candidate = node_to_candidate(node)
+        out.setdefault(candidate.id, candidate)
+    return list(out.values())
 
 
 def settings_embed_model() -> BaseEmbedding | None:

@@ -37,105 +37,32 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.indices.vector_store.retrievers.retriever import VectorIndexRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.retrievers.rag_multihop._convert import (
+    NodeSearcher,
+    ThreadTrace,
     as_encoder,
     candidate_to_node,
-    node_to_candidate,
     settings_embed_model,
 )
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.bridge import BridgeRetriever as CoreBridgeRetriever
 from rag_multihop.bridge import BridgeSettings, PassageVectors
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
 if TYPE_CHECKING:
     from rag_multihop.llm import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
-
-
-QUERY_TEXT_TOLERANCE = 1e-5
-"""Largest ``1 − cosine`` between an embed model's query and text embedding of one string
-for which its queries are embedded as texts, in batches."""
-
-
-class NodeSearcher:
-    """A LlamaIndex retriever as a core searcher: one (a)retrieve per text, cut to ``k``.
-
-    With ``embed_model`` (the model the retriever embeds queries with), the texts of one
-    search are embedded together first and each retrieve gets its ``QueryBundle.embedding``:
-    one ``get_text_embedding_batch`` call when the model embeds a query as it embeds a text
-    (checked once, on the first text), else one ``get_query_embedding`` per text.
-    """
-
-    def __init__(self, retriever: BaseRetriever, embed_model: BaseEmbedding | None = None) -> None:
-        self.retriever = retriever
-        self.embed_model = embed_model
-        self._batches: bool | None = None
-
-    @classmethod
-    def of(cls, retriever: BaseRetriever) -> NodeSearcher:
-        """The searcher of ``retriever``, batching with its embed model when it has one."""
-        if isinstance(retriever, VectorIndexRetriever):
-            return cls(retriever, retriever._embed_model)
-        return cls(retriever)
-
-    def _batches_queries(self, embed_model: BaseEmbedding, text: str) -> bool:
-        if self._batches is None:
-            query = np.asarray(embed_model.get_query_embedding(text), dtype=np.float64)
-            as_text = np.asarray(embed_model.get_text_embedding(text), dtype=np.float64)
-            norms = float(np.linalg.norm(query) * np.linalg.norm(as_text))
-            cosine = float(query @ as_text) / norms if norms else 0.0
-            self._batches = cosine >= 1.0 - QUERY_TEXT_TOLERANCE
-        return self._batches
-
-    def _bundles(self, queries: Sequence[Query]) -> list[QueryBundle]:
-        texts = [q.text for q in queries]
-        model = self.embed_model
-        if model is None or not texts:
-            return [QueryBundle(text) for text in texts]
-        if self._batches_queries(model, texts[0]):
-            vectors = model.get_text_embedding_batch(texts)
-        else:
-            vectors = [model.get_query_embedding(text) for text in texts]
-        return [QueryBundle(t, embedding=v) for t, v in zip(texts, vectors, strict=True)]
-
-    async def _abundles(self, queries: Sequence[Query]) -> list[QueryBundle]:
-        texts = [q.text for q in queries]
-        model = self.embed_model
-        if model is None or not texts:
-            return [QueryBundle(text) for text in texts]
-        if await asyncio.to_thread(self._batches_queries, model, texts[0]):
-            vectors = await model.aget_text_embedding_batch(texts)
-        else:
-            vectors = await asyncio.gather(*(model.aget_query_embedding(t) for t in texts))
-        return [QueryBundle(t, embedding=v) for t, v in zip(texts, vectors, strict=True)]
-
-    def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
-        check_positive_int(k, "k")
-        return [
-            [node_to_candidate(n) for n in self.retriever.retrieve(bundle)[:k]]
-            for bundle in self._bundles(queries)
-        ]
-
-    async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
-        check_positive_int(k, "k")
-        bundles = await self._abundles(queries)
-        found = await asyncio.gather(*(self.retriever.aretrieve(b) for b in bundles))
-        return [[node_to_candidate(n) for n in nodes[:k]] for nodes in found]
 
 
 def judge_encoder(embed_model: BaseEmbedding | None) -> Encoder:
@@ -161,11 +88,17 @@ class BridgeRetriever(BaseRetriever):
         api_key_env: the NAME of the environment variable holding the key (never the key).
         embed_model: embeds texts for the LLM-free judge (default: ``Settings.embed_model``,
             else the bundled MiniLM).
+        settings: a :class:`rag_multihop.bridge.BridgeSettings` (default: its defaults).
         alpha: weight of the retrieval score in the PIT fusion.
-        bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position`` are
-            :class:`rag_multihop.bridge.BridgeSettings` fields (defaults and checks are the
-            core's), kept as ``core.settings``.
+        bridge_position: ``"first"`` or ``"judged"``. ``alpha`` and ``bridge_position``
+            override the same-named field of ``settings`` (``None`` keeps it; checks are the
+            core's); the result is kept as :attr:`settings`.
+
+    ``last_trace`` is the core :class:`~rag_multihop.bridge.BridgeTrace` of the last query run
+    in the calling thread (bridge, entities, queries, pool, LLM account).
     """
+
+    last_trace = ThreadTrace()
 
     def __init__(
         self,
@@ -176,13 +109,16 @@ class BridgeRetriever(BaseRetriever):
         api_base: str | None = None,
         api_key_env: str | None = None,
         embed_model: BaseEmbedding | None = None,
-        alpha: float = BridgeSettings.alpha,
-        bridge_position: str = BridgeSettings.bridge_position,
+        settings: BridgeSettings | None = None,
+        alpha: float | None = None,
+        bridge_position: str | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
-        settings = BridgeSettings(alpha=alpha, bridge_position=bridge_position)
+        settings = resolve_settings(
+            BridgeSettings, settings, alpha=alpha, bridge_position=bridge_position
+        )
         searcher = NodeSearcher.of(retriever)
         if llm is None:
             vectors = PassageVectors(judge_encoder(embed_model))
@@ -193,10 +129,17 @@ class BridgeRetriever(BaseRetriever):
             )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
+    @property
+    def settings(self) -> BridgeSettings:
+        """The core's :class:`~rag_multihop.bridge.BridgeSettings`."""
+        return self.core.settings
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = self.core.run(Query(query_bundle.query_str), self.similarity_top_k)
+        self.last_trace = result.trace
         return [candidate_to_node(c) for c in result.candidates]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = await self.core.arun(Query(query_bundle.query_str), self.similarity_top_k)
+        self.last_trace = result.trace
         return [candidate_to_node(c) for c in result.candidates]

@@ -10,10 +10,12 @@ The algorithm is rag-multihop's core (:mod:`rag_multihop.coop`); this file trans
   embed it, keyword retrievers and response synthesis still see the question. Use it with
   ``TransformQueryEngine`` or ``transform(query)`` before any retriever.
 - :class:`CoopRetriever`: around any ``BaseRetriever``: unroll (with ``llm``; LLM-free the
-  question alone), search the unrolled question (the same ``custom_embedding_strs`` hook),
+  question alone), search the unrolled question (as the query text; a vector retriever's
+  texts are embedded in one batch by its embed model, through the package's ``NodeSearcher``),
   rerank with RaLa (``rala=True``), and optionally run KeyExtract rounds (LLM judge and key
   sentence with ``llm``; LLM-free the most similar sentence); ``last_trace`` keeps the core
-  :class:`~rag_multihop.coop.CoopTrace` of the last query (calls, tokens, flags).
+  :class:`~rag_multihop.coop.CoopTrace` of the last query run in the calling thread (calls,
+  tokens, flags).
 - :class:`CoopQueryEngine`: a ``CustomQueryEngine`` over a :class:`CoopRetriever` with an
   LLM: the chain is completed from the top nodes and a concise answer generated (yes/no for
   binary questions); the ``Response`` carries the answer, the source nodes and, in
@@ -40,13 +42,17 @@ from llama_index.core.indices.query.query_transform.base import BaseQueryTransfo
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.retrievers.rag_multihop._convert import candidate_to_node, node_to_candidate
+from llama_index.retrievers.rag_multihop._convert import (
+    NodeSearcher,
+    ThreadTrace,
+    candidate_to_node,
+)
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.coop import (
     ChainReader,
     CoopResult,
     CoopSettings,
-    CoopTrace,
     KeyExtractor,
     LLMKeyExtractor,
     LLMUnroller,
@@ -58,7 +64,7 @@ from rag_multihop.coop import (
 from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
 from rag_multihop.llm import LLMClient, LLMSettings
 from rag_multihop.secrets import check_env_var_name, check_model_name
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
 
@@ -72,38 +78,6 @@ def make_client(
         return llm
     check_model_name(llm, "llm")  # a key pasted here is refused without being shown
     return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=api_key_env))
-
-
-class BundleRetriever:
-    """A LlamaIndex retriever as a core retriever: each search text goes in
-    ``custom_embedding_strs`` (what vector retrievers embed) and as ``query_str``."""
-
-    def __init__(self, retriever: BaseRetriever) -> None:
-        self.retriever = retriever
-
-    def _bundle(self, query: Query) -> QueryBundle:
-        return QueryBundle(query_str=query.text, custom_embedding_strs=[query.text])
-
-    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        nodes = self.retriever.retrieve(self._bundle(query))
-        return _candidates(nodes, k)
-
-    async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        nodes = await self.retriever.aretrieve(self._bundle(query))
-        return _candidates(nodes, k)
-
-
-def _candidates(nodes: list[NodeWithScore], k: int) -> list[Candidate]:
-    seen: set[str] = set()
-    out = []
-    for node in nodes:
-        candidate = node_to_candidate(node)
-        if candidate.id not in seen:
-            seen.add(candidate.id)
-            out.append(candidate)
-    return out[:k]
 
 
 class UnrollingQueryTransform(BaseQueryTransform):
@@ -159,9 +133,14 @@ class CoopRetriever(BaseRetriever):
         rala: rerank with RaLa; ``model`` names the sentence-transformers model whose hidden
             states it reads (``None``: the bundled all-MiniLM-L6-v2); ``rala_settings`` are
             the core's :class:`~rag_multihop.coop.RaLaSettings`.
-        candidates, top_k, uar_mode, keyextract_rounds: the core
-            :class:`~rag_multihop.coop.CoopSettings` fields.
+        settings: a :class:`~rag_multihop.coop.CoopSettings` (default: its defaults).
+        candidates, reader_top_k, uar_mode, keyextract_rounds: override the
+            :class:`~rag_multihop.coop.CoopSettings` fields ``candidates``, ``top_k`` (the
+            passages KeyExtract and the reader read), ``uar_mode`` and ``keyextract_rounds``
+            (``None`` keeps the field; checks are the core's); kept as :attr:`settings`.
     """
+
+    last_trace = ThreadTrace()
 
     def __init__(
         self,
@@ -174,17 +153,20 @@ class CoopRetriever(BaseRetriever):
         rala: bool = True,
         model: str | None = None,
         rala_settings: RaLaSettings | None = None,
-        candidates: int = CoopSettings.candidates,
-        top_k: int = CoopSettings.top_k,
-        uar_mode: str = CoopSettings.uar_mode,
-        keyextract_rounds: int = CoopSettings.keyextract_rounds,
+        settings: CoopSettings | None = None,
+        candidates: int | None = None,
+        reader_top_k: int | None = None,
+        uar_mode: str | None = None,
+        keyextract_rounds: int | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         check_env_var_name(api_key_env, "api_key_env")
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
-        settings = CoopSettings(
+        settings = resolve_settings(
+            CoopSettings,
+            settings,
             candidates=candidates,
-            top_k=top_k,
+            top_k=reader_top_k,
             uar_mode=uar_mode,
             keyextract_rounds=keyextract_rounds,
         )
@@ -198,7 +180,7 @@ class CoopRetriever(BaseRetriever):
 
             reranker = RaLaReranker(load_encoder(model), settings=rala_settings)
         extractor: KeyExtractor | None = None
-        if keyextract_rounds:
+        if settings.keyextract_rounds:
             if self.client is not None:
                 extractor = LLMKeyExtractor(self.client)
             else:
@@ -206,15 +188,19 @@ class CoopRetriever(BaseRetriever):
 
                 extractor = SimilarityKeyExtractor(load_encoder(model))
         self.core = CoreCoopRetriever(
-            BundleRetriever(retriever),
+            NodeSearcher.of(retriever),
             unroller=None if self.client is None else LLMUnroller(self.client),
             reranker=reranker,
-            reader=None if self.client is None else ChainReader(self.client, top_k=top_k),
+            reader=None if self.client is None else ChainReader(self.client, top_k=settings.top_k),
             key_extractor=extractor,
             settings=settings,
         )
-        self.last_trace: CoopTrace | None = None
         super().__init__(callback_manager=callback_manager)
+
+    @property
+    def settings(self) -> CoopSettings:
+        """The core's :class:`~rag_multihop.coop.CoopSettings`."""
+        return self.core.settings
 
     def run(self, query: str, *, read: bool) -> CoopResult:
         """The core result for ``query`` (``read``: complete the chain and answer)."""

@@ -53,6 +53,7 @@ from llama_index.core.schema import (
 )
 from llama_index.retrievers.rag_multihop._convert import (
     TITLE_KEY,
+    ThreadTrace,
     as_encoder,
     node_to_passage,
     settings_embed_model,
@@ -115,7 +116,12 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             ``Settings.embed_model``).
         settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``overrides`` replace
             single fields.
+
+    ``last_trace`` is the core :class:`~rag_multihop.multihop.MultiHopTrace` of the last query
+    run in the calling thread.
     """
+
+    last_trace = ThreadTrace()
 
     def __init__(
         self,
@@ -165,7 +171,9 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
                 "embed_model=..., set Settings.embed_model, or give QueryBundle(embedding=...)"
             )
         query = Query(query_bundle.query_str, embedding=np.asarray(embedding, dtype=np.float32))
-        return [_node(c) for c in self.core.run(query, self.similarity_top_k).candidates]
+        result = self.core.run(query, self.similarity_top_k)
+        self.last_trace = result.trace
+        return [_node(c) for c in result.candidates]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = query_bundle.embedding

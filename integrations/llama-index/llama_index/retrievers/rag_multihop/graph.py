@@ -59,6 +59,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     settings_embed_model,
 )
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.graph import (
     EntityExtractor,
     EntityGraph,
@@ -88,9 +89,10 @@ class EntityGraphRetriever(BaseRetriever):
         similarity_top_k: nodes returned.
         filters: ``MetadataFilters`` the seed and returned nodes must match (module
             docstring); nested ones are refused.
-        seed_top_n, entity_share, use_entities, damping: fields of
-            :class:`rag_multihop.graph.GraphSettings` (its defaults and checks); the
-            retriever keeps them as :attr:`settings`.
+        settings: a :class:`rag_multihop.graph.GraphSettings` (default: its defaults).
+        seed_top_n, entity_share, use_entities, damping: override the same-named field of
+            ``settings`` (``None`` keeps it; checks are the core's); the retriever keeps the
+            result as :attr:`settings`.
     """
 
     def __init__(
@@ -101,16 +103,19 @@ class EntityGraphRetriever(BaseRetriever):
         seed_retriever: BaseRetriever | None = None,
         extractor: EntityExtractor | None = None,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-        seed_top_n: int = GraphSettings.seed_top_n,
-        entity_share: float = GraphSettings.entity_share,
-        use_entities: bool = GraphSettings.use_entities,
-        damping: float = GraphSettings.damping,
+        settings: GraphSettings | None = None,
+        seed_top_n: int | None = None,
+        entity_share: float | None = None,
+        use_entities: bool | None = None,
+        damping: float | None = None,
         filters: MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
         self._corpus = nodes_to_corpus(nodes)
-        settings = GraphSettings(
+        settings = resolve_settings(
+            GraphSettings,
+            settings,
             seed_top_n=seed_top_n,
             entity_share=entity_share,
             use_entities=use_entities,

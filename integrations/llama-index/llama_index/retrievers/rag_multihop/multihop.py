@@ -17,8 +17,9 @@ this file only translates.
   LlamaIndex's in-memory rule, as for :class:`EntityGraphRetriever`) restrict every step to
   the matching nodes: the dense candidates, named titles, links and the graph walk reach no
   other node, and none comes back (the core's ``run(..., allowed=...)``).
-- **Settings**: ``settings=`` a :class:`rag_multihop.multihop.MultiHopSettings` and/or
-  keyword overrides of its fields (defaults and checks are the core's).
+- **Settings**: ``settings=`` a :class:`rag_multihop.multihop.MultiHopSettings` and/or a
+  typed keyword per field overriding it (``None`` keeps it; defaults and checks are the
+  core's), as for every retriever of this package.
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -40,7 +41,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -52,6 +52,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 from llama_index.retrievers.rag_multihop._convert import (
     NODE_KEY,
+    ThreadTrace,
     as_encoder,
     candidate_to_node,
     check_metadata_filters,
@@ -59,6 +60,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     settings_embed_model,
 )
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph import EntityGraph
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
@@ -88,9 +90,14 @@ class MultiHopRetriever(BaseRetriever):
             ``Settings.embed_model``, else the bundled MiniLM).
         graph: an entity graph of ``nodes`` (built when needed and not given).
         filters: ``MetadataFilters`` the nodes must match to be retrieved (module docstring).
-        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``overrides`` replace
-            single fields of it.
+        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ... ``ppr``
+            override the same-named fields of it (``None`` keeps the field).
+
+    ``last_trace`` is the core :class:`~rag_multihop.multihop.MultiHopTrace` of the last query
+    run in the calling thread (the question's title mentions, the pair, the first hops tried).
     """
+
+    last_trace = ThreadTrace()
 
     def __init__(
         self,
@@ -101,10 +108,45 @@ class MultiHopRetriever(BaseRetriever):
         graph: EntityGraph | None = None,
         filters: MetadataFilters | None = None,
         settings: MultiHopSettings | None = None,
+        candidates: int | None = None,
+        first_hops: int | None = None,
+        pair: bool | None = None,
+        title_links: bool | None = None,
+        residual: bool | None = None,
+        specificity: bool | None = None,
+        exclusive_mentions: bool | None = None,
+        entity_weight: float | None = None,
+        entity_max_passages: int | None = None,
+        context_weight: float | None = None,
+        context_window: int | None = None,
+        fill_depth: int | None = None,
+        graph_tail: bool | None = None,
+        graph_cap: int | None = None,
+        graph_entity_share: float | None = None,
+        ppr: str | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
-        **overrides: Any,
     ) -> None:
+        settings = resolve_settings(
+            MultiHopSettings,
+            settings,
+            candidates=candidates,
+            first_hops=first_hops,
+            pair=pair,
+            title_links=title_links,
+            residual=residual,
+            specificity=specificity,
+            exclusive_mentions=exclusive_mentions,
+            entity_weight=entity_weight,
+            entity_max_passages=entity_max_passages,
+            context_weight=context_weight,
+            context_window=context_window,
+            fill_depth=fill_depth,
+            graph_tail=graph_tail,
+            graph_cap=graph_cap,
+            graph_entity_share=graph_entity_share,
+            ppr=ppr,
+        )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         self.filters = check_metadata_filters(filters)
         corpus = nodes_to_corpus(nodes)
@@ -126,7 +168,7 @@ class MultiHopRetriever(BaseRetriever):
             self._embed_model, encoder = _encoder(embed_model)
             vectors = encoder.encode(corpus.texts())
         self.core = CoreMultiHopRetriever(
-            corpus, vectors, encoder=encoder, graph=graph, settings=settings, **overrides
+            corpus, vectors, encoder=encoder, graph=graph, settings=settings
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -146,6 +188,7 @@ class MultiHopRetriever(BaseRetriever):
 
     def _ranked(self, query: Query) -> list[NodeWithScore]:
         result = self.core.run(query, self.similarity_top_k, allowed=self._allowed)
+        self.last_trace = result.trace
         return [candidate_to_node(c) for c in result.candidates]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

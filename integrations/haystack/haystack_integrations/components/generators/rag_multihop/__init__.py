@@ -2,6 +2,8 @@
 
 - :class:`ChainAnswerGenerator`: CoopRAG's reasoning-chain completion and concise answer
   from retrieved documents (see ``docs/coop.md``).
+- :class:`RagMultihopChatGenerator`: a chat generator over rag-multihop's ``LLMClient`` (any
+  litellm model string or the embedded local model; every call accounted in the reply's meta).
 
 Example:
     >>> from haystack_integrations.components.generators.rag_multihop import (
@@ -16,5 +18,8 @@ from __future__ import annotations
 from haystack_integrations.components.generators.rag_multihop.chain_answer import (
     ChainAnswerGenerator,
 )
+from haystack_integrations.components.generators.rag_multihop.chat import (
+    RagMultihopChatGenerator,
+)
 
-__all__ = ["ChainAnswerGenerator"]
+__all__ = ["ChainAnswerGenerator", "RagMultihopChatGenerator"]

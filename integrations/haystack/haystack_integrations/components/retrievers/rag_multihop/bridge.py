@@ -32,10 +32,7 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -43,6 +40,7 @@ from haystack.core.serialization import component_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import (
+    DocumentSearcher,
     as_encoder,
     as_filter_policy,
     candidate_to_document,
@@ -50,65 +48,17 @@ from haystack_integrations.common.rag_multihop.convert import (
     check_embedder,
     check_filters,
     check_llm,
-    document_to_candidate,
     embedder_to_dict,
     key_variable,
+    run_filters,
 )
 
 from rag_multihop.bridge import BridgeRetriever as CoreBridgeRetriever
 from rag_multihop.bridge import BridgeSettings, PassageVectors
-from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
-
-
-_FILTERS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "rag_multihop_search_filters", default=None
-)
-"""The Haystack filters of the run in progress (a context variable: safe across threads and
-concurrent async runs, and copied into the worker threads and tasks a run starts)."""
-
-
-class DocumentSearcher:
-    """An embedding retriever component as a core searcher (texts embedded in one batch;
-    every search gets the current run's filters)."""
-
-    def __init__(self, retriever: Any, encoder: Encoder) -> None:
-        self.retriever = retriever
-        self.encoder = encoder
-
-    def _kwargs(self, vector: list[float], k: int) -> dict[str, Any]:
-        filters = _FILTERS.get()
-        extra = {} if filters is None else {"filters": filters}
-        return {"query_embedding": vector, "top_k": k, **extra}
-
-    def _embeddings(self, queries: Sequence[Query]) -> list[list[float]]:
-        return [[float(v) for v in row] for row in self.encoder.encode([q.text for q in queries])]
-
-    def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
-        check_positive_int(k, "k")
-        if not queries:
-            return []
-        found = [
-            self.retriever.run(**self._kwargs(vector, k))["documents"]
-            for vector in self._embeddings(queries)
-        ]
-        return [[document_to_candidate(d) for d in documents] for documents in found]
-
-    async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
-        check_positive_int(k, "k")
-        if not queries:
-            return []
-        vectors = await asyncio.to_thread(self._embeddings, queries)
-        if hasattr(self.retriever, "run_async"):
-            calls = [self.retriever.run_async(**self._kwargs(v, k)) for v in vectors]
-        else:
-            run = self.retriever.run
-            calls = [asyncio.to_thread(run, **self._kwargs(v, k)) for v in vectors]
-        found = await asyncio.gather(*calls)
-        return [[document_to_candidate(d) for d in out["documents"]] for out in found]
 
 
 @component
@@ -217,11 +167,8 @@ class BridgeRetriever:
         """The ``top_k`` best documents for ``query`` and the query's trace; ``filters``
         combine with the init filters by ``filter_policy`` for this run's searches."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        token = _FILTERS.set(self._filters(filters))
-        try:
+        with run_filters(self._filters(filters)):
             result = self._ready().run(Query(query), limit)
-        finally:
-            _FILTERS.reset(token)
         return {
             "documents": [candidate_to_document(c) for c in result.candidates],
             "trace": result.trace.to_dict(),
@@ -233,11 +180,8 @@ class BridgeRetriever:
     ) -> dict[str, Any]:
         """The async twin of :meth:`run` (LLM calls and searches concurrent)."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        token = _FILTERS.set(self._filters(filters))
-        try:
+        with run_filters(self._filters(filters)):
             result = await self._ready().arun(Query(query), limit)
-        finally:
-            _FILTERS.reset(token)
         return {
             "documents": [candidate_to_document(c) for c in result.candidates],
             "trace": result.trace.to_dict(),

@@ -6,10 +6,12 @@ unrolled question is embedded by ``embedder`` (it must be the model that embedde
 documents; default the bundled all-MiniLM-L6-v2) and searched with the wrapped retriever
 (``candidates`` documents), RaLa reranks them (``rala=True``; ``model`` names the
 sentence-transformers model whose hidden states it reads, default the bundled MiniLM), and
-``keyextract_rounds > 0`` runs KeyExtract: while the top ``keyextract_top_k`` documents do not
+``keyextract_rounds > 0`` runs KeyExtract: while the top ``reader_top_k`` documents do not
 answer the question (LLM judge; LLM-free: never), one key sentence of them is appended to the
 search text and the search runs again, until the budget ends it. The loop is inside this one
-component; its rounds and why they stopped are in ``trace``.
+component; its rounds and why they stopped are in ``trace``. ``filters`` (checked when given;
+init and per run, combined by ``filter_policy`` as in Haystack's own retrievers) go to every
+search of the wrapped retriever.
 
 Outputs: ``documents`` (new objects, signals in ``meta["rag_multihop_signals"]``),
 ``unrolling`` (for :class:`~haystack_integrations.components.generators.rag_multihop.
@@ -30,17 +32,21 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import (
+    DocumentSearcher,
     as_encoder,
+    as_filter_policy,
     candidate_to_document,
     check_api_key,
     check_embedder,
     check_encoder_name,
+    check_filters,
     check_llm,
-    document_to_candidate,
     embedder_to_dict,
     llm_client,
+    run_filters,
 )
 
 from rag_multihop.coop import (
@@ -53,24 +59,8 @@ from rag_multihop.coop import (
     SimilarityKeyExtractor,
 )
 from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
-from rag_multihop.encoders.base import Encoder
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
-
-
-class EmbeddingSearch:
-    """An embedding retriever component as a core retriever: the text embedded, then one
-    ``run(query_embedding=..., top_k=...)``."""
-
-    def __init__(self, retriever: Any, encoder: Encoder) -> None:
-        self.retriever = retriever
-        self.encoder = encoder
-
-    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
-        vector = [float(v) for v in self.encoder.encode([query.text])[0]]
-        documents = self.retriever.run(query_embedding=vector, top_k=k)["documents"]
-        return [document_to_candidate(d) for d in documents]
 
 
 @component
@@ -86,9 +76,13 @@ class CoopRetriever:
         embedder: embeds the search texts (a Haystack embedder component, a
             sentence-transformers model name, or ``None`` for the bundled MiniLM).
         rala: rerank with RaLa; ``model`` is the sentence-transformers model it reads.
-        candidates, keyextract_top_k, uar_mode, keyextract_rounds: the core
-            :class:`rag_multihop.coop.CoopSettings` fields ``candidates``, ``top_k``,
+        candidates, reader_top_k, uar_mode, keyextract_rounds: the core
+            :class:`rag_multihop.coop.CoopSettings` fields ``candidates``, ``top_k`` (the
+            passages KeyExtract and the reader read; ``top_k`` here is the output count),
             ``uar_mode`` and ``keyextract_rounds``, kept as :attr:`settings`.
+        filters: Haystack filters for every search.
+        filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
+            (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
     """
 
     def __init__(
@@ -103,9 +97,11 @@ class CoopRetriever:
         rala: bool = True,
         model: str | None = None,
         candidates: int = CoopSettings.candidates,
-        keyextract_top_k: int = CoopSettings.top_k,
+        reader_top_k: int = CoopSettings.top_k,
         uar_mode: str = CoopSettings.uar_mode,
         keyextract_rounds: int = CoopSettings.keyextract_rounds,
+        filters: dict[str, Any] | None = None,
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
     ) -> None:
         if not callable(getattr(retriever, "run", None)):
             raise TypeError(
@@ -122,10 +118,12 @@ class CoopRetriever:
         self.model = check_encoder_name(model)
         self.settings = CoopSettings(
             candidates=candidates,
-            top_k=keyextract_top_k,
+            top_k=reader_top_k,
             uar_mode=uar_mode,
             keyextract_rounds=keyextract_rounds,
         )
+        self.filters = check_filters(filters)
+        self.filter_policy = as_filter_policy(filter_policy)
         self._core: CoreCoopRetriever | None = None
 
     def warm_up(self) -> None:
@@ -146,7 +144,7 @@ class CoopRetriever:
                     SimilarityKeyExtractor(encoder) if client is None else LLMKeyExtractor(client)
                 )
             self._core = CoreCoopRetriever(
-                EmbeddingSearch(self.retriever, encoder),
+                DocumentSearcher(self.retriever, encoder),
                 unroller=None if client is None else LLMUnroller(client),
                 reranker=RaLaReranker(load_encoder(self.model)) if self.rala else None,
                 key_extractor=extractor,
@@ -167,9 +165,11 @@ class CoopRetriever:
             rala=self.rala,
             model=self.model,
             candidates=s.candidates,
-            keyextract_top_k=s.top_k,
+            reader_top_k=s.top_k,
             uar_mode=s.uar_mode,
             keyextract_rounds=s.keyextract_rounds,
+            filters=self.filters,
+            filter_policy=self.filter_policy.value,
         )
 
     @classmethod
@@ -184,19 +184,29 @@ class CoopRetriever:
             "trace": result.trace.to_dict(),
         }
 
-    @component.output_types(
-        documents=list[Document], unrolling=dict[str, Any], trace=dict[str, Any]
-    )
-    def run(self, query: str, top_k: int | None = None) -> dict[str, Any]:
-        """The ``top_k`` best documents for ``query``, its unrolling and trace."""
-        limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        return self._outputs(self._ready().run(Query(query), limit, read=False))
+    def _filters(self, filters: dict[str, Any] | None) -> dict[str, Any] | None:
+        return apply_filter_policy(self.filter_policy, self.filters, check_filters(filters))
 
     @component.output_types(
         documents=list[Document], unrolling=dict[str, Any], trace=dict[str, Any]
     )
-    async def run_async(self, query: str, top_k: int | None = None) -> dict[str, Any]:
-        """The async twin of :meth:`run`: the core's ``arun`` (LLM calls awaited; searches
-        and RaLa in a worker thread)."""
+    def run(
+        self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The ``top_k`` best documents for ``query``, its unrolling and trace; ``filters``
+        combine with the init filters by ``filter_policy`` for this run's searches."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
-        return self._outputs(await self._ready().arun(Query(query), limit, read=False))
+        with run_filters(self._filters(filters)):
+            return self._outputs(self._ready().run(Query(query), limit, read=False))
+
+    @component.output_types(
+        documents=list[Document], unrolling=dict[str, Any], trace=dict[str, Any]
+    )
+    async def run_async(
+        self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The async twin of :meth:`run`: the core's ``arun`` (LLM calls awaited; searches
+        and RaLa in a worker thread, with this run's filters)."""
+        limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
+        with run_filters(self._filters(filters)):
+            return self._outputs(await self._ready().arun(Query(query), limit, read=False))

@@ -78,7 +78,7 @@ class CorpusIndexMultiHopRetriever:
             self._core = CoreMultiHopRetriever.from_index(self._snapshot, settings=self.settings)
         return self._core
 
-    @component.output_types(documents=list[Document], version=int)
+    @component.output_types(documents=list[Document], version=int, trace=dict[str, Any])
     def run(
         self, query: str, query_embedding: list[float], top_k: int | None = None
     ) -> dict[str, Any]:
@@ -101,7 +101,11 @@ class CorpusIndexMultiHopRetriever:
             for c in result.candidates
         ]
         assert self._snapshot is not None
-        return {"documents": documents, "version": self._snapshot.version}
+        return {
+            "documents": documents,
+            "version": self._snapshot.version,
+            "trace": result.trace.to_dict(),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(

@@ -30,8 +30,9 @@ core :class:`rag_multihop.multihop.MultiHopRetriever`; this file only translates
   back (the core's ``run(..., allowed=...)``). ``filter_policy`` says whether
   ``run(filters=...)`` replaces or merges with the init filters, as for Haystack's own
   retrievers.
-- **Settings**: ``settings``, a :class:`rag_multihop.multihop.MultiHopSettings` or a dict of
-  its fields (defaults and checks are the core's); ``to_dict`` stores the dict.
+- **Settings**: every :class:`rag_multihop.multihop.MultiHopSettings` field is an init
+  parameter of its own (flat primitives, as Haystack's integrations take them; defaults and
+  checks are the core's), kept as :attr:`settings`; ``to_dict`` stores each.
 
 Example:
     >>> from haystack import Document
@@ -56,7 +57,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -82,18 +82,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int
 
 logger = logging.getLogger(__name__)
 
-
-def _settings(settings: MultiHopSettings | Mapping[str, Any] | None) -> MultiHopSettings:
-    if settings is None:
-        return MultiHopSettings()
-    if isinstance(settings, MultiHopSettings):
-        return settings
-    if isinstance(settings, Mapping):
-        return MultiHopSettings(**settings)
-    raise TypeError(
-        f"settings must be a MultiHopSettings or a dict of its fields, got "
-        f"{type(settings).__name__}"
-    )
+_DEFAULTS = MultiHopSettings()
 
 
 @component
@@ -105,7 +94,8 @@ class MultiHopRetriever:
         top_k: documents returned (``run(top_k=...)`` overrides it).
         embedder: embeds documents without an embedding and queries without
             ``query_embedding`` (see the module docstring).
-        settings: :class:`rag_multihop.multihop.MultiHopSettings` or a dict of its fields.
+        candidates ... ppr: the :class:`rag_multihop.multihop.MultiHopSettings` fields of the same
+            names (see its docstring), kept as :attr:`settings`.
         filters: Haystack filters the retrieved documents must match (module docstring).
         filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
             (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
@@ -120,7 +110,22 @@ class MultiHopRetriever:
         *,
         top_k: int = 10,
         embedder: Any = None,
-        settings: MultiHopSettings | Mapping[str, Any] | None = None,
+        candidates: int = _DEFAULTS.candidates,
+        first_hops: int = _DEFAULTS.first_hops,
+        pair: bool = _DEFAULTS.pair,
+        title_links: bool = _DEFAULTS.title_links,
+        residual: bool = _DEFAULTS.residual,
+        specificity: bool = _DEFAULTS.specificity,
+        exclusive_mentions: bool = _DEFAULTS.exclusive_mentions,
+        entity_weight: float = _DEFAULTS.entity_weight,
+        entity_max_passages: int = _DEFAULTS.entity_max_passages,
+        context_weight: float = _DEFAULTS.context_weight,
+        context_window: int = _DEFAULTS.context_window,
+        fill_depth: int = _DEFAULTS.fill_depth,
+        graph_tail: bool = _DEFAULTS.graph_tail,
+        graph_cap: int = _DEFAULTS.graph_cap,
+        graph_entity_share: float = _DEFAULTS.graph_entity_share,
+        ppr: str = _DEFAULTS.ppr,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
         auto_refresh: bool = True,
@@ -128,7 +133,24 @@ class MultiHopRetriever:
         self.document_store = document_store
         self.top_k = check_positive_int(top_k, "top_k")
         self.embedder = check_embedder(embedder)
-        self.settings = _settings(settings)
+        self.settings = MultiHopSettings(
+            candidates=candidates,
+            first_hops=first_hops,
+            pair=pair,
+            title_links=title_links,
+            residual=residual,
+            specificity=specificity,
+            exclusive_mentions=exclusive_mentions,
+            entity_weight=entity_weight,
+            entity_max_passages=entity_max_passages,
+            context_weight=context_weight,
+            context_window=context_window,
+            fill_depth=fill_depth,
+            graph_tail=graph_tail,
+            graph_cap=graph_cap,
+            graph_entity_share=graph_entity_share,
+            ppr=ppr,
+        )
         self.filters = check_filters(filters)
         self.filter_policy = as_filter_policy(filter_policy)
         self.auto_refresh = auto_refresh
@@ -186,7 +208,7 @@ class MultiHopRetriever:
             document_store=self.document_store.to_dict(),
             top_k=self.top_k,
             embedder=embedder_to_dict(self.embedder),
-            settings=dataclasses.asdict(self.settings),
+            **dataclasses.asdict(self.settings),
             filters=self.filters,
             filter_policy=self.filter_policy.value,
             auto_refresh=self.auto_refresh,

@@ -1,0 +1,153 @@
+"""``RagMultihopChatGenerator``: rag-multihop's ``LLMClient`` as a Haystack chat generator.
+
+It takes ``messages`` (``ChatMessage`` list) and returns ``replies`` like Haystack's own chat
+generators, calling any litellm model string, or ``"local"`` (the embedded llama.cpp model,
+started on first use), through the core :class:`~rag_multihop.llm.LLMClient`: explicit
+timeout and retries, bounded concurrency, and an account of every call. Each reply's ``meta``
+holds ``model``, ``usage`` (``prompt_tokens``, ``completion_tokens``) and ``cost`` (US dollars,
+``None`` when unknown, 0 for the local model). With ``streaming_callback`` the reply streams
+piece by piece (``run_async`` awaits an async callback). The key is read from the environment
+at call time (``api_key``: an environment-variable ``Secret``); ``to_dict`` stores the model
+string, the variable's name and the other settings, never a key.
+
+litellm-haystack's ``LiteLLMChatGenerator`` also calls litellm; this one starts the local
+model and keeps rag-multihop's retry policy and per-call account, as the other components do.
+
+Example:
+    >>> generator = RagMultihopChatGenerator(llm="openai/gpt-4o-mini", max_tokens=256)
+    >>> generator.to_dict()["init_parameters"]["max_tokens"]
+    256
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+from haystack.dataclasses import ChatMessage, StreamingChunk
+from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.convert import check_api_key, check_llm, key_variable
+
+from rag_multihop.llm import LLMClient, LLMReply, LLMSettings
+from rag_multihop.llm.local import is_local_model
+
+StreamingCallback = Callable[[StreamingChunk], None] | Callable[[StreamingChunk], Awaitable[None]]
+
+
+def _messages(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role.value, "content": m.text or ""} for m in messages]
+
+
+@component
+class RagMultihopChatGenerator:
+    """A chat generator over rag-multihop's ``LLMClient`` (see the module docstring).
+
+    Args:
+        llm: a litellm model string (``"local"`` for the embedded model).
+        api_base: an OpenAI-compatible server URL.
+        api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
+        max_tokens, temperature, timeout, max_retries: the core
+            :class:`~rag_multihop.llm.LLMSettings` fields (defaults and checks are the core's).
+    """
+
+    def __init__(
+        self,
+        *,
+        llm: str,
+        api_base: str | None = None,
+        api_key: Secret | None = None,
+        max_tokens: int | None = None,
+        temperature: float = LLMSettings.temperature,
+        timeout: float = LLMSettings.timeout,
+        max_retries: int = LLMSettings.max_retries,
+    ) -> None:
+        self.api_key = check_api_key(api_key)
+        self.settings = LLMSettings(
+            check_llm(llm),
+            api_base=api_base,
+            api_key_env=key_variable(self.api_key),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self._client: LLMClient | None = None
+
+    def warm_up(self) -> None:
+        """Set up the LLM client (once)."""
+        self._ready()
+
+    def _ready(self) -> LLMClient:
+        if self._client is None:
+            self._client = LLMClient(self.settings)
+        return self._client
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.settings
+        return default_to_dict(
+            self,
+            llm=s.model,
+            api_base=s.api_base,
+            api_key=None if self.api_key is None else self.api_key.to_dict(),
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+            timeout=s.timeout,
+            max_retries=s.max_retries,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RagMultihopChatGenerator:
+        return default_from_dict(cls, data)
+
+    def _reply(self, reply: LLMReply | None) -> dict[str, list[ChatMessage]]:
+        if reply is None:  # pragma: no cover - a finished stream always sets its reply
+            raise RuntimeError("the stream ended without a reply")
+        account = reply.account
+        cost = 0.0 if is_local_model(self.settings.model) and account.cost is None else account.cost
+        meta = {
+            "model": self.settings.model,
+            "finish_reason": reply.finish_reason,
+            "usage": {
+                "prompt_tokens": account.prompt_tokens,
+                "completion_tokens": account.completion_tokens,
+            },
+            "cost": cost,
+        }
+        return {"replies": [ChatMessage.from_assistant(reply.text or "", meta=meta)]}
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: StreamingCallback | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        """One reply to ``messages`` (streamed to ``streaming_callback`` when given)."""
+        client = self._ready()
+        if streaming_callback is None:
+            return self._reply(client.complete(_messages(messages)))
+        if inspect.iscoroutinefunction(streaming_callback):
+            raise TypeError("run() needs a sync streaming_callback; use run_async for an async one")
+        stream = client.stream(_messages(messages))
+        for piece in stream:
+            streaming_callback(StreamingChunk(content=piece))
+        return self._reply(stream.reply)
+
+    @component.output_types(replies=list[ChatMessage])
+    async def run_async(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: StreamingCallback | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        """The async twin of :meth:`run` (the client's own async calls; an async callback is
+        awaited, a sync one called)."""
+        client = self._ready()
+        if streaming_callback is None:
+            return self._reply(await client.acomplete(_messages(messages)))
+        stream = client.astream(_messages(messages))
+        async for piece in stream:
+            result = streaming_callback(StreamingChunk(content=piece))
+            if inspect.isawaitable(result):
+                await result
+        return self._reply(stream.reply)

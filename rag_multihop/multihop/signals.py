@@ -1,0 +1,25 @@
+"""The signals of the multi-hop retriever (see :mod:`rag_multihop.signals` for the rule).
+
+>>> SIGNALS["named"]
+"1 when the question names the passage's title"
+"""
+
+from types import MappingProxyType
+
+SIGNALS = MappingProxyType(
+    {
+        "dense": "similarity to the question (embedding cosine)",
+        "named": "1 when the question names the passage's title",
+        "link": "link from a chosen passage (its title named there, or a shared entity)",
+        "pair": "score of the best pair (ranks 1-2)",
+        "first_hop": "1 for the pair's first hop",
+        "fill": "rank in the link fill after the pair",
+        "fill_cal": "link-fill rank calibrated to 0-1, as fused",
+        "graph": "reached through the entity graph from the pair (PageRank mass)",
+        "graph_cal": "entity-graph score calibrated to 0-1, as fused",
+        "fused": "link fill and entity graph fused (the tail's ranking score)",
+    }
+)
+"""What :class:`~rag_multihop.multihop.MultiHopRetriever` writes: ``dense``, ``named`` and
+``link`` on every passage, ``pair`` and ``first_hop`` on ranks 1-2, and on the tail
+``fill``/``graph`` with their calibrated values and ``fused``."""
