@@ -106,6 +106,7 @@ def test_an_old_passage_links_to_a_subject_added_later_until_it_goes(
     index.add([ah], _vectors(hashing_encoder, [ah]))
     snapshot = index.snapshot()
     assert snapshot.subject_rows == {0, 1}  # "Rope" and "Alfred Hitchcock", read from the text
+    assert snapshot.segments.string("names", 1).split("\x1f") == ["doc-2", "Alfred Hitchcock"]
     assert snapshot.link_graph.targets(0) == {1: 1.0}
     retriever = MultiHopRetriever.from_index(snapshot, encoder=hashing_encoder)
     query = Query("Who directed Rope?", embedding=hashing_encoder.encode(["Who directed Rope?"])[0])
