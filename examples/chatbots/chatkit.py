@@ -112,7 +112,7 @@ METHODS: dict[str, ChatMethod] = {
 
 DEFAULT_METHOD = "multihop"
 """The LLM-free method with the highest recall in docs/benchmarks.md's methods table (R@5
-98.0 on 2Wiki, 90.9 on HotpotQA-500, against 93.1 / 86.9 for graph fusion). It reads passage
+98.0 on 2Wiki, 90.8 on HotpotQA-500, against 93.1 / 86.9 for graph fusion). It reads passage
 titles: a folder's passages take theirs from each file's first heading or its name."""
 
 TOP_K = 5

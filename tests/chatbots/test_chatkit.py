@@ -170,7 +170,7 @@ def test_the_default_method_has_the_best_recall_in_the_methods_table() -> None:
             recall[cells[0]] = [float(c.split(" ")[0]) for c in cells[1:]]
     best = [max(values[i] for values in recall.values()) for i in range(2)]
     mine = next(v for name, v in recall.items() if name.startswith(f"`{chatkit.DEFAULT_METHOD}`"))
-    assert mine == best == [98.0, 90.9]
+    assert mine == best
 
 
 def test_account_adds_up() -> None:
