@@ -91,8 +91,9 @@ def cmd_index(args: argparse.Namespace) -> int:
             encoder = encoder_from_args(args) if args.vectors is None else None
         if args.action == "build":
             vectors = _vectors(args, passages, encoder)
+            settings = IndexSettings(ann=args.ann, subjects=args.subjects)
             index = CorpusIndex.build(
-                args.index, passages, vectors, settings=IndexSettings(ann=args.ann), encoder=encoder
+                args.index, passages, vectors, settings=settings, encoder=encoder
             )
         elif args.action == "add":
             index = CorpusIndex(args.index)
@@ -150,6 +151,12 @@ def add_index_parser(sub: Any) -> None:
                 "--ann",
                 default="flat",
                 help="vector search per segment: flat (exact) or a FAISS factory like HNSW32",
+            )
+            action.add_argument(
+                "--no-subjects",
+                dest="subjects",
+                action="store_false",
+                help="know each passage by its title only (no subjects read from its text)",
             )
         if name == "add":
             action.add_argument("--upsert", action="store_true", help="replace existing ids")

@@ -340,20 +340,74 @@ class MultiHopRetriever:
         *,
         encoder: Encoder | None = None,
         settings: MultiHopSettings | None = None,
-        **overrides: Any,
+        candidates: int | None = None,
+        first_hops: int | None = None,
+        pair: bool | None = None,
+        keep_first_stage: bool | None = None,
+        title_links: bool | None = None,
+        subjects: bool | None = None,
+        residual: bool | None = None,
+        specificity: bool | None = None,
+        exclusive_mentions: bool | None = None,
+        entity_weight: float | None = None,
+        entity_max_passages: int | None = None,
+        context_weight: float | None = None,
+        context_window: int | None = None,
+        fill_depth: int | None = None,
+        graph_tail: bool | None = None,
+        graph_cap: int | None = None,
+        graph_seed_passages: int | None = None,
+        tail_calibration: str | None = None,
+        tail_fusion: str | None = None,
+        graph_entity_share: float | None = None,
+        ppr: str | None = None,
     ) -> MultiHopRetriever:
         """The retriever over an opened index (:meth:`CorpusIndex.snapshot()
         <rag_multihop.store.CorpusIndex.snapshot>`), built from its stored structures
         without reading or re-extracting any text; its rankings equal those of
-        ``MultiHopRetriever(corpus, vectors)`` over the same passages in the same order."""
+        ``MultiHopRetriever(corpus, vectors)`` over the same passages in the same order.
+        ``settings`` and the keywords as for the constructor; ``subjects`` and
+        ``context_window`` must be the index's (its names and links were stored with
+        them)."""
         self = cls.__new__(cls)
-        self.settings = resolve_settings(MultiHopSettings, settings, **overrides)
+        self.settings = resolve_settings(
+            MultiHopSettings,
+            settings,
+            candidates=candidates,
+            first_hops=first_hops,
+            pair=pair,
+            keep_first_stage=keep_first_stage,
+            title_links=title_links,
+            subjects=subjects,
+            residual=residual,
+            specificity=specificity,
+            exclusive_mentions=exclusive_mentions,
+            entity_weight=entity_weight,
+            entity_max_passages=entity_max_passages,
+            context_weight=context_weight,
+            context_window=context_window,
+            fill_depth=fill_depth,
+            graph_tail=graph_tail,
+            graph_cap=graph_cap,
+            graph_seed_passages=graph_seed_passages,
+            tail_calibration=tail_calibration,
+            tail_fusion=tail_fusion,
+            graph_entity_share=graph_entity_share,
+            ppr=ppr,
+        )
         if snapshot.n_live == 0:
             raise ValueError(f"the index at {snapshot.root} holds no passages")
         if self.settings.context_window != snapshot.settings.context_window:
             raise ValueError(
                 f"context_window {self.settings.context_window} differs from the index's "
                 f"{snapshot.settings.context_window} (its links were stored with that window)"
+            )
+        if self.settings.subjects != snapshot.settings.subjects:
+            raise ValueError(
+                f"subjects={self.settings.subjects} differs from the index's "
+                f"subjects={snapshot.settings.subjects} (its names and links were stored "
+                f"with it): pass subjects={snapshot.settings.subjects}, or rebuild the index "
+                f"with IndexSettings(subjects={self.settings.subjects})"
             )
         if encoder is not None and encoder.dim != snapshot.dim:
             raise ValueError(f"encoder dimension {encoder.dim} != the index's {snapshot.dim}")
@@ -365,7 +419,7 @@ class MultiHopRetriever:
         self.encoder = encoder
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         self.titles = snapshot.title_index
-        self._read_subjects = frozenset()
+        self._read_subjects = snapshot.subject_rows
         self.links = snapshot.link_graph
         s = self.settings
         self._attach_graph(

@@ -7,7 +7,10 @@ column):
 
 - :func:`passage_arrays`: ``ids``, ``titles``, ``texts`` columns, ``vectors`` (float32 unit
   rows), ``id`` (id → global row);
-- :func:`title_arrays`: ``title`` (title variant key → posting numbers), ``title.row`` and
+- :func:`name_arrays`: the ``names`` column (each passage's names joined by ``\x1f``: its
+  title and, with ``subjects``, the subjects read from its text,
+  :func:`passage_names`) and ``subject`` (1 where the names are more than the title);
+- :func:`title_arrays`: ``title`` (name variant key → posting numbers), ``title.row`` and
   the ``title.qual`` column per posting (the qualifiers the variant dropped), ``first.hash``
   (the first words of the keys), ``gkey`` (the entity graph's title key → rows);
 - :func:`piece_arrays`: ``piece`` (each normalised word of a text → rows): which passages a
@@ -26,6 +29,7 @@ import numpy as np
 
 from rag_multihop.graph.build import LINK_WORD, passage_entities, passage_title_links
 from rag_multihop.graph.extract import EntityExtractor
+from rag_multihop.multihop import subjects as subject_names
 from rag_multihop.multihop.links import passage_links
 from rag_multihop.multihop.titles import TitleIndex, title_tokens, title_variants
 from rag_multihop.store.tables import Postings, build_postings, key_hashes, pack_strings
@@ -61,18 +65,47 @@ def passage_arrays(passages: Sequence[Passage], vectors: np.ndarray, first_row: 
     }
 
 
-def title_arrays(titles: Sequence[str], first_row: int) -> Arrays:
-    """The title dictionary entries of ``titles`` (rows from ``first_row``)."""
+def passage_names(passages: Sequence[Passage], subjects: bool) -> list[tuple[str, ...]]:
+    """Each passage's names: its title and, with ``subjects``, the subjects read from its
+    text (:func:`rag_multihop.multihop.subjects.passage_names`, per passage, as a fresh
+    :class:`~rag_multihop.multihop.MultiHopRetriever` build reads them)."""
+    if not subjects:
+        return [(p.title,) for p in passages]
+    return [subject_names.passage_names(p) for p in passages]
+
+
+def name_arrays(passages: Sequence[Passage], names: Sequence[Sequence[str]]) -> Arrays:
+    """The ``names`` column and the ``subject`` flags of ``passages`` (names from
+    :func:`passage_names`)."""
+    return {
+        **_column("names", [QUALIFIER_SEPARATOR.join(n) for n in names]),
+        "subject": np.array(
+            [tuple(n) != (p.title,) for p, n in zip(passages, names, strict=True)],
+            dtype=np.uint8,
+        ),
+    }
+
+
+def title_arrays(names: Sequence[Sequence[str]], titles: Sequence[str], first_row: int) -> Arrays:
+    """The title dictionary entries of passages known by ``names`` (each passage's names,
+    a key counted once per passage, the first name's qualifiers kept, as
+    :class:`~rag_multihop.multihop.titles.TitleIndex` does) and the entity graph's title
+    keys of their ``titles`` (rows from ``first_row``)."""
     keys: list[str] = []
     rows: list[int] = []
     qualifiers: list[str] = []
     graph_keys: list[str] = []
     graph_rows: list[int] = []
-    for i, title in enumerate(titles):
-        for key, quals in title_variants(title).items():
-            keys.append(key)
-            rows.append(first_row + i)
-            qualifiers.append(QUALIFIER_SEPARATOR.join(quals))
+    for i, (known, title) in enumerate(zip(names, titles, strict=True)):
+        seen: set[str] = set()
+        for name in known:
+            for key, quals in title_variants(name).items():
+                if key in seen:
+                    continue
+                seen.add(key)
+                keys.append(key)
+                rows.append(first_row + i)
+                qualifiers.append(QUALIFIER_SEPARATOR.join(quals))
         key = title_key(title)
         if key:
             graph_keys.append(key)
@@ -89,11 +122,14 @@ def title_arrays(titles: Sequence[str], first_row: int) -> Arrays:
     }
 
 
-def changed_keys(titles: Iterable[str]) -> set[str]:
-    """Every key (title variants and entity-graph title key) that ``titles`` are found by."""
+def changed_keys(names: Iterable[Sequence[str]], titles: Iterable[str]) -> set[str]:
+    """Every key that passages known by ``names`` (name variants) and titled ``titles``
+    (entity-graph title key) are found by."""
     keys: set[str] = set()
+    for known in names:
+        for name in known:
+            keys.update(title_variants(name))
     for title in titles:
-        keys.update(title_variants(title))
         if title_key(title):
             keys.add(title_key(title))
     return keys

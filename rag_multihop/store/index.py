@@ -72,7 +72,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
@@ -182,7 +182,8 @@ class CorpusIndex:
             raise ArtifactError(
                 f"{path}: format {manifest.get('format')!r} version "
                 f"{manifest.get('format_version')!r}; this version reads {FORMAT} "
-                f"{FORMAT_VERSION}"
+                f"{FORMAT_VERSION}: rebuild the index from its passages (rag-multihop index "
+                "build, or CorpusIndex.build)"
             )
         return manifest
 
@@ -342,10 +343,12 @@ class CorpusIndex:
         r0, e0, n = state.n_rows, state.n_entities, len(passages)
         unit = vectors if normalized else l2_normalize(vectors)
         arrays = derive.passage_arrays(passages, unit, r0)
-        arrays |= derive.title_arrays([p.title for p in passages], r0)
+        names = derive.passage_names(passages, settings.subjects)
+        arrays |= derive.name_arrays(passages, names)
+        arrays |= derive.title_arrays(names, [p.title for p in passages], r0)
         arrays |= derive.piece_arrays([p.text for p in passages], r0)
-        names = derive.extract_entities(self.extractor, passages)
-        arrays |= derive.entity_arrays(names, state.view.entity_of, e0)
+        entities = derive.extract_entities(self.extractor, passages)
+        arrays |= derive.entity_arrays(entities, state.view.entity_of, e0)
         arrays["dead"] = np.array(sorted(dead), dtype=np.int32)
         e1 = e0 + len(arrays["ents.off"]) - 1
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
@@ -354,7 +357,7 @@ class CorpusIndex:
         view = SegmentSet([*state.segments, pending], alive)
 
         touched = set(linking_rows(state.segments, alive, dead))
-        for key in derive.changed_keys(p.title for p in passages):
+        for key in derive.changed_keys(names, (p.title for p in passages)):
             touched.update(view.rows_with_pieces(key.split()).tolist())
         old = sorted(row for row in touched if row < r0)
         rows = [*old, *range(r0, r0 + n)]
@@ -371,7 +374,7 @@ class CorpusIndex:
             titles = prefetched
             rows_of = lambda key: prefetched.graph_rows.get(key, ())  # noqa: E731
         else:  # a first build or a compaction: the batch is the whole dictionary
-            titles = TitleIndex([p.title for p in passages], max_words=settings.title_max_words)
+            titles = TitleIndex(names, max_words=settings.title_max_words)
             by_key: dict[str, list[int]] = defaultdict(list)
             for row, passage in enumerate(passages):
                 if title_key(passage.title):

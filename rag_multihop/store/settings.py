@@ -32,6 +32,11 @@ class IndexSettings:
     Attributes:
         context_window: words either side of a title name kept as the link's context
             (:class:`~rag_multihop.multihop.MultiHopSettings` ``context_window`` must match).
+        subjects: each passage is also known by the subjects read from its text when the
+            text does not spell its title out
+            (:func:`~rag_multihop.multihop.subjects.passage_names`), in the title dictionary
+            and the title links (:class:`~rag_multihop.multihop.MultiHopSettings`
+            ``subjects`` must match).
         title_max_words: the longest title, in words, found in texts (title links).
         graph_max_title_words: the same for the entity graph's title links.
         ann: how each segment's vectors are searched: ``"flat"`` (exact, FAISS
@@ -41,6 +46,7 @@ class IndexSettings:
     """
 
     context_window: int = DEFAULT_WINDOW
+    subjects: bool = True
     title_max_words: int = DEFAULT_MAX_WORDS
     graph_max_title_words: int = GRAPH_MAX_TITLE_WORDS
     ann: str = "flat"
@@ -48,6 +54,8 @@ class IndexSettings:
     def __post_init__(self) -> None:
         for name in ("context_window", "title_max_words", "graph_max_title_words"):
             check_positive_int(getattr(self, name), name)
+        if not isinstance(self.subjects, bool):
+            raise ValueError(f"subjects must be True or False, got {self.subjects!r}")
         if not isinstance(self.ann, str) or not self.ann.strip():
             raise ValueError(f"ann must be 'flat' or a FAISS factory string, got {self.ann!r}")
 

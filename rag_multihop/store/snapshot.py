@@ -7,7 +7,9 @@ vectorised gathers: no text is read, tokenised or extracted again.
 
 - :attr:`IndexSnapshot.corpus`, :attr:`~IndexSnapshot.vectors`,
   :attr:`~IndexSnapshot.dense_index`: passages, unit vectors, dense search;
-- :attr:`~IndexSnapshot.title_index`: the title dictionary (memory-mapped look-ups);
+- :attr:`~IndexSnapshot.title_index`: the title dictionary over every passage's names
+  (memory-mapped look-ups); :attr:`~IndexSnapshot.subject_rows`: the passages also known by
+  subjects read from their text;
 - :attr:`~IndexSnapshot.link_graph`: the title links
   (:class:`~rag_multihop.multihop.links.LinkGraph`, specificity from the live in-links);
 - :attr:`~IndexSnapshot.entity_graph`: the entity graph
@@ -103,6 +105,18 @@ class IndexSnapshot:
             positions=self.positions,
             max_words=self.settings.title_max_words,
         )
+
+    @cached_property
+    def subject_rows(self) -> frozenset[int]:
+        """The live passages (positions) known by more names than their title: subjects
+        read from their text (``IndexSettings.subjects``)."""
+        owner, local = self._home()
+        flags = np.zeros(self.n_live, dtype=bool)
+        for i, segment in enumerate(self.segments.segments):
+            mine = owner == i
+            if mine.any():
+                flags[mine] = np.asarray(segment["subject"])[local[mine]] > 0
+        return frozenset(np.flatnonzero(flags).tolist())
 
     def _owned(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
         """Per live row, the segment whose ``<prefix>.rows`` defined it last and the row's

@@ -50,7 +50,8 @@ class SegmentSet:
         return segment, row - segment.rows[0]
 
     def string(self, column: str, row: int) -> str:
-        """``column`` (``ids``, ``titles`` or ``texts``) of global ``row``."""
+        """``column`` (``ids``, ``titles``, ``texts`` or ``names``: the passage's names
+        joined by ``QUALIFIER_SEPARATOR``) of global ``row``."""
         segment, local = self.locate(row)
         return unpack_string(segment[f"{column}.blob"], segment[f"{column}.off"], local)
 

@@ -49,6 +49,11 @@ def test_the_index_commands_build_update_and_report(tmp_path, capsys) -> None:
         == 0
     )
     assert json.loads(capsys.readouterr().out)["passages"] == 2
+    titles_only = str(tmp_path / "titles-only")
+    vectors = str(_npy(tmp_path, "a.npy", 2))
+    args = ["index", "build", "--index", titles_only, "--passages", str(first)]
+    assert main([*args, "--vectors", vectors, "--no-subjects"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["subjects"] is False
     more = _write(tmp_path, "b.jsonl", [{"id": "psycho", "text": "Psycho is by Alfred Hitchcock."}])
     assert (
         main(

@@ -1,5 +1,7 @@
 """Methods built from a persisted, incrementally updated index rank exactly like a fresh
-in-memory build over the same passages (a 300-passage slice of the 2Wiki corpus)."""
+in-memory build over the same passages (a 300-passage slice of the 2Wiki corpus, titled
+and untitled: opaque ids as titles, the passages known by the subjects read from their
+text)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,15 @@ import pytest
 
 from rag_multihop import Corpus, Passage, Query
 from rag_multihop.eval.datasets import load_named
+from rag_multihop.eval.views import opaque_name
 from rag_multihop.fusion.core import FusionSettings
 from rag_multihop.fusion.retriever import FusionRetriever
 from rag_multihop.graph.build import build_entity_graph
 from rag_multihop.graph.retriever import GraphRetriever
 from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.index.dense import DenseIndex, DenseRetriever
-from rag_multihop.multihop import LinkGraph, MultiHopRetriever, TitleIndex
-from rag_multihop.store import CorpusIndex, graph_fusion_retriever
+from rag_multihop.multihop import MultiHopRetriever
+from rag_multihop.store import CorpusIndex, IndexSettings, graph_fusion_retriever
 
 SIZE = 300
 
@@ -36,10 +39,14 @@ def slice_2wiki(shared_datasets):
     return passages, [q.question for q in questions]
 
 
-def _fresh_multihop(passages, vectors, encoder) -> MultiHopRetriever:
+def _fresh_multihop(passages, vectors, encoder, *, subjects=True) -> MultiHopRetriever:
     corpus = Corpus(passages)
     return MultiHopRetriever(
-        corpus, vectors, index=DenseIndex.build(corpus.ids, vectors), encoder=encoder
+        corpus,
+        vectors,
+        index=DenseIndex.build(corpus.ids, vectors),
+        encoder=encoder,
+        subjects=subjects,
     )
 
 
@@ -66,11 +73,11 @@ def _rankings(retriever, questions, encoder, k=10):
 def _assert_same(snapshot, live_passages, vectors_by_id, encoder, questions) -> None:
     assert snapshot.corpus.ids == [p.id for p in live_passages]
     vectors = np.stack([vectors_by_id[p.id] for p in live_passages])
-    fresh = _fresh_multihop(live_passages, vectors, encoder)
-    stored = MultiHopRetriever.from_index(snapshot, encoder=encoder)
-    fresh_links = LinkGraph.build(
-        Corpus(live_passages), TitleIndex([p.title for p in live_passages])
-    )
+    subjects = snapshot.settings.subjects
+    fresh = _fresh_multihop(live_passages, vectors, encoder, subjects=subjects)
+    stored = MultiHopRetriever.from_index(snapshot, encoder=encoder, subjects=subjects)
+    fresh_links = fresh.links
+    assert stored._read_subjects == fresh._read_subjects
     assert (stored.links.weights != fresh_links.weights).nnz == 0
     assert np.array_equal(stored.links.specificity, fresh_links.specificity)
     assert dict(stored.links.contexts) == dict(fresh_links.contexts)
@@ -85,18 +92,28 @@ def _assert_same(snapshot, live_passages, vectors_by_id, encoder, questions) -> 
     )
 
 
-def test_add_delete_and_compact_rank_like_a_fresh_build(
-    tmp_path, slice_2wiki, hashing_encoder
-) -> None:
-    passages, questions = slice_2wiki
-    encoder = hashing_encoder
+def _vectors_by_id(passages, encoder) -> dict[str, np.ndarray]:
+    """Each passage's vector, by id (``title + "\\n" + text`` embedded, plus a little noise:
+    the hashing encoder gives passages exactly equal cosines, which FAISS and the segmented
+    search order differently; a real encoder's are continuous)."""
     raw = encoder.encode([p.embedding_text for p in passages])
-    vectors_by_id = {p.id: v for p, v in zip(passages, raw, strict=True)}
+    raw = raw + np.random.default_rng(0).normal(0, 1e-3, raw.shape).astype(np.float32)
+    return {p.id: v for p, v in zip(passages, raw, strict=True)}
+
+
+def _untitled(passages):
+    """The passages with opaque ids as titles (``doc-<hash>``: no word of it in the text)."""
+    return [Passage(p.id, p.text, opaque_name(p.title, 0)) for p in passages]
+
+
+def _build_update_compact(path, passages, vectors_by_id, questions, encoder, settings=None):
+    """Build from 90% of ``passages``, add the rest, delete 10%, compact: after each write
+    the index's methods rank like a fresh build over its live passages."""
     rng = random.Random(1)
     late = set(rng.sample([p.id for p in passages], SIZE // 10))
     first = [p for p in passages if p.id not in late]
     index = CorpusIndex.build(
-        tmp_path / "idx", first, np.stack([vectors_by_id[p.id] for p in first])
+        path, first, np.stack([vectors_by_id[p.id] for p in first]), settings=settings
     )
     added = [p for p in passages if p.id in late]
     index.add(added, np.stack([vectors_by_id[p.id] for p in added]))
@@ -111,3 +128,48 @@ def test_add_delete_and_compact_rank_like_a_fresh_build(
     compacted = index.snapshot()
     assert len(compacted.segments.segments) == 1 and compacted.n_live == len(live)
     _assert_same(compacted, live, vectors_by_id, encoder, questions)
+
+
+def test_an_untitled_index_knows_its_passages_by_their_subjects(
+    tmp_path, slice_2wiki, hashing_encoder
+) -> None:
+    passages, questions = slice_2wiki
+    untitled = _untitled(passages)
+    vectors = _vectors_by_id(untitled, hashing_encoder)
+    _build_update_compact(tmp_path / "idx", untitled, vectors, questions, hashing_encoder)
+    snapshot = CorpusIndex(tmp_path / "idx").snapshot()
+    # the subjects carry the structure: without them opaque titles link nothing
+    assert len(snapshot.subject_rows) > snapshot.n_live // 2
+    assert snapshot.link_graph.n_links > 20
+    # ... and the ranking: a title-only dictionary (as before the names were stored) differs
+    live = list(snapshot.corpus)
+    matrix = np.stack([vectors[p.id] for p in live])
+    titles_only = _fresh_multihop(live, matrix, hashing_encoder, subjects=False)
+    stored = MultiHopRetriever.from_index(snapshot, encoder=hashing_encoder)
+    assert _rankings(stored, questions, hashing_encoder) != _rankings(
+        titles_only, questions, hashing_encoder
+    )
+    with pytest.raises(ValueError, match=r"subjects=False differs from the index's subjects=True"):
+        MultiHopRetriever.from_index(snapshot, subjects=False)
+
+
+def test_an_index_without_subjects_ranks_like_a_build_without_them(
+    tmp_path, slice_2wiki, hashing_encoder
+) -> None:
+    passages, questions = slice_2wiki
+    settings = IndexSettings(subjects=False)
+    untitled = _untitled(passages)
+    vectors = _vectors_by_id(untitled, hashing_encoder)
+    _build_update_compact(tmp_path / "idx", untitled, vectors, questions, hashing_encoder, settings)
+    snapshot = CorpusIndex(tmp_path / "idx").snapshot()
+    assert snapshot.subject_rows == frozenset() and snapshot.link_graph.n_links == 0
+    with pytest.raises(ValueError, match=r"pass subjects=False, or rebuild the index"):
+        MultiHopRetriever.from_index(snapshot)
+
+
+def test_add_delete_and_compact_rank_like_a_fresh_build(
+    tmp_path, slice_2wiki, hashing_encoder
+) -> None:
+    passages, questions = slice_2wiki
+    vectors = _vectors_by_id(passages, hashing_encoder)
+    _build_update_compact(tmp_path / "idx", passages, vectors, questions, hashing_encoder)

@@ -44,7 +44,7 @@ def test_a_reopened_index_holds_what_was_written(
     assert reopened.corpus["rope"].title == "Rope"
     assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
     manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
-    assert manifest["format_version"] == 1 and manifest["live"] == len(polish_wedding)
+    assert manifest["format_version"] == 2 and manifest["live"] == len(polish_wedding)
     assert manifest["settings"] == IndexSettings().to_dict()
     assert not list((tmp_path / "idx").rglob("*.pkl"))
 
@@ -94,6 +94,25 @@ def test_an_old_passage_links_to_a_title_added_later(tmp_path, hashing_encoder) 
     assert snapshot.link_graph.targets(0) == {1: 1.0}
     assert snapshot.link_graph.context(0, 1) >= {"direc"}
     assert snapshot.entity_graph.title_links[0, 1] == 1.0
+
+
+def test_an_old_passage_links_to_a_subject_added_later_until_it_goes(
+    tmp_path, hashing_encoder
+) -> None:
+    rope = Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", "doc-1")
+    index = CorpusIndex.build(tmp_path / "idx", [rope], _vectors(hashing_encoder, [rope]))
+    assert index.snapshot().link_graph.n_links == 0
+    ah = Passage("ah", "Alfred Hitchcock was a director.", "doc-2")
+    index.add([ah], _vectors(hashing_encoder, [ah]))
+    snapshot = index.snapshot()
+    assert snapshot.subject_rows == {0, 1}  # "Rope" and "Alfred Hitchcock", read from the text
+    assert snapshot.segments.string("names", 1).split("\x1f") == ["doc-2", "Alfred Hitchcock"]
+    assert snapshot.link_graph.targets(0) == {1: 1.0}
+    retriever = MultiHopRetriever.from_index(snapshot, encoder=hashing_encoder)
+    query = Query("Who directed Rope?", embedding=hashing_encoder.encode(["Who directed Rope?"])[0])
+    assert retriever.run(query, k=2).candidates[0].signals["subject"] == 1.0
+    index.delete(["ah"])
+    assert index.snapshot().link_graph.n_links == 0
 
 
 def test_empty_writes_make_no_version(index) -> None:
@@ -257,6 +276,20 @@ def test_compact_removes_only_what_the_index_wrote(tmp_path, index, hashing_enco
 def test_a_mismatched_context_window_is_refused(index, hashing_encoder) -> None:
     with pytest.raises(ValueError, match="context_window 5 differs from the index's 12"):
         MultiHopRetriever.from_index(index.snapshot(), context_window=5)
+
+
+def test_a_mismatched_subjects_setting_is_refused(index) -> None:
+    with pytest.raises(ValueError, match=r"subjects=False differs from the index's subjects=True"):
+        MultiHopRetriever.from_index(index.snapshot(), subjects=False)
+    with pytest.raises(ValueError, match="subjects must be True or False, got 'yes'"):
+        IndexSettings(subjects="yes")  # type: ignore[arg-type]
+
+
+def test_an_index_of_the_titles_only_format_is_refused_naming_the_fix(tmp_path, index) -> None:
+    manifest = tmp_path / "idx" / "manifests" / "v-000001.json"
+    manifest.write_text(manifest.read_text().replace('"format_version": 2', '"format_version": 1'))
+    with pytest.raises(ArtifactError, match="version 1; .* 2: rebuild the index"):
+        CorpusIndex(tmp_path / "idx")
 
 
 def test_an_empty_index_refuses_a_retriever(tmp_path) -> None:

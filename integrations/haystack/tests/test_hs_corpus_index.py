@@ -82,8 +82,14 @@ def test_the_components_serialise_and_refuse_bad_input(tmp_path) -> None:
         CorpusIndexWriter("")
     assert writer.run([]) == {"documents_written": 0}
     writer.run(HashingDocumentEmbedder().run(_documents(["pw", "tc"]))["documents"])
-    retriever = CorpusIndexMultiHopRetriever(path, top_k=2, settings={"first_hops": 3})
+    retriever = CorpusIndexMultiHopRetriever(
+        path, top_k=2, first_hops=3, keep_first_stage=False, tail_fusion="rrf"
+    )
     again = CorpusIndexMultiHopRetriever.from_dict(retriever.to_dict())
-    assert again.settings.first_hops == 3 and again.top_k == 2
+    assert again.settings == retriever.settings and again.top_k == 2
+    assert again.settings.first_hops == 3 and again.settings.tail_fusion == "rrf"
+    assert again.settings.keep_first_stage is False
+    with pytest.raises(ValueError, match="tail_fusion must be one of"):
+        CorpusIndexMultiHopRetriever(path, tail_fusion="nope")
     with pytest.raises(ValueError, match="top_k must be a positive integer"):
         CorpusIndexMultiHopRetriever(path, top_k=0)

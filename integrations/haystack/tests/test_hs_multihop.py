@@ -12,7 +12,10 @@ pytest.importorskip("haystack")
 from haystack import Document, Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, documents_to_corpus
-from haystack_integrations.components.retrievers.rag_multihop import MultiHopRetriever
+from haystack_integrations.components.retrievers.rag_multihop import (
+    CorpusIndexMultiHopRetriever,
+    MultiHopRetriever,
+)
 from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 from rag_multihop import Query
@@ -97,22 +100,32 @@ def test_new_documents_in_the_store_are_picked_up():
 
 
 def test_to_dict_round_trips_with_flat_settings():
-    retriever = MultiHopRetriever(
-        _store(), top_k=4, embedder="some/model", first_hops=3, graph_tail=False, ppr="power"
+    knobs = dict(
+        first_hops=3,
+        graph_tail=False,
+        ppr="power",
+        keep_first_stage=False,
+        subjects=False,
+        graph_seed_passages=1,
+        tail_calibration="minmax",
+        tail_fusion="rrf",
     )
+    retriever = MultiHopRetriever(_store(), top_k=4, embedder="some/model", **knobs)
     data = retriever.to_dict()
     assert data["init_parameters"]["first_hops"] == 3 and "settings" not in data["init_parameters"]
     again = MultiHopRetriever.from_dict(data)
-    assert again.settings == MultiHopSettings(first_hops=3, graph_tail=False, ppr="power")
+    assert again.settings == MultiHopSettings(**knobs)
     assert again.top_k == 4 and again.embedder == "some/model"
     assert again.to_dict() == data
 
 
-def test_every_core_setting_is_a_flat_init_parameter():
+@pytest.mark.parametrize("retriever", [MultiHopRetriever, CorpusIndexMultiHopRetriever])
+def test_every_core_setting_is_a_flat_init_parameter(retriever):
     import dataclasses
     import inspect
 
-    parameters = inspect.signature(MultiHopRetriever.__init__).parameters
+    parameters = inspect.signature(retriever.__init__).parameters
+    assert "settings" not in parameters
     for field in dataclasses.fields(MultiHopSettings):
         assert field.name in parameters, f"MultiHopSettings.{field.name} is not exposed"
         assert parameters[field.name].default == getattr(MultiHopSettings(), field.name)

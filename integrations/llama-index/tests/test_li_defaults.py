@@ -20,6 +20,7 @@ from llama_index.postprocessor.rag_multihop import AssociationRerank, BridgeJudg
 from llama_index.retrievers.rag_multihop import (
     BridgeRetriever,
     CoopRetriever,
+    CorpusIndexMultiHopRetriever,
     EntityGraphRetriever,
     MultiHopRetriever,
     PITFusionRetriever,
@@ -90,6 +91,11 @@ RETRIEVERS = [
     (CoopRetriever, CoopSettings, {"candidates", "reader_top_k", "uar_mode", "keyextract_rounds"}),
     (EntityGraphRetriever, GraphSettings, {"seed_top_n", "entity_share", "use_entities"}),
     (MultiHopRetriever, MultiHopSettings, {f.name for f in dataclasses.fields(MultiHopSettings)}),
+    (
+        CorpusIndexMultiHopRetriever,
+        MultiHopSettings,
+        {f.name for f in dataclasses.fields(MultiHopSettings)},
+    ),
     (PITFusionRetriever, FusionSettings, {"calibration", "fusion", "pool_cap", "params"}),
 ]
 

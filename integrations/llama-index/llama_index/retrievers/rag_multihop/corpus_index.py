@@ -60,6 +60,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     with_signals,
 )
 
+from rag_multihop._settings import resolve_settings
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.store import CorpusIndex, IndexSnapshot
@@ -114,8 +115,9 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         similarity_top_k: nodes returned (``> 0``).
         embed_model: embeds queries without an embedding (default:
             ``Settings.embed_model``).
-        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``overrides`` replace
-            single fields.
+        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ... ``ppr``
+            override the same-named fields of it (``None`` keeps the field), as for
+            :class:`MultiHopRetriever`.
 
     ``last_trace`` is the core :class:`~rag_multihop.multihop.MultiHopTrace` of the last query
     run in the calling thread.
@@ -130,15 +132,58 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         *,
         embed_model: BaseEmbedding | None = None,
         settings: MultiHopSettings | None = None,
+        candidates: int | None = None,
+        first_hops: int | None = None,
+        pair: bool | None = None,
+        keep_first_stage: bool | None = None,
+        title_links: bool | None = None,
+        subjects: bool | None = None,
+        residual: bool | None = None,
+        specificity: bool | None = None,
+        exclusive_mentions: bool | None = None,
+        entity_weight: float | None = None,
+        entity_max_passages: int | None = None,
+        context_weight: float | None = None,
+        context_window: int | None = None,
+        fill_depth: int | None = None,
+        graph_tail: bool | None = None,
+        graph_cap: int | None = None,
+        graph_seed_passages: int | None = None,
+        tail_calibration: str | None = None,
+        tail_fusion: str | None = None,
+        graph_entity_share: float | None = None,
+        ppr: str | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
-        **overrides: Any,
     ) -> None:
+        self.settings = resolve_settings(
+            MultiHopSettings,
+            settings,
+            candidates=candidates,
+            first_hops=first_hops,
+            pair=pair,
+            keep_first_stage=keep_first_stage,
+            title_links=title_links,
+            subjects=subjects,
+            residual=residual,
+            specificity=specificity,
+            exclusive_mentions=exclusive_mentions,
+            entity_weight=entity_weight,
+            entity_max_passages=entity_max_passages,
+            context_weight=context_weight,
+            context_window=context_window,
+            fill_depth=fill_depth,
+            graph_tail=graph_tail,
+            graph_cap=graph_cap,
+            graph_seed_passages=graph_seed_passages,
+            tail_calibration=tail_calibration,
+            tail_fusion=tail_fusion,
+            graph_entity_share=graph_entity_share,
+            ppr=ppr,
+        )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         self.index = CorpusIndex(index_path)
         self._embed_model = embed_model or settings_embed_model()
-        self._settings = settings
-        self._overrides = overrides
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None
         self.core  # noqa: B018 - open now: bad settings and a bad index fail here
@@ -151,7 +196,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             self._snapshot = self.index.snapshot()
             encoder = None if self._embed_model is None else as_encoder(self._embed_model)
             self._core = CoreMultiHopRetriever.from_index(
-                self._snapshot, encoder=encoder, settings=self._settings, **self._overrides
+                self._snapshot, encoder=encoder, settings=self.settings
             )
         return self._core
 

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -42,6 +41,8 @@ from rag_multihop.store import CorpusIndex, IndexSnapshot
 from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
+_DEFAULTS = MultiHopSettings()
+
 
 @component
 class CorpusIndexMultiHopRetriever:
@@ -50,7 +51,9 @@ class CorpusIndexMultiHopRetriever:
     Args:
         index_path: the index folder.
         top_k: documents returned (``run(top_k=...)`` overrides it).
-        settings: :class:`rag_multihop.multihop.MultiHopSettings` or a dict of its fields.
+        candidates ... ppr: the :class:`rag_multihop.multihop.MultiHopSettings` fields of the
+            same names (flat primitives, as for :class:`MultiHopRetriever`), kept as
+            :attr:`settings`; ``to_dict`` stores each.
     """
 
     def __init__(
@@ -58,13 +61,53 @@ class CorpusIndexMultiHopRetriever:
         index_path: str,
         *,
         top_k: int = 10,
-        settings: MultiHopSettings | Mapping[str, Any] | None = None,
+        candidates: int = _DEFAULTS.candidates,
+        first_hops: int = _DEFAULTS.first_hops,
+        pair: bool = _DEFAULTS.pair,
+        keep_first_stage: bool = _DEFAULTS.keep_first_stage,
+        title_links: bool = _DEFAULTS.title_links,
+        subjects: bool = _DEFAULTS.subjects,
+        residual: bool = _DEFAULTS.residual,
+        specificity: bool = _DEFAULTS.specificity,
+        exclusive_mentions: bool = _DEFAULTS.exclusive_mentions,
+        entity_weight: float = _DEFAULTS.entity_weight,
+        entity_max_passages: int = _DEFAULTS.entity_max_passages,
+        context_weight: float = _DEFAULTS.context_weight,
+        context_window: int = _DEFAULTS.context_window,
+        fill_depth: int = _DEFAULTS.fill_depth,
+        graph_tail: bool = _DEFAULTS.graph_tail,
+        graph_cap: int = _DEFAULTS.graph_cap,
+        graph_seed_passages: int = _DEFAULTS.graph_seed_passages,
+        tail_calibration: str = _DEFAULTS.tail_calibration,
+        tail_fusion: str = _DEFAULTS.tail_fusion,
+        graph_entity_share: float = _DEFAULTS.graph_entity_share,
+        ppr: str = _DEFAULTS.ppr,
     ) -> None:
         self.index_path = index_path
         self.top_k = check_positive_int(top_k, "top_k")
-        self.settings: MultiHopSettings = (
-            MultiHopSettings(**settings) if isinstance(settings, Mapping) else settings
-        ) or MultiHopSettings()
+        self.settings = MultiHopSettings(
+            candidates=candidates,
+            first_hops=first_hops,
+            pair=pair,
+            keep_first_stage=keep_first_stage,
+            title_links=title_links,
+            subjects=subjects,
+            residual=residual,
+            specificity=specificity,
+            exclusive_mentions=exclusive_mentions,
+            entity_weight=entity_weight,
+            entity_max_passages=entity_max_passages,
+            context_weight=context_weight,
+            context_window=context_window,
+            fill_depth=fill_depth,
+            graph_tail=graph_tail,
+            graph_cap=graph_cap,
+            graph_seed_passages=graph_seed_passages,
+            tail_calibration=tail_calibration,
+            tail_fusion=tail_fusion,
+            graph_entity_share=graph_entity_share,
+            ppr=ppr,
+        )
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None
 
@@ -112,7 +155,7 @@ class CorpusIndexMultiHopRetriever:
             self,
             index_path=self.index_path,
             top_k=self.top_k,
-            settings=dataclasses.asdict(self.settings),
+            **dataclasses.asdict(self.settings),
         )
 
     @classmethod
