@@ -275,10 +275,13 @@ class ChatCorpus:
         return self._graph
 
     def corpus_index(self) -> Path:
-        """The persistent corpus index of the passages (built once, then reopened)."""
+        """The persistent corpus index of the passages (built once, then reopened; the
+        folder name carries the index format, so a cache of an older format is rebuilt
+        beside it instead of being refused)."""
         from rag_multihop.store import CorpusIndex
+        from rag_multihop.store.index import FORMAT_VERSION
 
-        path = self.folder / "corpus.idx"
+        path = self.folder / f"corpus-v{FORMAT_VERSION}.idx"
         if not (path / "CURRENT").is_file():
             logger.info("indexing %d passages into %s (once)", len(self.corpus), path)
             CorpusIndex.build(path, list(self.corpus), self.vectors, encoder=self.encoder)
