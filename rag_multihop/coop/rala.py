@@ -292,6 +292,7 @@ class RaLaReranker:
             pooling=self.pooling,
             drop_punctuation=self.settings.drop_punctuation,
             show_progress=show_progress,
+            codec=self.settings.codec,
         )
         return self.store
 

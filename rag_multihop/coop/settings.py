@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_multihop.coop.codecs import CODEC_NAMES, DEFAULT_CODEC
 from rag_multihop.validation import check_choice, check_int, check_number, check_positive_int
 
 SCORING_NAMES = ("maxsim", "gap-weighted", "layer-gap")
@@ -86,6 +87,9 @@ class RaLaSettings:
             paper's plain mean.
         drop_punctuation: drop passage tokens that are only punctuation (the paper does).
         candidates: K, how many first-stage candidates a RaLa retriever reranks.
+        codec: how a store built by the reranker packs its token vectors, one of
+            :data:`~rag_multihop.coop.codecs.CODEC_NAMES` (default ``"residual-2bit"``;
+            ``"float16"`` is the uncompressed store).
     """
 
     scoring: str = "maxsim"
@@ -97,9 +101,11 @@ class RaLaSettings:
     token_weighting: str = "pool-idf"
     drop_punctuation: bool = True
     candidates: int = DEFAULT_CANDIDATES
+    codec: str = DEFAULT_CODEC
 
     def __post_init__(self) -> None:
         check_choice(self.scoring, "scoring", SCORING_NAMES)
+        check_choice(self.codec, "codec", CODEC_NAMES)
         if self.layer is not None:
             check_int(self.layer, "layer", low=1)
         check_int(self.buckets, "buckets", low=1, high=64)

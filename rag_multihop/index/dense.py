@@ -1,7 +1,8 @@
 """A FAISS dense index over passage vectors, and a retriever built on it.
 
 By default the index is exact inner product (``IndexFlatIP``) over L2-normalised vectors, i.e.
-cosine similarity. Any FAISS factory string (``"HNSW32"``, ``"IVF256,Flat"``, ...) can be used
+cosine similarity. Any FAISS factory string (``"HNSW32"``, ``"IVF256,Flat"``, ...) or
+``"auto"`` (flat below 50k passages, HNSW beyond: :mod:`rag_multihop.index.ann`) can be used
 instead; indexes that need training are trained on the vectors given to :meth:`DenseIndex.build`.
 
 Asking for more results than the index holds returns all of them (``k`` is clamped).
@@ -31,6 +32,7 @@ from rag_multihop._artifact_config import read_config, write_config
 from rag_multihop._atomic import ArtifactError, atomic_directory, read_artifact, read_json_file
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
+from rag_multihop.index.ann import DEFAULT_EF_SEARCH, make_ann_index, resolve_ann
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
@@ -96,8 +98,10 @@ class DenseIndex:
         *,
         factory: str = "Flat",
         normalize: bool = True,
+        ef_search: int = DEFAULT_EF_SEARCH,
     ) -> DenseIndex:
-        """Index ``vectors`` (one row per id) with inner-product search.
+        """Index ``vectors`` (one row per id) with inner-product search; ``factory`` and
+        ``ef_search`` as in :func:`~rag_multihop.index.ann.make_ann_index`.
 
         Raises ``ValueError`` for no vectors, ids/rows count mismatch, duplicate ids or NaN rows.
         """
@@ -110,12 +114,8 @@ class DenseIndex:
             raise ValueError("passage ids must be unique")
         if normalize:
             matrix = l2_normalize(matrix)
-        faiss = _faiss()
-        index = faiss.index_factory(matrix.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-        if not index.is_trained:
-            index.train(matrix)
-        index.add(matrix)
-        return cls(index, ids, factory=factory, normalize=normalize)
+        index = make_ann_index(matrix, factory, ef_search=ef_search)
+        return cls(index, ids, factory=resolve_ann(factory, len(ids)), normalize=normalize)
 
     @property
     def dim(self) -> int:

@@ -21,6 +21,16 @@ For a question q (:meth:`MultiHopRetriever.run`):
    question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
    ``graph_cap``), which reaches passages that share entities rather than titles.
 
+**Candidates from your store**: with ``first_stage=`` any core
+:class:`~rag_multihop.protocols.Retriever` (a FAISS/Chroma/Qdrant/... store wrapped by an
+adapter, or the framework's retriever) supplies step 1's dense candidates instead of the
+embedded FAISS search, and ``run(query, k, candidates=...)`` takes them already retrieved (a
+pipeline's embedding retriever). Their cosines are computed from the passage vectors here, so
+with the same candidates the rankings equal the embedded search's; ids the store returns but
+the corpus lacks (a stale store) are skipped and counted in
+:attr:`MultiHopTrace.stale_candidates`. Without a first stage the embedded index is built with
+``ann`` (``"auto"``: exact below 50k passages, HNSW beyond; :mod:`rag_multihop.index.ann`).
+
 ``run(query, k, allowed=ids)`` restricts every step to the passages in ``allowed`` (e.g. those
 matching a metadata filter): the dense candidates are the best allowed ones, named titles,
 links and the graph walk reach only allowed passages, and the trace names no other.
@@ -68,6 +78,7 @@ from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import FusionSettings, fuse_candidates
 from rag_multihop.graph.build import EntityGraph
+from rag_multihop.index.ann import DEFAULT_EF_SEARCH, check_ann, check_ef_search
 from rag_multihop.index.dense import DenseIndex
 from rag_multihop.multihop.build import build_structures, shared_entities, tail_walker
 from rag_multihop.multihop.links import LinkGraph, stems
@@ -80,6 +91,7 @@ from rag_multihop.multihop.scoring import (
 )
 from rag_multihop.multihop.settings import MultiHopSettings
 from rag_multihop.multihop.titles import TextMentions, TitleIndex
+from rag_multihop.protocols import Retriever
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
@@ -106,6 +118,9 @@ class MultiHopTrace:
     seconds: float
     kept_first_stage: bool = False
     """Nothing but similarity supported the pair, so ranks 1-2 kept the first stage's order."""
+    stale_candidates: int = 0
+    """First-stage candidates whose ids the corpus lacks (a store ahead of or behind it),
+    skipped."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -118,6 +133,7 @@ class MultiHopTrace:
             "candidates": self.candidates,
             "seconds": round(self.seconds, 5),
             "kept_first_stage": self.kept_first_stage,
+            "stale_candidates": self.stale_candidates,
         }
 
 
@@ -217,7 +233,13 @@ class MultiHopRetriever:
     Args:
         corpus: the passages.
         vectors: one embedding per passage, in corpus order (normalised here).
-        index: a FAISS index over the same passages (built from ``vectors`` when ``None``).
+        index: a FAISS index over the same passages (built from ``vectors`` with ``ann``
+            when ``None`` and there is no ``first_stage``).
+        first_stage: a retriever whose candidates replace the embedded dense search (the
+            module docstring); no FAISS index is built then.
+        ann: the embedded index's type, ``"auto"`` (flat below 50k passages, ``"HNSW32"``
+            beyond), ``"flat"`` or a FAISS factory string; ``ef_search``: HNSW's search
+            breadth.
         encoder: embeds queries that carry no embedding.
         graph: the entity graph (shared entities and the graph tail; built when needed and
             ``None``).
@@ -232,6 +254,9 @@ class MultiHopRetriever:
         vectors: np.ndarray,
         *,
         index: DenseIndex | None = None,
+        first_stage: Retriever | None = None,
+        ann: str = "auto",
+        ef_search: int = DEFAULT_EF_SEARCH,
         encoder: Encoder | None = None,
         graph: EntityGraph | None = None,
         titles: TitleIndex | None = None,
@@ -289,17 +314,23 @@ class MultiHopRetriever:
             raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
         self.corpus = corpus
         self.vectors = l2_normalize(matrix)
-        self.index = index if index is not None else DenseIndex.build(corpus.ids, self.vectors)
-        if len(self.index) != len(corpus) or self.index.dim != self.vectors.shape[1]:
-            raise ValueError(
-                f"index holds {len(self.index)} vectors of dimension {self.index.dim}, expected "
-                f"{len(corpus)} of dimension {self.vectors.shape[1]}"
-            )
+        check_ann(ann)
+        check_ef_search(ef_search)
+        self.first_stage = _check_first_stage(first_stage)
+        if index is None and first_stage is None:
+            index = DenseIndex.build(corpus.ids, self.vectors, factory=ann, ef_search=ef_search)
+        self.index = index
         self._ids = corpus.ids
         self._row = {pid: i for i, pid in enumerate(self._ids)}
-        unknown = [pid for pid in self.index.ids[:1000] if pid not in self._row]
-        if unknown:
-            raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
+        if index is not None:
+            if len(index) != len(corpus) or index.dim != self.vectors.shape[1]:
+                raise ValueError(
+                    f"index holds {len(index)} vectors of dimension {index.dim}, expected "
+                    f"{len(corpus)} of dimension {self.vectors.shape[1]}"
+                )
+            unknown = [pid for pid in index.ids[:1000] if pid not in self._row]
+            if unknown:
+                raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
         self.encoder = encoder
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         built = build_structures(corpus, self.settings, graph=graph, titles=titles, links=links)
@@ -339,6 +370,7 @@ class MultiHopRetriever:
         snapshot: IndexSnapshot,
         *,
         encoder: Encoder | None = None,
+        first_stage: Retriever | None = None,
         settings: MultiHopSettings | None = None,
         candidates: int | None = None,
         first_hops: int | None = None,
@@ -366,8 +398,8 @@ class MultiHopRetriever:
         <rag_multihop.store.CorpusIndex.snapshot>`), built from its stored structures
         without reading or re-extracting any text; its rankings equal those of
         ``MultiHopRetriever(corpus, vectors)`` over the same passages in the same order.
-        ``settings`` and the keywords as for the constructor; ``subjects`` and
-        ``context_window`` must be the index's (its names and links were stored with
+        ``settings``, ``first_stage`` and the keywords as for the constructor; ``subjects``
+        and ``context_window`` must be the index's (its names and links were stored with
         them)."""
         self = cls.__new__(cls)
         self.settings = resolve_settings(
@@ -413,7 +445,8 @@ class MultiHopRetriever:
             raise ValueError(f"encoder dimension {encoder.dim} != the index's {snapshot.dim}")
         self.corpus = snapshot.corpus
         self.vectors = snapshot.vectors
-        self.index = snapshot.dense_index
+        self.first_stage = _check_first_stage(first_stage)
+        self.index = snapshot.dense_index if first_stage is None else None
         self._ids = self.corpus.ids
         self._row = {pid: i for i, pid in enumerate(self._ids)}
         self.encoder = encoder
@@ -601,19 +634,48 @@ class MultiHopRetriever:
     ) -> tuple[list[int], list[float]]:
         """The rows and cosines of the ``candidates`` nearest allowed passages."""
         limit = self.settings.candidates
-        if allowed is None:
+        if allowed is None and self.index is not None:
             scores, ids = self.index.search(vector[None, :], limit)
             return [self._row[i] for i in ids[0]], [float(x) for x in scores[0]]
-        rows = np.fromiter(sorted(allowed), dtype=np.int64, count=len(allowed))
+        rows = (
+            np.arange(len(self._ids), dtype=np.int64)
+            if allowed is None
+            else np.fromiter(sorted(allowed), dtype=np.int64, count=len(allowed))
+        )
         cos = self.vectors[rows] @ vector
         best = np.argsort(-cos, kind="stable")[:limit]
         return rows[best].tolist(), cos[best].tolist()
 
+    def _given(
+        self, found: Sequence[Candidate], vector: np.ndarray, allowed: frozenset[int] | None
+    ) -> tuple[list[int], list[float], int]:
+        """The first ``candidates`` known, allowed rows of a first stage's ``found``, by
+        cosine (computed here), and how many of its ids the corpus lacks."""
+        rows: list[int] = []
+        stale = 0
+        for candidate in found:
+            row = self._row.get(candidate.id)
+            if row is None:
+                stale += 1
+            elif allowed is None or row in allowed:
+                rows.append(row)
+        rows = list(dict.fromkeys(rows))[: self.settings.candidates]
+        cos = self.vectors[rows] @ vector if rows else np.zeros(0)
+        order = np.argsort(-cos, kind="stable")
+        return [rows[i] for i in order], cos[order].tolist(), stale
+
     def run(
-        self, query: Query, k: int = 10, *, allowed: Collection[str] | None = None
+        self,
+        query: Query,
+        k: int = 10,
+        *,
+        allowed: Collection[str] | None = None,
+        candidates: Sequence[Candidate] | None = None,
     ) -> MultiHopResult:
         """The ``k`` best candidates for ``query`` and the :class:`MultiHopTrace`; with
-        ``allowed`` (passage ids), only those passages (none: an empty result)."""
+        ``allowed`` (passage ids), only those passages (none: an empty result); with
+        ``candidates``, those are the first stage (e.g. a pipeline's embedding retriever's
+        documents) instead of a search."""
         start = time.perf_counter()
         check_positive_int(k, "k")
         s = self.settings
@@ -621,7 +683,16 @@ class MultiHopRetriever:
         vector = self._queries.query(query)
         found, named, question = self._question(query.text)
         pool = _Pool(self.vectors, vector, named, rows_allowed)
-        pool.add(*self._dense(vector, rows_allowed))
+        stale = 0
+        if candidates is None and self.first_stage is not None:
+            candidates = self.first_stage.retrieve(query, k=s.candidates)
+        if candidates is None:
+            pool.add(*self._dense(vector, rows_allowed))
+        else:
+            rows, cos, stale = self._given(candidates, vector, rows_allowed)
+            pool.add(rows, cos)
+            if stale:
+                logger.debug("%d first-stage candidates are not in the corpus", stale)
         pool.add(sorted(named))
         pair_score = 0.0
         firsts: list[int] = []
@@ -665,6 +736,7 @@ class MultiHopRetriever:
             candidates=len(pool),
             seconds=time.perf_counter() - start,
             kept_first_stage=kept_first_stage,
+            stale_candidates=stale,
         )
         return MultiHopResult(out[:k], trace)
 
@@ -681,12 +753,28 @@ class MultiHopRetriever:
         return self.run(query, k).candidates
 
     async def arun(
-        self, query: Query, k: int = 10, *, allowed: Collection[str] | None = None
+        self,
+        query: Query,
+        k: int = 10,
+        *,
+        allowed: Collection[str] | None = None,
+        candidates: Sequence[Candidate] | None = None,
     ) -> MultiHopResult:
         """The async twin of :meth:`run`: the search and the walk run in a worker thread, off
         the event loop."""
-        return await asyncio.to_thread(self.run, query, k, allowed=allowed)
+        return await asyncio.to_thread(self.run, query, k, allowed=allowed, candidates=candidates)
 
     async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The async twin of :meth:`retrieve`."""
         return (await self.arun(query, k)).candidates
+
+
+def _check_first_stage(first_stage: object) -> Retriever | None:
+    """``first_stage`` if it is ``None`` or has ``retrieve(query, k)``, else ``TypeError``."""
+    if first_stage is not None and not callable(getattr(first_stage, "retrieve", None)):
+        raise TypeError(
+            "first_stage must be a retriever with retrieve(query, k) -> candidates (e.g. "
+            f"rag_multihop.index.DenseRetriever or an adapter's store), got "
+            f"{type(first_stage).__name__}"
+        )
+    return first_stage  # type: ignore[return-value]

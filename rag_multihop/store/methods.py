@@ -4,7 +4,10 @@
 entity-graph PPR seeded by the query's entities and the dense top 2, PIT calibration,
 Boltzmann fusion, graph pool capped at 10, 50 candidates per child), built from the
 snapshot's stored structures; its rankings equal the benchmark method's over the same
-passages.
+passages. With ``first_stage=`` (any core retriever over the user's vector store) the dense
+candidates come from that store (:class:`~rag_multihop.index.first_stage.StoreFirstStage`:
+ids the index lacks skipped and counted, cosines from the index's vectors), so the index only
+contributes the graph.
 
 Example:
     >>> import tempfile, numpy as np
@@ -31,6 +34,7 @@ from rag_multihop.fusion.retriever import FusionRetriever
 from rag_multihop.graph.retriever import GraphRetriever
 from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.index.dense import DenseRetriever
+from rag_multihop.index.first_stage import StoreFirstStage
 from rag_multihop.protocols import Retriever
 from rag_multihop.store.snapshot import IndexSnapshot
 
@@ -65,10 +69,16 @@ def graph_fusion_retriever(
     encoder: Encoder | None = None,
     settings: GraphSettings | None = None,
     child_k: int = DEFAULT_CHILD_K,
+    first_stage: Retriever | None = None,
 ) -> FusionRetriever:
-    """Dense + graph fused with PIT calibration and Boltzmann fusion (``pit-boltzmann``)."""
+    """Dense + graph fused with PIT calibration and Boltzmann fusion (``pit-boltzmann``);
+    the dense candidates from ``first_stage`` (the user's store) when given."""
     settings = settings or GraphSettings()
-    dense = dense_retriever(snapshot, encoder)
+    dense: Retriever = (
+        dense_retriever(snapshot, encoder)
+        if first_stage is None
+        else StoreFirstStage(first_stage, snapshot.corpus, snapshot.vectors, encoder)
+    )
     graph = graph_retriever(snapshot, seed_retriever=dense, settings=settings)
     fusion = dataclasses.replace(
         FusionSettings(child_k=child_k),

@@ -7,7 +7,9 @@
 
 Passage token states are computed once per dataset and layout and cached on disk
 (``$RAG_MULTIHOP_CACHE/token_states``, default ``~/.cache/rag_multihop/token_states``), so
-latency is the query's: its token states, the store lookups and the scoring.
+latency is the query's: its token states, the store lookups and the scoring. The cache keeps
+the float16 states; a compressed codec (``rala_codec``, default ``residual-2bit``) is fitted
+on them and cached beside them, so codecs are compared on the very same states.
 
 Options (``--option KEY=VALUE``): ``rala_scoring``, ``rala_layer``, ``rala_buckets``,
 ``rala_candidate_layers`` (comma-separated), ``rala_seed``, ``rala_pooling``,
@@ -74,6 +76,7 @@ RALA_OPTIONS = declare_settings("rala", RaLaBenchSettings, prefix="rala_")
 
 
 def _store_key(context: BenchContext, reranker: RaLaReranker) -> str:
+    """The float16 states' cache key (the same as before codecs existed)."""
     digest = hashlib.sha256()
     layout = reranker.layout
     header = {
@@ -91,20 +94,33 @@ def _store_key(context: BenchContext, reranker: RaLaReranker) -> str:
 
 
 def passage_store(context: BenchContext, reranker: RaLaReranker) -> PassageStates:
-    """The corpus's states in ``reranker``'s layout: from the run, the disk cache, or built."""
+    """The corpus's states in ``reranker``'s layout and codec: from the run, the disk cache,
+    or built (float16 first, then packed by the codec)."""
     key = _store_key(context, reranker)
-    return context.memo(f"rala-store:{key}", lambda: _load_or_build(context, reranker, key))
+    raw = context.memo(f"rala-store:{key}", lambda: _load_or_build(context, reranker, key))
+    codec = reranker.settings.codec
+    if codec == raw.codec.name:
+        return raw
+    return context.memo(
+        f"rala-store:{key}:{codec}", lambda: _load_or_recode(context, raw, f"{key}-{codec}", codec)
+    )
+
+
+def _cached(context: BenchContext, key: str) -> PassageStates | None:
+    folder = cache_dir("token_states") / key
+    if not (folder / "CURRENT").is_file():
+        return None
+    try:
+        store = PassageStates.load(folder)
+    except (OSError, ValueError) as exc:
+        logger.warning("rebuilding the token-state cache %s: %s", folder, exc)
+        return None
+    return store if store.ids == list(context.dataset.corpus.ids) else None
 
 
 def _load_or_build(context: BenchContext, reranker: RaLaReranker, key: str) -> PassageStates:
-    folder = cache_dir("token_states") / key
-    store = None
-    if (folder / "CURRENT").is_file():
-        try:
-            store = PassageStates.load(folder)
-        except (OSError, ValueError) as exc:
-            logger.warning("rebuilding the token-state cache %s: %s", folder, exc)
-    if store is None or store.ids != list(context.dataset.corpus.ids):
+    store = _cached(context, key)
+    if store is None:
         logger.info("computing token states of %d passages", len(context.dataset.corpus))
         store = PassageStates.build(
             list(context.dataset.corpus),
@@ -112,8 +128,20 @@ def _load_or_build(context: BenchContext, reranker: RaLaReranker, key: str) -> P
             reranker.layout,
             pooling=reranker.pooling,
             drop_punctuation=reranker.settings.drop_punctuation,
+            codec="float16",
         )
-        store.save(folder)
+        store.save(cache_dir("token_states") / key)
+    return store
+
+
+def _load_or_recode(
+    context: BenchContext, raw: PassageStates, key: str, codec: str
+) -> PassageStates:
+    store = _cached(context, key)
+    if store is None:
+        logger.info("packing the token states of %d passages with %s", len(raw), codec)
+        store = raw.recode(codec)
+        store.save(cache_dir("token_states") / key)
     return store
 
 
@@ -206,7 +234,8 @@ class RaLaBenchRetriever:
                 "megabytes": round(store.nbytes / 1e6, 2),
                 "bytes_per_passage": round(store.bytes_per_passage, 1),
                 "tokens_per_passage": round(store.mean_tokens, 1),
-                "dtype": str(store.tokens.dtype),
+                "codec": store.codec.name,
+                "dense_bytes_per_passage": 4 * store.dim,
             }
         if self._spread:
             extras["gap_weight_log_spread_over_maxsim"] = summarize(self._spread)
