@@ -160,3 +160,43 @@ def test_rala_in_a_pipeline(store):
     assert found[0] == "polish-wedding" and len(found) == 3
     inputs = {"text_embedder": {"text": QUESTION}, "ranker": {"query": QUESTION}}
     assert ids(asyncio.run(pipeline.run_async(inputs)), "ranker") == found
+
+
+def test_the_corpus_index_takes_its_candidates_from_chroma(chroma_server, tmp_path):
+    """The embedding retriever's documents are the multi-hop first stage: the same ranking as
+    the index's own search, and a document only the store has is skipped and counted."""
+    from haystack_integrations.components.retrievers.rag_multihop import (
+        CorpusIndexMultiHopRetriever,
+    )
+    from haystack_integrations.components.writers.rag_multihop import CorpusIndexWriter
+
+    host, port = chroma_server
+    chroma = ChromaDocumentStore(
+        host=host, port=port, collection_name="first_stage", distance_function="cosine"
+    )
+    path = str(tmp_path / "corpus.idx")
+    indexing = Pipeline()
+    indexing.add_component("embedder", RagMultihopDocumentEmbedder(meta_fields_to_embed=["title"]))
+    indexing.add_component("writer", DocumentWriter(chroma))
+    indexing.add_component("index_writer", CorpusIndexWriter(path))
+    indexing.connect("embedder.documents", "writer.documents")
+    indexing.connect("embedder.documents", "index_writer.documents")
+    indexing.run({"embedder": {"documents": documents()}})
+    late = Document(id="late", content="Theresa Connelly wrote a novel.", meta={"title": "Late"})
+    chroma.write_documents(RagMultihopDocumentEmbedder().run([late])["documents"])
+
+    pipeline = Pipeline()
+    pipeline.add_component("text_embedder", RagMultihopTextEmbedder())
+    pipeline.add_component("retriever", ChromaEmbeddingRetriever(chroma, top_k=50))
+    pipeline.add_component("multihop", CorpusIndexMultiHopRetriever(path, top_k=4))
+    pipeline.connect("text_embedder.embedding", "retriever.query_embedding")
+    pipeline.connect("text_embedder.embedding", "multihop.query_embedding")
+    pipeline.connect("retriever.documents", "multihop.documents")
+    out = pipeline.run({"text_embedder": {"text": QUESTION}, "multihop": {"query": QUESTION}})
+    found = out["multihop"]
+    assert found["trace"]["stale_candidates"] == 1
+    embedding = RagMultihopTextEmbedder().run(QUESTION)["embedding"]
+    own = CorpusIndexMultiHopRetriever(path, top_k=4).run(QUESTION, embedding)
+    assert [d.id for d in found["documents"]] == [d.id for d in own["documents"]]
+    assert [d.id for d in found["documents"]][:2] == ["polish-wedding", SECOND_HOP]
+    assert own["trace"]["stale_candidates"] == 0

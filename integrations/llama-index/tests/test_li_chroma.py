@@ -152,3 +152,39 @@ async def test_rala_in_a_chat_engine(index):
     found = chat_sources(chat_engine)
     assert found[0] == "polish-wedding" and len(found) == 3
     assert await achat_sources(chat_engine) == found
+
+
+def test_the_corpus_index_takes_its_candidates_from_chroma(chroma_server, nodes, tmp_path):
+    """``vector_store=`` the user's VectorStoreIndex over Chroma: the same ranking as the
+    index's own search; a node only Chroma holds is skipped and counted."""
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.retrievers.rag_multihop import (
+        CorpusIndexMultiHopRetriever,
+        CorpusIndexWriter,
+    )
+
+    host, port = chroma_server
+    embed_model = RagMultihopEmbedding()
+    path = str(tmp_path / "corpus.idx")
+    pipeline = IngestionPipeline(transformations=[embed_model, CorpusIndexWriter(index_path=path)])
+    embedded = pipeline.run(nodes=[n.model_copy() for n in nodes])
+    collection = chromadb.HttpClient(host=host, port=port).get_or_create_collection(
+        "first_stage", metadata={"hnsw:space": "cosine"}
+    )
+    storage = StorageContext.from_defaults(
+        vector_store=ChromaVectorStore(chroma_collection=collection)
+    )
+    index = VectorStoreIndex(embedded, storage_context=storage, embed_model=embed_model)
+    index.insert_nodes([TextNode(id_="late", text="Theresa Connelly wrote a novel.")])
+
+    from_chroma = CorpusIndexMultiHopRetriever(
+        path, similarity_top_k=4, embed_model=embed_model, vector_store=index
+    )
+    own = CorpusIndexMultiHopRetriever(path, similarity_top_k=4, embed_model=embed_model)
+    found = [n.node.node_id for n in from_chroma.retrieve(QUESTION)]
+    assert found == [n.node.node_id for n in own.retrieve(QUESTION)]
+    assert found[:2] == ["polish-wedding", SECOND_HOP]
+    assert from_chroma.last_trace.stale_candidates == 1
+    assert own.last_trace.stale_candidates == 0
+    with pytest.raises(TypeError, match="vector_store must be a VectorStoreIndex"):
+        CorpusIndexMultiHopRetriever(path, embed_model=embed_model, vector_store="chroma")

@@ -9,7 +9,11 @@
 - :class:`CorpusIndexMultiHopRetriever` answers from the persisted index (the core's
   ``MultiHopRetriever.from_index``): it never reads the vector store's documents, and before
   each query compares the index's version with the one it opened, reopening (no rebuild:
-  memory maps) only when a writer has moved on.
+  memory maps) only when a writer has moved on. With ``vector_store=`` (your
+  ``VectorStoreIndex`` over Chroma/Qdrant/..., or any retriever of it) the dense first stage
+  is your store's search instead of the index's own: the index contributes titles, links and
+  the entity graph; node ids the index lacks are skipped and counted in
+  ``last_trace.stale_candidates``.
 
 Nodes become passages by the package's rule (node id, own text, ``metadata["title"]``);
 returned nodes are ``TextNode``s with that id, text and title and every signal under
@@ -55,6 +59,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     TITLE_KEY,
     ThreadTrace,
     as_encoder,
+    node_to_candidate,
     node_to_passage,
     settings_embed_model,
     with_signals,
@@ -115,6 +120,10 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         similarity_top_k: nodes returned (``> 0``).
         embed_model: embeds queries without an embedding (default:
             ``Settings.embed_model``).
+        vector_store: where the dense candidates come from: a ``VectorStoreIndex`` (searched
+            with ``as_retriever(similarity_top_k=candidates)``) or any ``BaseRetriever``
+            (give it a ``similarity_top_k`` of at least ``candidates``); ``None``: the
+            index's own search.
         settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ... ``ppr``
             override the same-named fields of it (``None`` keeps the field), as for
             :class:`MultiHopRetriever`.
@@ -131,6 +140,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         *,
         embed_model: BaseEmbedding | None = None,
+        vector_store: Any = None,
         settings: MultiHopSettings | None = None,
         candidates: int | None = None,
         first_hops: int | None = None,
@@ -184,6 +194,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         self.index = CorpusIndex(index_path)
         self._embed_model = embed_model or settings_embed_model()
+        self._first_stage = _store_search(vector_store, self.settings.candidates)
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None
         self.core  # noqa: B018 - open now: bad settings and a bad index fail here
@@ -196,7 +207,10 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             self._snapshot = self.index.snapshot()
             encoder = None if self._embed_model is None else as_encoder(self._embed_model)
             self._core = CoreMultiHopRetriever.from_index(
-                self._snapshot, encoder=encoder, settings=self.settings
+                self._snapshot,
+                encoder=encoder,
+                settings=self.settings,
+                first_stage=self._first_stage,
             )
         return self._core
 
@@ -231,3 +245,30 @@ def _node(candidate: Candidate) -> NodeWithScore:
     p = candidate.passage
     node = TextNode(id_=p.id, text=p.text, metadata={TITLE_KEY: p.title})
     return NodeWithScore(node=with_signals(node, candidate.signals), score=float(candidate.score))
+
+
+class _StoreSearch:
+    """A LlamaIndex retriever as the core's first stage: one retrieve per query, on the
+    query's embedding when it has one."""
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        self.retriever = retriever
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        embedding = None if query.embedding is None else [float(x) for x in query.embedding]
+        nodes = self.retriever.retrieve(QueryBundle(query.text, embedding=embedding))
+        return [node_to_candidate(node) for node in nodes[:k]]
+
+
+def _store_search(vector_store: Any, candidates: int) -> _StoreSearch | None:
+    """The first stage of ``vector_store`` (see :class:`CorpusIndexMultiHopRetriever`)."""
+    if vector_store is None:
+        return None
+    if isinstance(vector_store, BaseRetriever):
+        return _StoreSearch(vector_store)
+    if callable(getattr(vector_store, "as_retriever", None)):
+        return _StoreSearch(vector_store.as_retriever(similarity_top_k=candidates))
+    raise TypeError(
+        "vector_store must be a VectorStoreIndex (anything with as_retriever()) or a "
+        f"BaseRetriever, got {type(vector_store).__name__}"
+    )

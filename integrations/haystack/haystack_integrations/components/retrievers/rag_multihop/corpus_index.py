@@ -8,6 +8,14 @@ no rebuild) only when a writer has moved on: staleness by version, not by docume
 Returned documents are new ``Document`` objects (id, content, ``meta["title"]``) with the
 score and every signal in ``meta["rag_multihop_signals"]``.
 
+**Candidates from your store**: connect an embedding retriever's ``documents`` to this
+component's ``documents`` input (``pipeline.connect("embedding_retriever.documents",
+"multihop.documents")``, the retriever's ``top_k`` at least ``candidates``) and they are the
+dense first stage instead of the index's own search: the document store does the vector
+search, the index contributes titles, links and the entity graph. Document ids the index
+lacks (written to the store but not yet to the index) are skipped and counted in
+``trace["stale_candidates"]``.
+
 Example:
     >>> import tempfile
     >>> from haystack import Document
@@ -38,7 +46,7 @@ from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, TITLE
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.store import CorpusIndex, IndexSnapshot
-from rag_multihop.types import Query
+from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int
 
 _DEFAULTS = MultiHopSettings()
@@ -123,14 +131,20 @@ class CorpusIndexMultiHopRetriever:
 
     @component.output_types(documents=list[Document], version=int, trace=dict[str, Any])
     def run(
-        self, query: str, query_embedding: list[float], top_k: int | None = None
+        self,
+        query: str,
+        query_embedding: list[float],
+        top_k: int | None = None,
+        documents: list[Document] | None = None,
     ) -> dict[str, Any]:
         """The ``top_k`` best documents for ``query`` (``query_embedding``: a text
-        embedder's output) and the index version they came from."""
+        embedder's output) and the index version they came from; ``documents`` (an
+        embedding retriever's output) replace the index's dense search (module docstring)."""
         k = check_positive_int(top_k if top_k is not None else self.top_k, "top_k")
         core = self._current()
         vector = np.asarray(query_embedding, dtype=np.float32)
-        result = core.run(Query(query, embedding=vector), k)
+        first = None if documents is None else _candidates(documents)
+        result = core.run(Query(query, embedding=vector), k, candidates=first)
         documents = [
             Document(
                 id=c.id,
@@ -161,3 +175,12 @@ class CorpusIndexMultiHopRetriever:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CorpusIndexMultiHopRetriever:
         return default_from_dict(cls, data)
+
+
+def _candidates(documents: list[Document]) -> list[Candidate]:
+    """An embedding retriever's documents as first-stage candidates (only ids are used)."""
+    if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+        raise TypeError(
+            f"documents must be a list of haystack Documents, got {type(documents).__name__}"
+        )
+    return [Candidate(Passage(d.id, d.content or ""), float(d.score or 0.0)) for d in documents]
