@@ -45,9 +45,6 @@ DEFAULT_CODEC = "residual-2bit"
 LEGACY_CODEC = "float16"
 """The codec of stores saved before codecs were recorded (format version 1)."""
 
-_MIN_ROWS_PER_CENTROID = 39
-"""FAISS k-means warns below this many training rows per centroid."""
-
 _CHUNK = 65536
 """Rows encoded per step (bounds the temporary memory of a large store)."""
 
@@ -246,15 +243,15 @@ class ResidualCodec:
 
 def auto_centroids(n_rows: int) -> int:
     """The centroid count for ``n_rows`` rows: the power of two nearest ``4·√n``, clipped to
-    16 .. 16,384, and at most one centroid per 39 rows (k-means' minimum).
+    16 .. 16,384 and to ``n_rows``.
 
     >>> auto_centroids(200_000), auto_centroids(2_000), auto_centroids(10)
-    (2048, 51, 1)
+    (2048, 128, 10)
     """
     if n_rows < 1:
         raise ValueError(f"n_rows must be positive, got {n_rows}")
     k = 1 << max(0, round(math.log2(4 * math.sqrt(n_rows))))
-    return int(min(max(k, 16), 16384, max(1, n_rows // _MIN_ROWS_PER_CENTROID)))
+    return int(min(max(k, 16), 16384, n_rows))
 
 
 def _fit_residual(
@@ -269,7 +266,13 @@ def _fit_residual(
     if not 1 <= k <= min(65536, len(rows)):
         raise ValueError(f"centroids must lie in 1 .. {min(65536, len(rows))}, got {k}")
     kmeans = faiss.Kmeans(
-        rows.shape[1], k, niter=10, seed=seed, max_points_per_centroid=64, verbose=False
+        rows.shape[1],
+        k,
+        niter=10,
+        seed=seed,
+        max_points_per_centroid=64,
+        min_points_per_centroid=1,  # a small store: few rows a centroid is fine, no warning
+        verbose=False,
     )
     kmeans.train(np.ascontiguousarray(rows))
     found = np.asarray(kmeans.centroids, dtype=np.float16).astype(np.float32)  # as saved

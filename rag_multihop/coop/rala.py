@@ -187,6 +187,7 @@ class RaLaReranker:
         token_weighting: str | None = None,
         drop_punctuation: bool | None = None,
         candidates: int | None = None,
+        codec: str | None = None,
         store: PassageStates | None = None,
     ) -> None:
         self.settings = resolve_settings(
@@ -201,6 +202,7 @@ class RaLaReranker:
             token_weighting=token_weighting,
             drop_punctuation=drop_punctuation,
             candidates=candidates,
+            codec=codec,
         )
         self.encoder = (
             encoder if isinstance(encoder, HiddenStateEncoder) else HiddenStateEncoder(encoder)

@@ -273,20 +273,17 @@ class PassageStates:
             for name, array in self.payload.items()
         }
         tokens = self._decode(pieces, len(self.layout.token_layers))
-        out: list[TokenStates | None] = []
         start = 0
         by_row: dict[int, TokenStates] = {}
-        for r, (lo, hi) in zip(found, spans, strict=True):
-            first, last = self.id_offsets[r], self.id_offsets[r + 1]
-            by_row[r] = TokenStates(
+        for row, (lo, hi) in zip(found, spans, strict=True):
+            first, last = self.id_offsets[row], self.id_offsets[row + 1]
+            by_row[row] = TokenStates(
                 tokens[:, start : start + hi - lo],
-                self.pooled[r],
+                self.pooled[row],
                 np.asarray(self.token_ids[first:last], dtype=np.int32),
             )
             start += hi - lo
-        for r in rows:
-            out.append(None if r is None else by_row[r])
-        return out
+        return [None if r is None else by_row[r] for r in rows]
 
     def _decode(self, payload: dict[str, np.ndarray], n_layers: int) -> np.ndarray:
         """``(layers, tokens, D)`` rows from payload arrays of ``(layers, tokens, ...)``."""

@@ -138,7 +138,7 @@ def test_precomputed_store_and_query_time_agree_and_round_trip(
     live = fresh.rerank(query, candidates)
     assert fresh.encoded_at_query_time == len(candidates)
 
-    stored = RaLaReranker(states_encoder, scoring="gap-weighted")
+    stored = RaLaReranker(states_encoder, scoring="gap-weighted", codec="float16")
     store = stored.build_store(polish_wedding)
     store.save(tmp_path / "states")
     stored.store = PassageStates.load(tmp_path / "states")
@@ -146,13 +146,35 @@ def test_precomputed_store_and_query_time_agree_and_round_trip(
     assert stored.encoded_at_query_time == 0
     assert [c.id for c in from_store] == [c.id for c in live]
     assert [c.score for c in from_store] == pytest.approx([c.score for c in live], abs=2e-3)
-    assert store.tokens.dtype == np.float16
+    assert store.codec.name == "float16" and store.payload["tokens"].dtype == np.float16
     assert store.bytes_per_passage == pytest.approx(store.nbytes / 5)
 
     # a candidate missing from the store is encoded at query time
     extra = Passage("extra", "Theresa Connelly was born in Philadelphia.", title="Extra")
     stored.rerank(query, [*candidates, Candidate(extra, 0.0)])
     assert stored.encoded_at_query_time == 1
+
+
+def test_the_default_compressed_store_ranks_as_the_float16_one(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage], tmp_path
+) -> None:
+    query = Query(POLISH_WEDDING_QUESTION)
+    candidates = _candidates(polish_wedding)
+    exact = RaLaReranker(states_encoder, codec="float16")
+    exact.build_store(polish_wedding)
+    packed = RaLaReranker(states_encoder)
+    store = packed.build_store(polish_wedding)
+    assert store.codec.name == "residual-2bit"
+    store.save(tmp_path / "packed")
+    packed.store = PassageStates.load(tmp_path / "packed", mmap=True)
+    want, got = exact.rerank(query, candidates), packed.rerank(query, candidates)
+    assert (
+        [c.id for c in got][:2]
+        == [c.id for c in want][:2]
+        == ["polish-wedding", "theresa-connelly"]
+    )
+    assert [c.score for c in got] == pytest.approx([c.score for c in want], abs=0.03)
+    assert packed.encoded_at_query_time == 0
 
 
 def test_a_store_of_another_layout_is_refused(
