@@ -55,10 +55,13 @@ def test_methods_and_options_are_registered() -> None:
 
 def test_rala_bench_reports_store_memory_and_diagnostics(minilm) -> None:
     data = small()
-    result = run_benchmark(data, ["dense", "rala", "rala-gap"], encoder=minilm, ks=(1, 2, 5))
+    exact = {"rala_codec": "float16"}
+    result = run_benchmark(
+        data, ["dense", "rala", "rala-gap"], encoder=minilm, ks=(1, 2, 5), options=exact
+    )
     extras = result.methods["rala"].extras
     assert extras["store"]["passages"] == len(data.corpus)
-    assert extras["store"]["dtype"] == "float16" and extras["store"]["bytes_per_passage"] > 0
+    assert extras["store"]["codec"] == "float16" and extras["store"]["bytes_per_passage"] > 0
     assert extras["token_layers"] == [6] and extras["encoded_at_query_time"] == 0
     assert {"first_stage", "maxsim", "rala"} <= set(extras["auc_vs_gold"])
     gap = result.methods["rala-gap"].extras
@@ -74,6 +77,11 @@ def test_rala_bench_reports_store_memory_and_diagnostics(minilm) -> None:
     )
     assert again.methods["rala"].rankings == result.methods["rala"].rankings
     assert again.methods["rala"].extras["encoded_at_query_time"] > 0
+    # the default codec packs the same cached states, at a fraction of the bytes
+    packed = run_benchmark(data, ["rala"], encoder=minilm, ks=(1, 2, 5)).methods["rala"]
+    assert packed.extras["store"]["codec"] == "residual-2bit"
+    float16_bytes = extras["store"]["bytes_per_passage"]
+    assert packed.extras["store"]["bytes_per_passage"] < float16_bytes / 3
 
 
 def test_llm_methods_need_an_llm(minilm) -> None:
