@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -28,11 +29,16 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
+import folders
 from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
+from folders import Section, UnreadableFile
 from haystack import Document, Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
+from haystack.components.converters import HTMLToDocument, PyPDFToDocument, TextFileToDocument
 from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.components.joiners import DocumentJoiner
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.components.routers import FileTypeRouter
 from haystack.dataclasses import ChatMessage
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
@@ -66,6 +72,59 @@ CONDENSE_TEMPLATE = [
         )
     )
 ]
+
+
+HTML_EXTRACTION = {"output_format": "markdown", "include_formatting": True, "favor_recall": True}
+"""trafilatura's options: the page's main text as Markdown, so h1-h3 arrive as ``#`` headings."""
+
+
+def converters() -> dict[str, Any]:
+    """The converter of each file type. Markdown goes through ``TextFileToDocument``:
+    ``MarkdownToDocument`` renders it to plain text, dropping the ``#`` headings that titles
+    are made of."""
+    return {
+        "application/pdf": PyPDFToDocument(),
+        "text/html": HTMLToDocument(extraction_kwargs=HTML_EXTRACTION),
+        "text/markdown": TextFileToDocument(),
+        "text/plain": TextFileToDocument(),
+    }
+
+
+def converter_pipeline() -> Pipeline:
+    """``FileTypeRouter`` -> one converter per type (:func:`converters`) -> ``DocumentJoiner``."""
+    pipeline = Pipeline()
+    by_type = converters()
+    pipeline.add_component("router", FileTypeRouter(mime_types=list(by_type)))
+    pipeline.add_component("joiner", DocumentJoiner())
+    for n, (mime, converter) in enumerate(by_type.items()):
+        pipeline.add_component(f"converter_{n}", converter)
+        pipeline.connect(f"router.{mime}", f"converter_{n}.sources")
+        pipeline.connect(f"converter_{n}.documents", "joiner.documents")
+    return pipeline
+
+
+class HaystackFolderReader:
+    """A file's sections through Haystack's converters (:func:`converter_pipeline`): PDF
+    pages (``PyPDFToDocument`` separates them by form feeds) headed ``page N``, HTML and
+    Markdown cut at their ``#`` headings, text files one section."""
+
+    name = "haystack"
+
+    def __init__(self) -> None:
+        self.pipeline = converter_pipeline()
+
+    def read(self, path: Path) -> list[Section]:
+        out = self.pipeline.run({"router": {"sources": [path]}})
+        documents = out.get("joiner", {}).get("documents", [])
+        if not documents:  # the converter logged why and skipped the file
+            raise UnreadableFile("the converter returned no document (see the warning above)")
+        text = "\n\n".join(d.content or "" for d in documents)
+        suffix = path.suffix.lower()
+        if suffix == ".pdf":
+            return folders.page_sections(text.split("\f"))
+        if suffix == ".txt":
+            return [Section("", text)]
+        return folders.markdown_sections(text)
 
 
 def chat_generator(settings: LLMSettings) -> Any:
@@ -323,7 +382,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = chatkit.argument_parser(__doc__)
     args = parser.parse_args(argv)
     try:
-        corpus = chatkit.load_chat_corpus(args.corpus)
+        corpus = chatkit.load_chat_corpus(
+            args.corpus, reader=HaystackFolderReader(), progress=chatkit.print_progress()
+        )
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))
     settings = chatkit.llm_settings(args.llm, args.api_base)
