@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import sys
+import time
 import unicodedata
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -288,22 +289,22 @@ def _folder_corpus(
     return ChatCorpus(name, corpus, synced.vectors, encoder, derived, synced.index_path)
 
 
-def print_progress(stream: Any = None, every_s: float = 1.0) -> ProgressCallback:
-    """A progress callback for terminals: one line per stage change or ``every_s`` seconds."""
-    import time
+class TerminalProgress:
+    """A progress callback for terminals: a line per stage, then at most one per ``every_s``
+    seconds, and the last of each stage."""
 
-    out = stream or sys.stderr
-    last = {"stage": "", "at": 0.0}
+    def __init__(self, stream: Any = None, every_s: float = 1.0) -> None:
+        self.stream = stream or sys.stderr
+        self.every_s = every_s
+        self._stage, self._at = "", 0.0
 
-    def report(progress: IndexProgress) -> None:
+    def __call__(self, progress: IndexProgress) -> None:
         now = time.monotonic()
-        finished = progress.stage == "ready" or progress.done == progress.total
-        if progress.stage != last["stage"] or finished or now - float(last["at"]) >= every_s:
-            out.write(f"  {progress.describe()}\n")
-            out.flush()
-            last.update(stage=progress.stage, at=now)
-
-    return report
+        last = progress.stage == "ready" or progress.done == progress.total
+        if progress.stage != self._stage or last or now - self._at >= self.every_s:
+            self.stream.write(f"  {progress.describe()}\n")
+            self.stream.flush()
+            self._stage, self._at = progress.stage, now
 
 
 # ----------------------------------------------------------------------------- model

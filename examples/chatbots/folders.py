@@ -16,7 +16,8 @@ readers, cut into passages titled "<file> › <nearest heading>", and kept in a 
   (:class:`IndexProgress`: stage, counts, passages/s, ETA).
 
 Example:
-    >>> [(s.heading, s.text) for s in markdown_sections("Intro.\\n# Install\\nRun it.\\n## Oil\\nOil it.")]
+    >>> text = "Intro.\\n# Install\\nRun it.\\n## Oil\\nOil it."
+    >>> [(s.heading, s.text) for s in markdown_sections(text)]
     [('', 'Intro.'), ('Install', 'Run it.'), ('Oil', 'Oil it.')]
     >>> file_title("notes/rope_works.md", "Later years")
     'rope works › Later years'
@@ -96,7 +97,8 @@ def markdown_sections(text: str) -> list[Section]:
     """``text`` cut at its Markdown ``#`` headings (not those inside code fences); each
     section's heading is the nearest one above it. Empty sections are dropped."""
     sections: list[Section] = []
-    heading, lines, fenced = "", [], False
+    heading, fenced = "", False
+    lines: list[str] = []
     for line in text.splitlines():
         if _FENCE.match(line):
             fenced = not fenced
@@ -194,12 +196,17 @@ def _hidden(relative: PurePosixPath) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
+def check_folder(folder: Path) -> None:
+    """:class:`FolderError` unless ``folder`` is a folder."""
+    if not folder.is_dir():
+        raise FolderError(f"corpus folder {str(folder)!r} does not exist or is not a folder")
+
+
 def scan_folder(folder: Path) -> tuple[list[FolderFile], list[str]]:
     """The readable files under ``folder`` (hidden files and folders left out) and the
     skipped ones, each ``"<path> (<why>)"`` and logged: other suffixes, files that cannot be
     read (vanished, permissions, I/O errors), text files that are binary or not UTF-8."""
-    if not folder.is_dir():
-        raise FolderError(f"corpus folder {str(folder)!r} does not exist or is not a folder")
+    check_folder(folder)
     files: list[FolderFile] = []
     skipped: list[str] = []
 
@@ -271,6 +278,9 @@ def read_folder(folder: Path, reader: FolderReader) -> list[Passage]:
 # ----------------------------------------------------------------------------- progress
 
 
+PROGRESS_UNITS = {"reading": "files", "embedding": "passages", "indexing": "passages"}
+
+
 @dataclass(frozen=True)
 class IndexProgress:
     """Where indexing a folder stands: ``stage`` (``reading`` files, ``embedding``
@@ -284,8 +294,6 @@ class IndexProgress:
     done: int
     total: int
     elapsed_s: float
-
-    UNITS = {"reading": "files", "embedding": "passages", "indexing": "passages"}
 
     @property
     def rate(self) -> float | None:
@@ -301,7 +309,7 @@ class IndexProgress:
         """One line for a terminal or a page."""
         if self.stage == "ready":
             return f"ready: {self.total:,} passages ({self.elapsed_s:.1f} s)"
-        unit = self.UNITS.get(self.stage, "")
+        unit = PROGRESS_UNITS.get(self.stage, "")
         line = f"{self.stage} {self.done:,}/{self.total:,} {unit}".rstrip()
         if self.rate is not None and self.stage != "indexing":
             eta = self.eta_s or 0.0

@@ -383,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         corpus = chatkit.load_chat_corpus(
-            args.corpus, reader=HaystackFolderReader(), progress=chatkit.print_progress()
+            args.corpus, reader=HaystackFolderReader(), progress=chatkit.TerminalProgress()
         )
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))

@@ -34,6 +34,7 @@ from llama_index.core.chat_engine.types import StreamingAgentChatResponse
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.node_parser import HTMLNodeParser, MarkdownNodeParser
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
 from llama_index.llms.rag_multihop import RagMultihopLLM
@@ -80,7 +81,8 @@ def _html_sections(nodes: Sequence[BaseNode]) -> list[Section]:
     """``HTMLNodeParser`` nodes (one per run of same-tag elements) grouped under the
     nearest h1-h3 node before them."""
     sections: list[Section] = []
-    heading, texts = "", []
+    heading = ""
+    texts: list[str] = []
     for node in nodes:
         text = node.get_content(metadata_mode=MetadataMode.NONE).strip()
         if node.metadata.get("tag") in HTML_HEADINGS:
@@ -103,7 +105,7 @@ class LlamaIndexFolderReader:
     def __init__(self) -> None:
         from llama_index.readers.file import PDFReader
 
-        self.file_extractor = {".pdf": PDFReader(return_full_document=False)}
+        self.file_extractor: dict[str, BaseReader] = {".pdf": PDFReader(return_full_document=False)}
         self.markdown = MarkdownNodeParser()
         self.html = HTMLNodeParser(tags=HTML_TAGS)
 
@@ -312,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         corpus = chatkit.load_chat_corpus(
-            args.corpus, reader=LlamaIndexFolderReader(), progress=chatkit.print_progress()
+            args.corpus, reader=LlamaIndexFolderReader(), progress=chatkit.TerminalProgress()
         )
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))

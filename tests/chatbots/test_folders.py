@@ -187,7 +187,7 @@ def test_progress_reports_each_stage_with_rate_and_eta(
 
 def test_terminal_progress_prints_a_line_per_stage() -> None:
     out = io.StringIO()
-    report = chatkit.print_progress(out, every_s=3600)
+    report = chatkit.TerminalProgress(out, every_s=3600)
     for progress in [
         IndexProgress("reading", 1, 2, 0.1),
         IndexProgress("reading", 2, 2, 0.2),
@@ -204,3 +204,9 @@ def test_terminal_progress_prints_a_line_per_stage() -> None:
         "  embedding 640/640 passages · 32.0 passages/s · ETA 0 s",
         "  ready: 640 passages (21.0 s)",
     ]
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    assert doctest.testmod(folders).failed == 0
