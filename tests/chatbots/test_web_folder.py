@@ -14,7 +14,7 @@ from chatkit import ChatCorpus, ChatInputError
 from folder_files import write_folder
 from folders import IndexProgress
 
-web_chat = pytest.importorskip("web_chat", reason="pip install -r examples/chatbots/requirements.txt")
+web_chat = pytest.importorskip("web_chat", reason="needs examples/chatbots/requirements.txt")
 
 
 class Named:

@@ -12,7 +12,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import fake_openai
 import pytest
