@@ -16,9 +16,8 @@ readers, cut into passages titled "<file> › <nearest heading>", and kept in a 
   (:class:`IndexProgress`: stage, counts, passages/s, ETA).
 
 Example:
-    >>> text = "Intro.\\n# Install\\nRun it.\\n## Oil\\nOil it."
-    >>> [(s.heading, s.text) for s in markdown_sections(text)]
-    [('', 'Intro.'), ('Install', 'Run it.'), ('Oil', 'Oil it.')]
+    >>> [p.title for p in file_passages("notes/rope_works.md", [Section("Later years", "Ash.")])]
+    ['rope works › Later years']
     >>> file_title("notes/rope_works.md", "Later years")
     'rope works › Later years'
 """
@@ -88,28 +87,6 @@ class FolderReader(Protocol):
 
 
 # ----------------------------------------------------------------------------- sections
-
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
-
-
-def markdown_sections(text: str) -> list[Section]:
-    """``text`` cut at its Markdown ``#`` headings (not those inside code fences); each
-    section's heading is the nearest one above it. Empty sections are dropped."""
-    sections: list[Section] = []
-    heading, fenced = "", False
-    lines: list[str] = []
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            fenced = not fenced
-        match = None if fenced else _HEADING.match(line)
-        if match:
-            sections.append(Section(heading, "\n".join(lines).strip()))
-            heading, lines = match.group(2).strip(), []
-        else:
-            lines.append(line)
-    sections.append(Section(heading, "\n".join(lines).strip()))
-    return [s for s in sections if s.text]
 
 
 def page_sections(pages: Sequence[str]) -> list[Section]:

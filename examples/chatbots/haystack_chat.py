@@ -37,6 +37,7 @@ from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
 from haystack.components.converters import HTMLToDocument, PyPDFToDocument, TextFileToDocument
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.components.joiners import DocumentJoiner
+from haystack.components.preprocessors import MarkdownHeaderSplitter
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.components.routers import FileTypeRouter
 from haystack.dataclasses import ChatMessage
@@ -106,25 +107,27 @@ def converter_pipeline() -> Pipeline:
 class HaystackFolderReader:
     """A file's sections through Haystack's converters (:func:`converter_pipeline`): PDF
     pages (``PyPDFToDocument`` separates them by form feeds) headed ``page N``, HTML and
-    Markdown cut at their ``#`` headings, text files one section."""
+    Markdown cut at their ``#`` headings by ``MarkdownHeaderSplitter`` (the heading in
+    ``meta["header"]``), text files one section."""
 
     name = "haystack"
 
     def __init__(self) -> None:
         self.pipeline = converter_pipeline()
+        self.headings = MarkdownHeaderSplitter(keep_headers=False)
 
     def read(self, path: Path) -> list[Section]:
         out = self.pipeline.run({"router": {"sources": [path]}})
         documents = out.get("joiner", {}).get("documents", [])
         if not documents:  # the converter logged why and skipped the file
             raise UnreadableFile("the converter returned no document (see the warning above)")
-        text = "\n\n".join(d.content or "" for d in documents)
         suffix = path.suffix.lower()
         if suffix == ".pdf":
-            return folders.page_sections(text.split("\f"))
+            return folders.page_sections((documents[0].content or "").split("\f"))
         if suffix == ".txt":
-            return [Section("", text)]
-        return folders.markdown_sections(text)
+            return [Section("", d.content or "") for d in documents]
+        parts = self.headings.run(documents)["documents"]
+        return [Section(str(d.meta.get("header") or ""), (d.content or "").strip()) for d in parts]
 
 
 def chat_generator(settings: LLMSettings) -> Any:
