@@ -113,7 +113,13 @@ class HaystackFolderReader:
     name = "haystack"
 
     def __init__(self) -> None:
-        self.pipeline = converter_pipeline()
+        try:
+            self.pipeline = converter_pipeline()
+        except ImportError as exc:  # pypdf, trafilatura or lxml_html_clean
+            raise ImportError(
+                "reading folders needs the converters' packages: pip install -r "
+                f"examples/chatbots/requirements.txt ({exc})"
+            ) from exc
         self.headings = MarkdownHeaderSplitter(keep_headers=False)
 
     def read(self, path: Path) -> list[Section]:

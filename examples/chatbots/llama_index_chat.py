@@ -53,6 +53,9 @@ CONTEXT_PROMPT = "Numbered passages:\n\n{context_str}\n\nAnswer with citations l
 CONDENSE_PROMPT = chatkit.CONDENSE_PROMPT.replace("{history}", "{chat_history}")
 
 
+READERS_MISSING = (
+    "reading folders needs the chats' readers: pip install -r examples/chatbots/requirements.txt"
+)
 HTML_HEADINGS = ("h1", "h2", "h3")
 """HTML elements that start a section (their text becomes the passages' heading)."""
 HTML_TAGS = [*HTML_HEADINGS, "h4", "h5", "h6", "p", "li", "pre", "td", "th", "dd", "dt"]
@@ -103,8 +106,10 @@ class LlamaIndexFolderReader:
     name = "llama-index"
 
     def __init__(self) -> None:
-        from llama_index.readers.file import PDFReader
-
+        try:
+            from llama_index.readers.file import PDFReader
+        except ImportError as exc:
+            raise ImportError(f"{READERS_MISSING} ({exc})") from exc
         self.file_extractor: dict[str, BaseReader] = {".pdf": PDFReader(return_full_document=False)}
         self.markdown = MarkdownNodeParser()
         self.html = HTMLNodeParser(tags=HTML_TAGS)

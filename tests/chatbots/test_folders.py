@@ -210,3 +210,15 @@ def test_docstring_examples_run() -> None:
     import doctest
 
     assert doctest.testmod(folders).failed == 0
+
+
+def test_a_missing_reader_package_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    import llama_index_chat
+
+    monkeypatch.setitem(sys.modules, "llama_index.readers.file", None)
+    with pytest.raises(ImportError, match=r"pip install -r examples/chatbots/requirements.txt"):
+        llama_index_chat.LlamaIndexFolderReader()
