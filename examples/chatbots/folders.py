@@ -307,16 +307,11 @@ def _ignore(progress: IndexProgress) -> None:
 
 @dataclass(frozen=True)
 class FolderSync:
-    """What :func:`sync_folder` did: the index (its path), the files read, embedded and
-    removed this time, the skipped files and the passages embedded."""
+    """The folder's index after :func:`sync_folder`: its path, live passages and vectors."""
 
     index_path: Path
     passages: list[Passage]
     vectors: np.ndarray
-    changed: list[str]
-    removed: list[str]
-    skipped: list[str]
-    embedded: int
 
 
 def folder_cache(folder: Path, reader: FolderReader, encoder: Any, cache: Path) -> Path:
@@ -394,35 +389,25 @@ def sync_folder(
     if not state:
         raise _no_text(folder, skipped)
     kept = {i for entry in state.values() for i in entry["ids"]}
-    stale = sorted({i for entry in old.values() for i in entry["ids"]} - kept)
     vectors = _embed(encoder, new_passages, report, encoder.dim)
-    report(IndexProgress("indexing", 0, len(new_passages) + len(stale), 0.0))
     root.mkdir(parents=True, exist_ok=True)
     index = (
         CorpusIndex(index_path)
         if exists
         else CorpusIndex.create(index_path, dim=encoder.dim, encoder=encoder)
     )
-    # ids in the index that the last state does not know (a run killed before saving it)
-    unknown = [i for i in index.snapshot().corpus.ids if i not in kept]
-    index.delete(sorted(set(stale) | set(unknown)), missing_ok=True)
+    # removed, shrunk or now unreadable files' ids, and any a run killed before saving left
+    doomed = [i for i in index.snapshot().corpus.ids if i not in kept]
+    report(IndexProgress("indexing", 0, len(new_passages) + len(doomed), 0.0))
+    index.delete(doomed, missing_ok=True)
     index.upsert(new_passages, vectors)
     _save_state(state_path, state)
     snapshot = index.snapshot()
     report(IndexProgress("ready", snapshot.n_live, snapshot.n_live, time.perf_counter() - start))
-    changed = [f.relative for f in todo if f.relative in state]
     removed = sorted(set(old) - set(state))
-    if changed or removed:
-        logger.info("%s: %d file(s) updated, %d removed", folder, len(changed), len(removed))
-    return FolderSync(
-        index_path,
-        list(snapshot.corpus),
-        np.asarray(snapshot.vectors),
-        changed,
-        removed,
-        skipped,
-        len(new_passages),
-    )
+    if todo or removed:
+        logger.info("%s: %d file(s) read, %d removed", folder, len(todo), len(removed))
+    return FolderSync(index_path, list(snapshot.corpus), np.asarray(snapshot.vectors))
 
 
 def prune_siblings(keep: Path) -> None:
