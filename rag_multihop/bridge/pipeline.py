@@ -88,6 +88,7 @@ from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
+    from rag_multihop.llm.chat import ChatModel
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
@@ -282,7 +283,7 @@ class BridgeRetriever:
     def with_llm(
         cls,
         base: Searcher | Retriever,
-        llm: str | LLMSettings | LLMClient,
+        llm: str | LLMSettings | LLMClient | ChatModel,
         *,
         api_base: str | None = None,
         api_key_env: str | None = None,
@@ -300,7 +301,9 @@ class BridgeRetriever:
 
         ``llm`` is a litellm model string (``"openai/gpt-4o-mini"``; ``api_base`` and
         ``api_key_env``, the NAME of the key's variable, apply to it), an
-        :class:`~rag_multihop.llm.client.LLMSettings` or a ready client. The key is read
+        :class:`~rag_multihop.llm.client.LLMSettings`, a ready client or a
+        :class:`~rag_multihop.llm.chat.ChatModel` (a framework's LLM object, wrapped; the
+        adapters wrap LlamaIndex and Haystack objects themselves). The key is read
         from the environment at the first call; a missing one raises
         :class:`~rag_multihop.llm.errors.LLMConfigError` naming the variable. The overrides
         are the constructor's.

@@ -53,6 +53,7 @@ from rag_multihop.validation import check_positive_int
 if TYPE_CHECKING:
     from rag_multihop.coop.rala import RaLaReranker
     from rag_multihop.llm.accounting import LLMAccount
+    from rag_multihop.llm.chat import ChatModel
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
 __all__ = ["CoopResult", "CoopRetriever", "CoopSettings", "CoopTrace"]
@@ -179,7 +180,7 @@ class CoopRetriever:
     def with_llm(
         cls,
         base: Retriever,
-        llm: str | LLMSettings | LLMClient,
+        llm: str | LLMSettings | LLMClient | ChatModel,
         *,
         reranker: RaLaReranker | None = None,
         keyextract: bool = False,
@@ -191,12 +192,13 @@ class CoopRetriever:
     ) -> CoopRetriever:
         """The full method with one LLM for unrolling, reading and (when ``keyextract``)
         KeyExtract (2 rounds unless ``keyextract_rounds`` says otherwise); ``llm`` is a
-        litellm model string, ``"local"``, settings or a client."""
+        litellm model string, ``"local"``, settings, a client or a
+        :class:`~rag_multihop.llm.chat.ChatModel` (a framework's LLM object, wrapped)."""
         from rag_multihop.coop.keyextract import LLMKeyExtractor
         from rag_multihop.coop.unroll import LLMUnroller
-        from rag_multihop.llm.client import LLMClient
+        from rag_multihop.llm.resolve import make_client
 
-        client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
+        client = make_client(llm)
         settings = resolve_settings(
             CoopSettings,
             settings,

@@ -70,6 +70,7 @@ from pydantic import BaseModel
 from rag_multihop.llm._loop import LoopThread, loop_running
 from rag_multihop.llm.accounting import LLMAccount
 from rag_multihop.llm.cache import LLMCache, cache_key
+from rag_multihop.llm.chat import ChatModel, ChatTransport
 from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMOutputError
 from rag_multihop.llm.local import is_local_model
 from rag_multihop.llm.local_transport import default_transport
@@ -151,6 +152,22 @@ class LLMClient:
         self._loop_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._loop_slots = weakref.WeakKeyDictionary()
         self._loop_thread: LoopThread | None = None
+
+    @classmethod
+    def from_chat(
+        cls, chat: ChatModel, *, cache: LLMCache | None = None, **settings: Any
+    ) -> LLMClient:
+        """A client whose model is ``chat``, a :class:`~rag_multihop.llm.chat.ChatModel`
+        (a framework's LLM object, wrapped), through a
+        :class:`~rag_multihop.llm.chat.ChatTransport`: timeout, retries, concurrency, cache
+        and accounting as for any model (what applies is listed in :mod:`.chat`).
+        ``settings`` are :class:`LLMSettings` fields (``timeout``, ``max_retries``,
+        ``max_concurrency``, prices...); the model is the object's ``model_id``.
+        """
+        transport = ChatTransport(chat)
+        return cls(
+            LLMSettings(transport.chat.model_id, **settings), cache=cache, transport=transport
+        )
 
     def __repr__(self) -> str:
         return f"LLMClient({self.settings!r}, cache={self.cache!r})"
