@@ -133,7 +133,7 @@ class ChatTransport:
         messages = _messages(request)
         try:
             reply = await asyncio.wait_for(self.chat.achat(messages), timeout)
-        except asyncio.TimeoutError as exc:  # an alias of TimeoutError from Python 3.11
+        except TimeoutError as exc:  # asyncio's (an alias from Python 3.11)
             raise TimeoutError(_timeout_message(self.chat.model_id, timeout)) from exc
         return self._raw(messages, reply)
 

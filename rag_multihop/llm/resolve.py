@@ -9,10 +9,10 @@ naming the type only: a framework object's repr may hold its API key.
 Example:
     >>> make_client("openai/gpt-4o-mini", api_key_env="OPENAI_API_KEY").settings.api_key_env
     'OPENAI_API_KEY'
-    >>> make_client(3.5)
+    >>> make_client(3.5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: llm must be a litellm model string, LLMSettings, LLMClient, or a chat model (rag_multihop.llm.ChatModel); got float
+    TypeError: llm must be a litellm model string, ..., or a chat model (...ChatModel); got float
 """
 
 from __future__ import annotations
