@@ -84,6 +84,12 @@ class RagMultihopChatGenerator:
             self._client = LLMClient(self.settings)
         return self._client
 
+    @property
+    def client(self) -> LLMClient:
+        """The core client every call goes through (set up on first use); the package's
+        components given this generator as ``llm`` use it directly."""
+        return self._ready()
+
     def to_dict(self) -> dict[str, Any]:
         s = self.settings
         return default_to_dict(
