@@ -109,5 +109,7 @@ def polish_wedding_reply(prompt: str) -> str:
     for marker, reply in polish_wedding_replies().items():
         if marker in prompt:
             text = reply(prompt) if callable(reply) else reply
-            return text if isinstance(text, str) else str(text.text)
+            if not isinstance(text, str):  # the defaults are texts; an override may not be
+                raise TypeError(f"the reply to {marker!r} is not a text")
+            return text
     return POLISH_WEDDING_ANSWER
