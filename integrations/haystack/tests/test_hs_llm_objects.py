@@ -15,7 +15,7 @@ pytest.importorskip("haystack")
 
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
-from haystack.dataclasses import Document
+from haystack.dataclasses import ChatMessage, Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.chat_model import llm_client
@@ -156,6 +156,23 @@ def test_a_generator_round_trips_through_to_dict_without_a_key(store, openai_gen
         assert json.loads(json.dumps(rebuilt.to_dict(), default=lambda v: v.value)) == data
 
 
+def test_rag_multihop_chat_generator_wraps_another_generator(openai_generator) -> None:
+    ours = RagMultihopChatGenerator(llm=openai_generator, timeout=30, max_retries=1)
+    reply = ours.run(messages=[ChatMessage.from_user("Candidate passage: Theresa Connelly is")])
+    message = reply["replies"][0]
+    assert message.text == '{"score": 9}'
+    assert message.meta["usage"] == {"prompt_tokens": 40, "completion_tokens": 9}
+    assert message.meta["model"] == "haystack/OpenAIChatGenerator/gpt-4o-mini"
+    assert ours.client.settings.timeout == 30
+    data = json.loads(json.dumps(ours.to_dict()))
+    assert data["init_parameters"]["llm"]["type"].endswith("OpenAIChatGenerator")
+    assert "sk-test" not in json.dumps(data)
+    rebuilt = RagMultihopChatGenerator.from_dict(json.loads(json.dumps(data)))
+    assert json.loads(json.dumps(rebuilt.to_dict())) == data
+    with pytest.raises(ValueError, match="a chat generator holds its own endpoint and key"):
+        RagMultihopChatGenerator(llm=openai_generator, api_base="http://localhost:1/v1")
+
+
 def test_rag_multihop_chat_generator_lends_its_client() -> None:
     ours = RagMultihopChatGenerator(llm="openai/gpt-4o-mini")
     assert llm_client(ours, None, None) is ours.client
@@ -198,8 +215,9 @@ class Leaky:
         lambda store, llm: CoopRetriever(InMemoryEmbeddingRetriever(store), llm=llm),
         lambda store, llm: BridgeRetriever(InMemoryEmbeddingRetriever(store), llm=llm),
         lambda store, llm: BridgeJudgeRanker(llm=llm),
+        lambda store, llm: RagMultihopChatGenerator(llm=llm),
     ],
-    ids=["unroller", "chain-answer", "coop", "bridge", "bridge-judge"],
+    ids=["unroller", "chain-answer", "coop", "bridge", "bridge-judge", "chat-generator"],
 )
 def test_a_wrong_llm_type_is_named_without_its_repr(store, build) -> None:
     with pytest.raises(TypeError) as caught:

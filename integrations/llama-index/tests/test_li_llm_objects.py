@@ -12,7 +12,7 @@ pytest.importorskip("llama_index.core")
 
 from li_fakes import HashingEmbedding, ScriptedLLM
 from llama_index.core import VectorStoreIndex
-from llama_index.core.llms import MockLLM
+from llama_index.core.llms import ChatMessage, MockLLM
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.llms.rag_multihop import LlamaIndexChatModel, RagMultihopLLM, as_llm_client
 from llama_index.postprocessor.rag_multihop import BridgeJudgeRerank
@@ -100,6 +100,17 @@ def test_rag_multihop_llm_lends_its_own_client(base) -> None:
     assert CoopRetriever(base, llm=ours, rala=False).client is client
 
 
+def test_rag_multihop_llm_wraps_another_llama_index_llm() -> None:
+    llm = RagMultihopLLM(ScriptedLLM())  # its calls get the client's retries and account
+    assert llm.metadata.model_name == "llama_index/ScriptedLLM/scripted-7b"
+    assert llm.complete("Plan how to answer it.").text.startswith('{"sub_questions"')
+    reply = asyncio.run(llm.achat([ChatMessage(role="user", content="Candidate passage: x")]))
+    assert reply.message.content == '{"score": 2}'
+    assert [kind for kind, _ in llm.calls] == ["complete", "chat"]
+    assert all(account.total_tokens == 110 for _, account in llm.calls)
+    assert "".join(r.delta or "" for r in llm.stream_chat([ChatMessage(role="user", content="Hi")]))
+
+
 def test_a_model_identity_can_be_given() -> None:
     chat = LlamaIndexChatModel(ScriptedLLM(), model_id="mine/scripted-t0.7")
     assert LLMClient.from_chat(chat).settings.model == "mine/scripted-t0.7"
@@ -121,8 +132,9 @@ class Leaky:
         lambda base, llm: BridgeRetriever(base, llm=llm),
         lambda base, llm: BridgeJudgeRerank(llm=llm),
         lambda base, llm: as_llm_client(llm),
+        lambda base, llm: RagMultihopLLM(llm),
     ],
-    ids=["coop", "unrolling", "bridge", "bridge-judge", "as_llm_client"],
+    ids=["coop", "unrolling", "bridge", "bridge-judge", "as_llm_client", "rag-multihop-llm"],
 )
 def test_a_wrong_llm_type_is_named_without_its_repr(base, build) -> None:
     with pytest.raises(TypeError) as caught:
