@@ -50,6 +50,7 @@ def test_the_haystack_chat_answers_through_a_generator_object(hs_stack, fake_ser
     first = chat.stream(QUESTION).run()
     assert first.answer == fake_openai.ANSWER and any(e.cited for e in first.evidence)
     assert first.account.answer.prompt_tokens == fake_openai.PROMPT_TOKENS
+    assert not server.requests[-1].get("stream")  # the client calls the generator's run
     second = chat.stream("When did she die?").run()
     assert second.retrieval.standalone == f"{fake_openai.STANDALONE} When did she die?"
     assert second.account.condense.calls == 1
