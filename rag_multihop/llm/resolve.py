@@ -22,9 +22,6 @@ from rag_multihop.llm.client import LLMClient
 from rag_multihop.llm.settings import LLMSettings
 from rag_multihop.secrets import check_model_name
 
-LLMLike = str | LLMSettings | LLMClient | ChatModel
-"""What an ``llm=`` parameter of the core takes."""
-
 _WRAPPERS = {
     "llama_index": "the LlamaIndex adapter's components take it directly, or wrap it with "
     "llama_index.llms.rag_multihop.LlamaIndexChatModel",
