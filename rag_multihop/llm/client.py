@@ -77,9 +77,11 @@ from rag_multihop.llm.prompts import format_repair
 from rag_multihop.llm.replies import JSONReply, LLMReply
 from rag_multihop.llm.retry import backoff, classify
 from rag_multihop.llm.settings import LLMSettings
+from rag_multihop.llm.spans import reply_attributes, request_attributes
 from rag_multihop.llm.streaming import AsyncTextStream, Collected, TextStream
 from rag_multihop.llm.structured import parse_reply
 from rag_multihop.llm.transport import RawReply, StreamingTransport, Transport
+from rag_multihop.tracing import span
 from rag_multihop.validation import check_int, check_number, loggable
 
 logger = logging.getLogger(__name__)
@@ -182,6 +184,12 @@ class LLMClient:
         return self._complete(self._request(messages, temperature, max_tokens, json_mode))
 
     def _complete(self, request: dict[str, Any]) -> LLMReply:
+        with span("llm.chat", request_attributes(request)) as record:
+            reply = self._complete_untraced(request)
+            record.set_attributes(reply_attributes(reply))
+        return reply
+
+    def _complete_untraced(self, request: dict[str, Any]) -> LLMReply:
         key = cache_key(request) if self.cache is not None else None
         cached = self._from_cache(key)
         if cached is not None:
@@ -216,6 +224,12 @@ class LLMClient:
         return await self._acomplete(self._request(messages, temperature, max_tokens, json_mode))
 
     async def _acomplete(self, request: dict[str, Any]) -> LLMReply:
+        with span("llm.chat", request_attributes(request)) as record:
+            reply = await self._acomplete_untraced(request)
+            record.set_attributes(reply_attributes(reply))
+        return reply
+
+    async def _acomplete_untraced(self, request: dict[str, Any]) -> LLMReply:
         key = cache_key(request) if self.cache is not None else None
         cached = self._from_cache(key)
         if cached is not None:
