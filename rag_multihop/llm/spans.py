@@ -3,7 +3,9 @@
 :meth:`~rag_multihop.llm.client.LLMClient.complete` (and every call built on it) runs inside
 a ``rag_multihop.llm.chat`` span: :func:`request_attributes` when it starts,
 :func:`reply_attributes` when the reply is in (``gen_ai.usage.*`` tokens, cached, retries,
-cost). Prompts and replies are never recorded.
+cost). A streamed call (:func:`traced_stream`, :func:`traced_astream`) is sent as one such
+span when its stream ends (``rag_multihop.llm.stream``; ``rag_multihop.llm.abandoned`` when
+the reader stopped early). Prompts and replies are never recorded.
 
 >>> request_attributes({"model": "openai/gpt-4o-mini", "temperature": 0.0, "max_tokens": 64})
 ... # doctest: +NORMALIZE_WHITESPACE
@@ -14,11 +16,16 @@ cost). Prompts and replies are never recorded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from rag_multihop.llm.local import is_local_model
 from rag_multihop.llm.replies import LLMReply
+from rag_multihop.tracing import record_span
+
+SPAN = "llm.chat"
+"""The span of one call (``rag_multihop.llm.chat``)."""
 
 
 def provider(model: str) -> str:
@@ -62,3 +69,59 @@ def reply_attributes(reply: LLMReply) -> dict[str, Any]:
     if account.cost is not None:
         attributes["rag_multihop.llm.cost_usd"] = float(account.cost)
     return attributes
+
+
+def traced_stream(
+    pieces: Iterator[str | LLMReply], request: Mapping[str, Any]
+) -> Iterator[str | LLMReply]:
+    """``pieces`` as they come; one ``llm.chat`` span when they end (see the module
+    docstring)."""
+    start, reply = time.time_ns(), None
+    try:
+        for piece in pieces:
+            if isinstance(piece, LLMReply):
+                reply = piece
+            yield piece
+    except GeneratorExit:
+        _stream_span(request, reply, start, abandoned=True)
+        raise
+    except BaseException as exc:
+        _stream_span(request, reply, start, error=exc)
+        raise
+    _stream_span(request, reply, start)
+
+
+async def traced_astream(
+    pieces: AsyncIterator[str | LLMReply], request: Mapping[str, Any]
+) -> AsyncIterator[str | LLMReply]:
+    """The async twin of :func:`traced_stream`."""
+    start, reply = time.time_ns(), None
+    try:
+        async for piece in pieces:
+            if isinstance(piece, LLMReply):
+                reply = piece
+            yield piece
+    except GeneratorExit:
+        _stream_span(request, reply, start, abandoned=True)
+        raise
+    except BaseException as exc:
+        _stream_span(request, reply, start, error=exc)
+        raise
+    _stream_span(request, reply, start)
+
+
+def _stream_span(
+    request: Mapping[str, Any],
+    reply: LLMReply | None,
+    start: int,
+    *,
+    abandoned: bool = False,
+    error: BaseException | None = None,
+) -> None:
+    attributes = request_attributes(request)
+    attributes["rag_multihop.llm.stream"] = True
+    if reply is not None:
+        attributes.update(reply_attributes(reply))
+    if abandoned:
+        attributes["rag_multihop.llm.abandoned"] = True
+    record_span(SPAN, attributes, start, error=error)

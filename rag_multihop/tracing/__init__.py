@@ -1,7 +1,8 @@
 """Tracing: a span for each stage of each method, sent to the sinks that listen.
 
 - :func:`span`, :func:`set_attributes`, :func:`current_span`: what the methods call
-  (:mod:`rag_multihop.tracing.spans`); free when no sink listens;
+  (:mod:`rag_multihop.tracing.spans`); free when no sink listens; :func:`record_span` for
+  work that ends in another context than it started in (a stream);
 - :func:`add_sink` / :func:`remove_sink`: register a receiver (:class:`SpanSink`);
 - :func:`enable_opentelemetry`: the OpenTelemetry sink (:mod:`rag_multihop.tracing.otel`,
   needs ``pip install 'rag-multihop[otel]'``); the LlamaIndex and Haystack integrations bring
@@ -23,6 +24,7 @@ from rag_multihop.tracing.spans import (
     SpanSink,
     add_sink,
     current_span,
+    record_span,
     remove_sink,
     set_attributes,
     sinks,
@@ -43,6 +45,7 @@ __all__ = [
     "add_sink",
     "current_span",
     "enable_opentelemetry",
+    "record_span",
     "remove_sink",
     "set_attributes",
     "sinks",

@@ -191,12 +191,7 @@ def _recording(
     name: str, attributes: dict[str, AttributeValue], live: Sequence[SpanSink]
 ) -> Iterator[Span]:
     record = Span(name, attributes, _current.get(), next(_ids), time.time_ns())
-    states: list[tuple[SpanSink, object]] = []
-    for sink in live:
-        try:
-            states.append((sink, sink.start(record)))
-        except Exception:
-            logger.exception("span sink %s failed to start %s", type(sink).__name__, name)
+    states = _started(record, live)
     token = _current.set(record)
     try:
         yield record
@@ -208,12 +203,47 @@ def _recording(
             _current.reset(token)
         except ValueError:  # closed in another context than it was opened in
             _current.set(record.parent)
-        record.end_ns = time.time_ns()
-        for sink, state in reversed(states):
-            try:
-                sink.end(record, state)
-            except Exception:
-                logger.exception("span sink %s failed to end %s", type(sink).__name__, name)
+        _ended(record, states)
+
+
+def record_span(
+    name: str,
+    attributes: Mapping[str, Any],
+    start_ns: int,
+    *,
+    error: BaseException | None = None,
+) -> None:
+    """Send a span that already ended (from ``start_ns`` to now), a child of the current span
+    but never current itself: for work whose start and end lie in different contexts, such as
+    a stream consumed piece by piece. Attribute names are taken as given."""
+    live = [s for s in _sinks if _listens(s)]
+    if not live:
+        return
+    values = {k: _value(v) for k, v in attributes.items()}
+    record = Span(f"{PREFIX}.{name}", values, _current.get(), next(_ids), start_ns)
+    record.error = error
+    _ended(record, _started(record, live))
+
+
+def _started(record: Span, live: Sequence[SpanSink]) -> list[tuple[SpanSink, object]]:
+    """Each sink's state for ``record`` (a sink that fails is logged and left out)."""
+    states: list[tuple[SpanSink, object]] = []
+    for sink in live:
+        try:
+            states.append((sink, sink.start(record)))
+        except Exception:
+            logger.exception("span sink %s failed to start %s", type(sink).__name__, record.name)
+    return states
+
+
+def _ended(record: Span, states: Sequence[tuple[SpanSink, object]]) -> None:
+    """Stamp ``record``'s end and tell the sinks (the last started first)."""
+    record.end_ns = time.time_ns()
+    for sink, state in reversed(states):
+        try:
+            sink.end(record, state)
+        except Exception:
+            logger.exception("span sink %s failed to end %s", type(sink).__name__, record.name)
 
 
 def _listens(sink: SpanSink) -> bool:

@@ -19,5 +19,5 @@ def test_every_span_the_code_opens_is_in_the_docs_table() -> None:
     table = (REPO_ROOT / "docs" / "tracing.md").read_text().split("## Span names", 1)[1]
     documented = set(re.findall(r"^\| `([a-z0-9_.]+)`", table, flags=re.M))
     documented |= set(re.findall(r" / `([a-z0-9_.]+)`", table))
-    assert len(opened) > 25
+    assert len(opened) > 20  # the regex still finds the stages
     assert opened - documented == set()
