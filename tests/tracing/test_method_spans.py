@@ -198,9 +198,16 @@ def test_bridge_llm_free_spans_hop1_plan_expansion_judge_fuse(
     assert llm_spans(spans) == []
 
 
-def test_bridge_with_an_llm_nests_each_call_with_its_tokens(spans: InMemorySpanExporter) -> None:
+@pytest.mark.parametrize("way", ["sync", "async"])
+def test_bridge_with_an_llm_nests_each_call_with_its_tokens(
+    spans: InMemorySpanExporter, way: str
+) -> None:
     client, fake = llm()
-    result = asyncio.run(BridgeRetriever.with_llm(dense(), client).arun(QUESTION, k=3))
+    bridge = BridgeRetriever.with_llm(dense(), client)
+    if way == "sync":  # the client runs the judge's calls on its own event loop thread
+        result = bridge.run(QUESTION, k=3)
+    else:
+        result = asyncio.run(bridge.arun(QUESTION, k=3))
     calls = llm_spans(spans)
     assert len(calls) == len(fake.requests) == result.trace.account.calls  # type: ignore[union-attr]
     plan, judge = one(spans, "bridge.plan"), one(spans, "bridge.judge")
