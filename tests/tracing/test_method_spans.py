@@ -204,10 +204,8 @@ def test_bridge_with_an_llm_nests_each_call_with_its_tokens(
 ) -> None:
     client, fake = llm()
     bridge = BridgeRetriever.with_llm(dense(), client)
-    if way == "sync":  # the client runs the judge's calls on its own event loop thread
-        result = bridge.run(QUESTION, k=3)
-    else:
-        result = asyncio.run(bridge.arun(QUESTION, k=3))
+    # sync: the client runs the judge's calls on its own event loop thread
+    result = bridge.run(QUESTION, k=3) if way == "sync" else asyncio.run(bridge.arun(QUESTION, k=3))
     calls = llm_spans(spans)
     assert len(calls) == len(fake.requests) == result.trace.account.calls  # type: ignore[union-attr]
     plan, judge = one(spans, "bridge.plan"), one(spans, "bridge.judge")

@@ -55,6 +55,12 @@ class Recorder:
         return [s for s in self.ended if s.name == f"rag_multihop.{name}"]
 
 
+@pytest.fixture(autouse=True)
+def no_other_sinks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty registry for each test (the integrations register theirs on import)."""
+    monkeypatch.setattr(spans_module, "_sinks", ())
+
+
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
     sink = add_sink(Recorder())
