@@ -502,11 +502,15 @@ class BridgeRetriever:
 
 def _planned(stage: Span | NoSpan, plan: HopPlan) -> None:
     """The plan's counts on its span."""
+    if not stage.recording:
+        return
     stage.set(entities=len(plan.entities), queries=len(plan.queries), fallbacks=plan.fallbacks)
 
 
 def _traced(record: Span | NoSpan, result: BridgeResult) -> BridgeResult:
     """``result`` with its counts (pool, returned, LLM calls and tokens) on ``record``."""
+    if not record.recording:
+        return result
     trace = result.trace
     record.set(
         pool_size=len(trace.pool_ids), returned=len(result.candidates), fallbacks=trace.fallbacks

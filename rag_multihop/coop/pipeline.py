@@ -401,6 +401,8 @@ def _verdict(step: KeyStep, following: str | None) -> tuple[str | None, str | No
 
 
 def _unrolled(stage: Span | NoSpan, unrolling: Unrolling, account: LLMAccount | None) -> None:
+    if not stage.recording:
+        return
     stage.set(
         sub_questions=len(unrolling.sub_questions),
         masked=unrolling.masked,
@@ -411,17 +413,23 @@ def _unrolled(stage: Span | NoSpan, unrolling: Unrolling, account: LLMAccount | 
 
 
 def _stepped(stage: Span | NoSpan, step: KeyStep) -> None:
+    if not stage.recording:
+        return
     stage.set(answerable=step.answerable, sentence_found=bool(step.sentence))
     if step.issue is not None:
         stage.set(issue=step.issue)
 
 
 def _read(stage: Span | NoSpan, reading: Reading) -> None:
+    if not stage.recording:
+        return
     stage.set(answered=bool(reading.answer), issues=len(reading.issues))
 
 
 def _finished(record: Span | NoSpan, result: CoopResult) -> CoopResult:
     """``result`` with its counts (candidates, KeyExtract rounds, LLM calls and tokens)."""
+    if not record.recording:
+        return result
     trace = result.trace
     record.set(returned=len(result.candidates), keyextract_rounds=len(trace.rounds))
     if trace.stop is not None:
