@@ -1,13 +1,14 @@
-"""Precomputed passage token states for RaLa: compressed, punctuation dropped, saved safely.
+"""Precomputed passage token states for RaLa: packed by a codec, punctuation dropped, saved.
 
 :class:`PassageStates` holds, for a set of passages, the :class:`~rag_multihop.coop.states.
 TokenStates` of one :class:`~rag_multihop.coop.states.StateLayout`: the token vectors of all
-passages end to end (with offsets), packed by a codec (:mod:`rag_multihop.coop.codecs`;
-``codec="residual-2bit"`` by default: a centroid id and 2 bits a dimension, about 98 bytes a
-token against float16's 768), and the pooled vectors as float16, one row per passage. RaLa
-reads a candidate's states from here (decoded to unit float rows) instead of running the
-encoder at query time; :attr:`PassageStates.nbytes` / :attr:`bytes_per_passage` give its
-memory, :meth:`PassageStates.recode` repacks a store with another codec.
+passages end to end (with offsets), packed by a codec (:mod:`rag_multihop.coop.codecs`:
+float16 by default, 768 bytes a MiniLM token; ``codec="residual-2bit"``, a centroid id and 2
+bits a dimension, about 98 bytes a token), and the pooled vectors as float16, one row
+per passage. RaLa reads a candidate's states from here (decoded to unit float rows)
+instead of running the encoder at query time; :attr:`PassageStates.nbytes` /
+:attr:`bytes_per_passage` give its memory, :meth:`PassageStates.recode` repacks a store
+with another codec.
 
 A store knows the model whose states it holds: :meth:`PassageStates.build` records the
 encoder's :attr:`~PassageStates.fingerprint` (the mean token states of fixed probe texts at

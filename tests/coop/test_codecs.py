@@ -72,16 +72,20 @@ def test_the_residual_beats_its_centroid_alone() -> None:
     assert (codec.decode(payload) * rows).sum(1).mean() > (centroid_only * rows).sum(1).mean()
 
 
-def test_maxsim_scores_survive_the_default_codec() -> None:
+def test_maxsim_scores_survive_the_2bit_codec() -> None:
     """RaLa's score, not just the rows: MaxSim of decoded passages stays close and ranks alike."""
     passages = _passages(60)
     rng = np.random.default_rng(1)  # a query sharing tokens with passage 3, as a question does
     query = _unit(passages[3].tokens[0, :12] + 0.8 * rng.normal(size=(12, DIM)) / np.sqrt(DIM))
     exact = maxsim_batch(query, [p.tokens[0] for p in passages])
     store = PassageStates(
-        [f"p{i}" for i in range(60)], passages, StateLayout((6,)), encoder_name="toy"
+        [f"p{i}" for i in range(60)],
+        passages,
+        StateLayout((6,)),
+        encoder_name="toy",
+        codec="residual-2bit",
     )
-    assert store.codec.name == DEFAULT_CODEC == "residual-2bit"
+    assert DEFAULT_CODEC == "float16"
     decoded = [s.tokens[0] for s in store.get([f"p{i}" for i in range(60)]) if s is not None]
     packed = maxsim_batch(query, decoded)
     assert np.abs(packed - exact).max() < 0.05
@@ -130,12 +134,12 @@ def test_save_load_round_trip_with_mmap(codec: str, tmp_path) -> None:
     assert loaded.get(["missing", "p3"])[0] is None
 
 
-def test_the_default_store_is_within_8x_the_dense_index() -> None:
+def test_the_2bit_store_is_within_8x_the_dense_index() -> None:
     """80 tokens a passage (2Wiki's mean is 78) of 384 dimensions; dense is 1,536 bytes."""
     passages = _passages(120)
     ids = [f"p{i}" for i in range(120)]
     float16 = PassageStates(ids, passages, StateLayout((6,)), encoder_name="toy", codec="float16")
-    packed = float16.recode(DEFAULT_CODEC)
+    packed = float16.recode("residual-2bit")
     dense = 4 * DIM
     assert float16.bytes_per_passage > 40 * dense
     assert packed.bytes_per_passage <= 8 * dense  # codebook included
@@ -169,7 +173,10 @@ def test_a_float16_store_of_format_1_still_loads_and_recodes(tmp_path) -> None:
 def test_damaged_codec_files_fail_at_load_naming_the_file(tmp_path) -> None:
     passages = _passages(10)
     ids = [f"p{i}" for i in range(10)]
-    PassageStates(ids, passages, StateLayout((6,)), encoder_name="toy").save(tmp_path / "s")
+    store = PassageStates(
+        ids, passages, StateLayout((6,)), encoder_name="toy", codec="residual-2bit"
+    )
+    store.save(tmp_path / "s")
     folder = artifact_path(tmp_path / "s")
     centroids = np.load(folder / "codec.centroids.npy")
     np.save(folder / "codec.centroids.npy", centroids[:, :16])

@@ -155,14 +155,14 @@ def test_precomputed_store_and_query_time_agree_and_round_trip(
     assert stored.encoded_at_query_time == 1
 
 
-def test_the_default_compressed_store_ranks_as_the_float16_one(
+def test_the_compressed_store_ranks_as_the_float16_one(
     states_encoder: HiddenStateEncoder, polish_wedding: list[Passage], tmp_path
 ) -> None:
     query = Query(POLISH_WEDDING_QUESTION)
     candidates = _candidates(polish_wedding)
-    exact = RaLaReranker(states_encoder, codec="float16")
+    exact = RaLaReranker(states_encoder)  # float16, the default
     exact.build_store(polish_wedding)
-    packed = RaLaReranker(states_encoder)
+    packed = RaLaReranker(states_encoder, codec="residual-2bit")
     store = packed.build_store(polish_wedding)
     assert store.codec.name == "residual-2bit"
     store.save(tmp_path / "packed")

@@ -8,8 +8,8 @@
 Passage token states are computed once per dataset and layout and cached on disk
 (``$RAG_MULTIHOP_CACHE/token_states``, default ``~/.cache/rag_multihop/token_states``), so
 latency is the query's: its token states, the store lookups and the scoring. The cache keeps
-the float16 states; a compressed codec (``rala_codec``, default ``residual-2bit``) is fitted
-on them and cached beside them, so codecs are compared on the very same states.
+the float16 states (the default codec); another codec (``rala_codec=residual-2bit``, ...)
+is fitted on them and cached beside them, so codecs are compared on the very same states.
 
 Options (``--option KEY=VALUE``): ``rala_scoring``, ``rala_layer``, ``rala_buckets``,
 ``rala_candidate_layers`` (comma-separated), ``rala_seed``, ``rala_pooling``,
