@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,18 +146,49 @@ def passage_links(
     ...  "Alfred Hitchcock.", titles)]
     [(1, 1.0, ['direc', 'rope'])]
     """
+    tokens, links = passage_link_spans(row, text, titles)
+    return [(c, w, span_context(tokens, spans, window)) for c, w, spans in links]
+
+
+def passage_link_spans(
+    row: int, text: str, titles: TitleIndex
+) -> tuple[tuple[str, ...], list[tuple[int, float, list[tuple[int, int]]]]]:
+    """:func:`passage_links` with each link's name spans (token ``[start, end)`` in the
+    text's normalised tokens, returned first) instead of its context stems: what an index
+    stores, the context being :func:`span_context` of the spans.
+
+    >>> tokens, links = passage_link_spans(0, "Rope is by Alfred Hitchcock.",
+    ...                                    TitleIndex(["Rope", "Alfred Hitchcock"]))
+    >>> links
+    [(1, 1.0, [(3, 5)])]
+    """
     found = titles.mentions(text)
     weights: dict[int, float] = {}
-    contexts: dict[int, set[str]] = {}
+    spans: dict[int, list[tuple[int, int]]] = {}
     for mention in found.mentions:
-        around = found.tokens[max(0, mention.start - window) : mention.start]
-        around += found.tokens[mention.end : mention.end + window]
         for c, weight in mention.referents.items():
             if c == row:
                 continue
             weights[c] = weights.get(c, 0.0) + weight
-            contexts.setdefault(c, set()).update(stems(around))
-    return [(c, min(weights[c], 1.0), frozenset(contexts[c])) for c in sorted(weights)]
+            spans.setdefault(c, []).append((mention.start, mention.end))
+    return found.tokens, [(c, min(weights[c], 1.0), spans[c]) for c in sorted(weights)]
+
+
+def span_context(
+    tokens: Sequence[str], spans: Iterable[tuple[int, int]], window: int = DEFAULT_WINDOW
+) -> frozenset[str]:
+    """The stems within ``window`` tokens either side of each span ``[start, end)`` of
+    ``tokens`` (a link's context, :func:`passage_links`).
+
+    >>> sorted(span_context(["rope", "was", "directed", "by", "alfred", "hitchcock"], [(4, 6)]))
+    ['direc', 'rope']
+    """
+    found: set[str] = set()
+    for start, end in spans:
+        around = list(tokens[max(0, start - window) : start])
+        around += tokens[end : end + window]
+        found.update(stems(around))
+    return frozenset(found)
 
 
 DEFAULT_MAX_ENTITY_PASSAGES = 50

@@ -18,7 +18,8 @@ column):
 - :func:`entity_arrays`: ``ment.ptr``/``ment.ent`` (each passage's entities, CSR, global
   entity numbers), the ``ents`` column of new names and ``ent`` (name → number);
 - :func:`link_arrays`, :func:`graph_link_arrays`: the title links of given rows (``link.*``
-  with weights and context stems, ``glink.*`` for the entity graph).
+  with weights and each link's name spans in its source's tokens, ``link.nspan`` spans
+  per link in ``link.span``; ``glink.*`` for the entity graph).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from rag_multihop.graph.build import LINK_WORD, passage_entities, passage_title_links
 from rag_multihop.graph.extract import EntityExtractor
 from rag_multihop.multihop import subjects as subject_names
-from rag_multihop.multihop.links import passage_links
+from rag_multihop.multihop.links import passage_link_spans
 from rag_multihop.multihop.titles import TitleIndex, title_tokens, title_variants
 from rag_multihop.store.tables import Postings, build_postings, key_hashes, pack_strings
 from rag_multihop.store.views import QUALIFIER_SEPARATOR
@@ -196,25 +197,30 @@ def entity_arrays(
 
 
 def link_arrays(
-    rows: Sequence[int], texts: Sequence[str], titles: TitleIndex, window: int
+    rows: Sequence[int], texts: Sequence[str], titles: TitleIndex
 ) -> Arrays:
-    """The title links of passages ``rows`` (texts ``texts``) against ``titles``."""
+    """The title links of passages ``rows`` (texts ``texts``) against ``titles``: targets,
+    weights, and each link's name spans in its source's tokens (the context is read from
+    the text around them when a query asks, :func:`~rag_multihop.multihop.links.span_context`)."""
     pointers = np.zeros(len(rows) + 1, dtype=np.int64)
     targets: list[int] = []
     weights: list[float] = []
-    contexts: list[str] = []
+    counts: list[int] = []
+    spans: list[tuple[int, int]] = []
     for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
-        for target, weight, context in passage_links(row, text, titles, window=window):
+        for target, weight, found in passage_link_spans(row, text, titles)[1]:
             targets.append(target)
             weights.append(weight)
-            contexts.append(" ".join(sorted(context)))
+            counts.append(len(found))
+            spans.extend(found)
         pointers[i + 1] = len(targets)
     return {
         "link.rows": np.array(rows, dtype=np.int32),
         "link.ptr": pointers,
         "link.dst": np.array(targets, dtype=np.int32),
         "link.w": np.array(weights, dtype=np.float64),
-        **_column("link.ctx", contexts),
+        "link.nspan": np.array(counts, dtype=np.int32),
+        "link.span": np.array(spans, dtype=np.int32).reshape(-1, 2),
     }
 
 

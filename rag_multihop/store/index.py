@@ -72,7 +72,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
@@ -380,7 +380,7 @@ class CorpusIndex:
                 if title_key(passage.title):
                     by_key[title_key(passage.title)].append(row)
             rows_of = lambda key: by_key.get(key, ())  # noqa: E731
-        arrays |= derive.link_arrays(rows, texts, titles, settings.context_window)
+        arrays |= derive.link_arrays(rows, texts, titles)
         arrays |= derive.graph_link_arrays(rows, texts, rows_of, settings.graph_max_title_words)
         if settings.ann != "flat" and n:
             arrays["ann"] = _ann_bytes(settings.ann, unit)

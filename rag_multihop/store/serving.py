@@ -9,19 +9,21 @@ search, the stored link contexts.
   dropped and the lists merged by score, so a flat search equals one FAISS search over the
   live passages;
 - :class:`LinkContexts` maps a link ``(source, target)`` to its context stems, read from
-  the segment that stored the link.
+  the name spans the segment that stored the link keeps and the source's text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from functools import cached_property
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
+from rag_multihop.multihop.links import span_context
+from rag_multihop.multihop.titles import title_tokens
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import unpack_string, unpack_strings
 from rag_multihop.types import Passage
@@ -181,7 +183,9 @@ def _segment_ann(faiss: Any, segment: Segment) -> Any:
 
 class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
     """``(source, target)`` (live positions) → the stems around the target's name in the
-    source, read from the segment that stored the link."""
+    source: the name spans stored with the link (by the segment that stored it), read
+    against the source's tokens (:func:`~rag_multihop.multihop.links.span_context`; the last
+    few sources' tokens are cached, as a query asks about the same source repeatedly)."""
 
     def __init__(
         self,
@@ -190,10 +194,27 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         segment_of: np.ndarray,
         entry_of: np.ndarray,
         segments: Sequence[Segment],
+        text_of: Callable[[int], str],
+        window: int,
     ) -> None:
         self._indptr, self._indices = indptr, indices
         self._segment_of, self._entry_of = segment_of, entry_of
         self._segments = segments
+        self._window = window
+        self._tokens = lru_cache(maxsize=256)(
+            lambda source: tuple(token for _, token in title_tokens(text_of(source)))
+        )
+
+    @cached_property
+    def _span_pointers(self) -> list[np.ndarray]:
+        """Per segment, where each stored link's spans start in its ``link.span``."""
+        out = []
+        for segment in self._segments:
+            counts = np.asarray(segment["link.nspan"], dtype=np.int64)
+            pointers = np.zeros(len(counts) + 1, dtype=np.int64)
+            np.cumsum(counts, out=pointers[1:])
+            out.append(pointers)
+        return out
 
     def __getitem__(self, key: tuple[int, int]) -> frozenset[str]:
         source, target = key
@@ -201,11 +222,10 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         j = start + int(np.searchsorted(self._indices[start:end], target))
         if j >= end or self._indices[j] != target:
             raise KeyError(key)
-        segment = self._segments[int(self._segment_of[j])]
-        text = unpack_string(
-            segment["link.ctx.blob"], segment["link.ctx.off"], int(self._entry_of[j])
-        )
-        return frozenset(text.split())
+        i, entry = int(self._segment_of[j]), int(self._entry_of[j])
+        pointers = self._span_pointers[i]
+        spans = self._segments[i]["link.span"][pointers[entry] : pointers[entry + 1]]
+        return span_context(self._tokens(source), spans.tolist(), self._window)
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         for source in range(len(self._indptr) - 1):

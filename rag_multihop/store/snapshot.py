@@ -199,6 +199,8 @@ class IndexSnapshot:
             segment_of[keep],
             entry_of[keep],
             self.segments.segments,
+            lambda position: self.segments.string("texts", int(self.live_rows[position])),
+            self.settings.context_window,
         )
         return LinkGraph(weights, specificity(in_links, n), contexts)
 

@@ -44,7 +44,7 @@ def test_a_reopened_index_holds_what_was_written(
     assert reopened.corpus["rope"].title == "Rope"
     assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
     manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
-    assert manifest["format_version"] == 2 and manifest["live"] == len(polish_wedding)
+    assert manifest["format_version"] == 3 and manifest["live"] == len(polish_wedding)
     assert manifest["settings"] == IndexSettings().to_dict()
     assert not list((tmp_path / "idx").rglob("*.pkl"))
 
@@ -285,10 +285,13 @@ def test_a_mismatched_subjects_setting_is_refused(index) -> None:
         IndexSettings(subjects="yes")  # type: ignore[arg-type]
 
 
-def test_an_index_of_the_titles_only_format_is_refused_naming_the_fix(tmp_path, index) -> None:
+@pytest.mark.parametrize("old", [1, 2])
+def test_an_index_of_an_older_format_is_refused_naming_the_fix(tmp_path, index, old) -> None:
+    # 1 stored titles only; 2 stored each link's context stems as strings
     manifest = tmp_path / "idx" / "manifests" / "v-000001.json"
-    manifest.write_text(manifest.read_text().replace('"format_version": 2', '"format_version": 1'))
-    with pytest.raises(ArtifactError, match="version 1; .* 2: rebuild the index"):
+    text = manifest.read_text().replace('"format_version": 3', f'"format_version": {old}')
+    manifest.write_text(text)
+    with pytest.raises(ArtifactError, match=f"version {old}; .* 3: rebuild the index"):
         CorpusIndex(tmp_path / "idx")
 
 
