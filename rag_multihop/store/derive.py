@@ -196,9 +196,7 @@ def entity_arrays(
     }
 
 
-def link_arrays(
-    rows: Sequence[int], texts: Sequence[str], titles: TitleIndex
-) -> Arrays:
+def link_arrays(rows: Sequence[int], texts: Sequence[str], titles: TitleIndex) -> Arrays:
     """The title links of passages ``rows`` (texts ``texts``) against ``titles``: targets,
     weights, and each link's name spans in its source's tokens (the context is read from
     the text around them when a query asks, :func:`~rag_multihop.multihop.links.span_context`)."""

@@ -25,7 +25,7 @@ from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
 from rag_multihop.multihop.links import span_context
 from rag_multihop.multihop.titles import title_tokens
 from rag_multihop.store.segment import Segment
-from rag_multihop.store.tables import unpack_string, unpack_strings
+from rag_multihop.store.tables import unpack_string
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -68,25 +68,13 @@ class IndexCorpus(Corpus):
             key = key.id
         return isinstance(key, str) and key in self._by_id
 
-    @cached_property
-    def _ids(self) -> list[str]:
-        snapshot = self._snapshot
-        ids: list[str] = []
-        for segment in snapshot.segments.segments:
-            start, end = segment.rows
-            if end > start:
-                column = unpack_strings(segment["ids.blob"], segment["ids.off"])
-                keep = snapshot.segments.alive[start:end]
-                ids.extend(i for i, alive in zip(column, keep.tolist(), strict=True) if alive)
-        return ids
-
-    @cached_property
-    def _by_id(self) -> dict[str, int]:
-        return {pid: i for i, pid in enumerate(self._ids)}
+    @property
+    def _by_id(self) -> Mapping[str, int]:
+        return self._snapshot.id_positions
 
     @property
     def ids(self) -> list[str]:
-        return list(self._ids)
+        return list(self._snapshot.passage_ids)
 
     def index_of(self, passage_id: str) -> int:
         try:
@@ -127,8 +115,8 @@ class SegmentedDenseIndex(DenseIndex):
         self.normalize = True
 
     @property
-    def ids(self) -> list[str]:  # type: ignore[override]
-        return self._snapshot.corpus.ids
+    def ids(self) -> Sequence[str]:  # type: ignore[override]
+        return self._snapshot.passage_ids
 
     def save(self, directory: object) -> None:
         raise TypeError(
@@ -149,7 +137,7 @@ class SegmentedDenseIndex(DenseIndex):
         matrix = l2_normalize(as_embedding_matrix(queries, name="query vectors", dim=self.dim))
         k = min(k, len(self))
         positions = self._snapshot.positions
-        ids = self._snapshot.corpus.ids
+        ids = self._snapshot.passage_ids
         found: list[list[tuple[float, int]]] = [[] for _ in range(len(matrix))]
         with faiss_threads(1 if len(matrix) <= SMALL_SEARCH else None):
             for ann, start, alive in self._parts:

@@ -19,7 +19,8 @@ vectorised gathers: no text is read, tokenised or extracted again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,11 @@ from scipy import sparse
 
 from rag_multihop.graph.build import EntityGraph
 from rag_multihop.multihop.links import LinkGraph, specificity
+from rag_multihop.store.columns import EntityNames, EntityNumbers, IdPositions, PassageIds
 from rag_multihop.store.segment import Segment, current_manifest_path, read_segment
 from rag_multihop.store.serving import IndexCorpus, LinkContexts, SegmentedDenseIndex
 from rag_multihop.store.settings import IndexSettings
-from rag_multihop.store.tables import gather_csr, unpack_strings
+from rag_multihop.store.tables import gather_csr
 from rag_multihop.store.views import SegmentSet, StoredTitleIndex
 
 
@@ -42,6 +44,23 @@ def alive_mask(segments: Sequence[Segment], n_rows: int) -> np.ndarray:
     for segment in segments:
         alive[np.asarray(segment["dead"], dtype=np.int64)] = False
     return alive
+
+
+@dataclass(frozen=True, eq=False)
+class StoredEntityGraph(EntityGraph):
+    """An :class:`EntityGraph` whose passage ids and entity names are read from the index's
+    columns and whose look-ups are hashed searches (no per-passage dict)."""
+
+    id_positions: Mapping[str, int] = field(default_factory=dict)
+    entity_numbers: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def entity_index(self) -> Mapping[str, int]:
+        return self.entity_numbers
+
+    @property
+    def passage_index(self) -> Mapping[str, int]:
+        return self.id_positions
 
 
 class IndexSnapshot:
@@ -69,6 +88,16 @@ class IndexSnapshot:
         return current_manifest_path(self.root).name == Path(f"v-{self.version:06d}.json").name
 
     # ------------------------------------------------------------------ passages, vectors
+
+    @cached_property
+    def passage_ids(self) -> PassageIds:
+        """The live passages' ids by position, read from the id columns on demand."""
+        return PassageIds(self.segments, self.live_rows)
+
+    @cached_property
+    def id_positions(self) -> IdPositions:
+        """Passage id → live position, by a hashed search of the stored ids."""
+        return IdPositions(self.segments, self.positions)
 
     @cached_property
     def corpus(self) -> IndexCorpus:
@@ -212,8 +241,8 @@ class IndexSnapshot:
         flat = cols.get("ment.ent", np.zeros(0, dtype=np.int32)).astype(np.int64)
         unique, first = np.unique(flat, return_index=True)
         order = unique[np.argsort(first, kind="stable")]
-        number = np.full(self.segments.n_entities, -1, dtype=np.int64)
-        number[order] = np.arange(len(order))
+        number = np.full(self.segments.n_entities, -1, dtype=np.int32)
+        number[order] = np.arange(len(order), dtype=np.int32)
         mentions = sparse.csr_matrix(
             (np.ones(len(flat)), number[flat].astype(np.int32), indptr), shape=(n, len(order))
         )
@@ -224,9 +253,10 @@ class IndexSnapshot:
         title_links = sparse.csr_matrix(
             (np.ones(len(g_targets)), g_targets.astype(np.int32), g_indptr), shape=(n, n)
         )
-        return EntityGraph(
-            tuple(self.corpus.ids),
-            tuple(self._entity_names(order)),
+        names = EntityNames(self.segments, order)
+        return StoredEntityGraph(
+            self.passage_ids,
+            names,
             mentions,
             title_links,
             sparse.csr_matrix((len(order), len(order))),
@@ -236,12 +266,6 @@ class IndexSnapshot:
                 "encoder": None,
                 "max_title_words": self.settings.graph_max_title_words,
             },
+            id_positions=self.id_positions,
+            entity_numbers=EntityNumbers(names, number),
         )
-
-    def _entity_names(self, numbers: np.ndarray) -> list[str]:
-        """The names of global entity ``numbers``, in that order."""
-        names: list[str] = []
-        for segment in self.segments.segments:
-            if segment.entities[1] > segment.entities[0]:
-                names.extend(unpack_strings(segment["ents.blob"], segment["ents.off"]))
-        return [names[i] for i in numbers.tolist()]
