@@ -382,13 +382,12 @@ class CorpusIndex:
             rows_of = lambda key: by_key.get(key, ())  # noqa: E731
         arrays |= derive.link_arrays(rows, texts, titles)
         arrays |= derive.graph_link_arrays(rows, texts, rows_of, settings.graph_max_title_words)
-        if settings.ann != "flat" and n:
-            arrays["ann"] = _ann_bytes(settings.ann, unit)
+        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
 
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
-        name = write_segment(self.path, version, arrays)
-        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays).describe()
+        name = write_segment(self.path, version, arrays, ann)
+        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann).describe()
         manifest.update(
             version=version,
             created=time.time(),
@@ -436,8 +435,8 @@ def linking_rows(segments: Sequence[Segment], alive: np.ndarray, dead: Sequence[
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
-def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:
-    """A FAISS index of ``factory`` over ``vectors`` (inner product), serialised."""
+def build_ann(factory: str, vectors: np.ndarray) -> Any:
+    """A FAISS index of ``factory`` over ``vectors`` (inner product)."""
     import faiss  # deferred: importing FAISS costs ~0.3 s
 
     try:
@@ -447,7 +446,7 @@ def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:
     if not ann.is_trained:
         ann.train(vectors)
     ann.add(vectors)
-    return np.asarray(faiss.serialize_index(ann), dtype=np.uint8)
+    return ann
 
 
 class _State:

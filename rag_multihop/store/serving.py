@@ -161,8 +161,8 @@ class SegmentedDenseIndex(DenseIndex):
 
 def _segment_ann(faiss: Any, segment: Segment) -> Any:
     """The segment's stored ANN, or an exact inner-product index over its vectors."""
-    if "ann" in segment.arrays:
-        return faiss.deserialize_index(np.asarray(segment["ann"]))
+    if segment.ann is not None:
+        return segment.ann
     vectors = np.ascontiguousarray(segment["vectors"], dtype=np.float32)
     flat = faiss.IndexFlatIP(vectors.shape[1])
     flat.add(vectors)
@@ -189,7 +189,7 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         self._segment_of, self._entry_of = segment_of, entry_of
         self._segments = segments
         self._window = window
-        self._tokens = lru_cache(maxsize=256)(
+        self._tokens = lru_cache(maxsize=4096)(
             lambda source: tuple(token for _, token in title_tokens(text_of(source)))
         )
 

@@ -40,7 +40,7 @@ def test_a_reopened_index_holds_what_was_written(
     assert list(reopened.corpus) == polish_wedding
     raw = _vectors(hashing_encoder, polish_wedding)
     assert np.array_equal(reopened.vectors, l2_normalize(raw))
-    assert isinstance(reopened.vectors, np.memmap)  # one segment, nothing deleted: no copy
+    assert isinstance(reopened.vectors.base, np.memmap)  # one segment, nothing deleted: no copy
     assert reopened.corpus["rope"].title == "Rope"
     assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
     manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
@@ -253,7 +253,11 @@ def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> N
     )
     index.delete(["p3"])
     snapshot = index.snapshot()
-    assert "ann" in snapshot.segments.segments[0].arrays
+    segment = snapshot.segments.segments[0]
+    assert segment.ann is not None and not segment["vectors"].flags.owndata
+    assert np.allclose(segment["vectors"], vectors / np.linalg.norm(vectors, axis=1)[:, None])
+    folder = tmp_path / "idx" / "segments" / segment.name
+    assert (folder / "ann.faiss").is_file() and not (folder / "vectors.npy").exists()
     scores, ids = snapshot.dense_index.search(vectors[3:5], k=3)
     assert ids[0][0] != "p3" and ids[1][0] == "p4"
     assert len(ids[0]) == 3 and scores[1][0] == pytest.approx(1.0, abs=1e-5)
