@@ -5,9 +5,9 @@ search, the stored link contexts.
   from the memory-mapped string columns on demand (no passage objects built at open);
 - :class:`SegmentedDenseIndex` answers ``search`` like
   :class:`~rag_multihop.index.dense.DenseIndex`: each segment's FAISS index (exact flat, or
-  the ANN stored in the segment) is searched for ``k`` plus its dead rows, the dead ones are
-  dropped and the lists merged by score, so a flat search equals one FAISS search over the
-  live passages;
+  the ANN stored in the segment) is searched for ``k`` of its live rows (the dead ones
+  skipped inside FAISS) and the lists merged by score, so a flat search equals one FAISS
+  search over the live passages;
 - :class:`LinkContexts` maps a link ``(source, target)`` to its context stems, read from
   the name spans the segment that stored the link keeps and the source's text.
 """
@@ -96,23 +96,50 @@ class IndexCorpus(Corpus):
         )
 
 
+DEFAULT_EF_SEARCH = 128
+"""HNSW's ``efSearch`` (candidates kept while walking the graph; at least ``k`` is used)."""
+
+
 class SegmentedDenseIndex(DenseIndex):
     """Dense search over a snapshot's segments (:class:`DenseIndex`'s search; it is saved
-    as part of its index, so :meth:`save` refuses)."""
+    as part of its index, so :meth:`save` refuses).
 
-    def __init__(self, snapshot: IndexSnapshot) -> None:  # no DenseIndex.__init__: no one index
+    A segment's deleted rows are skipped inside FAISS (an ``IDSelectorBitmap`` of its live
+    rows), so a search asks each segment for ``k`` whatever was deleted. ``ef_search`` sets
+    an HNSW segment's ``efSearch`` (recall against time; :data:`DEFAULT_EF_SEARCH`).
+    """
+
+    def __init__(
+        self, snapshot: IndexSnapshot, *, ef_search: int = DEFAULT_EF_SEARCH
+    ) -> None:  # no DenseIndex.__init__: no one index
         import faiss  # deferred: importing FAISS costs ~0.3 s
 
+        self._faiss = faiss
         self._snapshot = snapshot
-        self._parts: list[tuple[Any, int, np.ndarray]] = []
+        self._parts: list[tuple[Any, int, np.ndarray, Any]] = []
         alive = snapshot.segments.alive
         for segment in snapshot.segments.segments:
             start, end = segment.rows
-            if alive[start:end].any():
-                self._parts.append((_segment_ann(faiss, segment), start, alive[start:end]))
+            live = alive[start:end]
+            if not live.any():
+                continue
+            selector = None
+            if not live.all():
+                bits = np.packbits(live, bitorder="little")
+                selector = (faiss.IDSelectorBitmap(len(live), faiss.swig_ptr(bits)), bits)
+            self._parts.append((_segment_ann(faiss, segment), start, live, selector))
         self._dim = snapshot.dim
         self.factory = snapshot.settings.ann
         self.normalize = True
+        self.ef_search = check_positive_int(ef_search, "ef_search")
+
+    def _params(self, ann: Any, selector: Any, k: int) -> Any:
+        """FAISS search parameters: the live-row selector, and ``efSearch`` for an HNSW."""
+        faiss = self._faiss
+        sel = selector[0] if selector is not None else None
+        if isinstance(ann, faiss.IndexHNSW):
+            return faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k), sel=sel)
+        return faiss.SearchParameters(sel=sel) if sel is not None else None
 
     @property
     def ids(self) -> Sequence[str]:  # type: ignore[override]
@@ -140,9 +167,9 @@ class SegmentedDenseIndex(DenseIndex):
         ids = self._snapshot.passage_ids
         found: list[list[tuple[float, int]]] = [[] for _ in range(len(matrix))]
         with faiss_threads(1 if len(matrix) <= SMALL_SEARCH else None):
-            for ann, start, alive in self._parts:
-                depth = min(k + int((~alive).sum()), len(alive))
-                scores, local = ann.search(matrix, depth)
+            for ann, start, alive, selector in self._parts:
+                depth = min(k, len(alive))
+                scores, local = ann.search(matrix, depth, params=self._params(ann, selector, k))
                 for q in range(len(matrix)):
                     keep = local[q] >= 0
                     rows, values = local[q][keep], scores[q][keep]
