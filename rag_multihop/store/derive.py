@@ -19,7 +19,8 @@ column):
   entity numbers), the ``ents`` column of new names and ``ent`` (name → number);
 - :func:`link_arrays`, :func:`graph_link_arrays`: the title links of given rows (``link.*``
   with weights and each link's name spans in its source's tokens, ``link.nspan`` spans
-  per link in ``link.span``; ``glink.*`` for the entity graph).
+  per link in ``link.span`` with their ``link.sflag`` flags; ``glink.*`` for the entity
+  graph).
 """
 
 from __future__ import annotations
@@ -196,21 +197,36 @@ def entity_arrays(
     }
 
 
+Links = list[tuple[int, float, list[tuple[int, int, int]]]]
+"""One passage's title links: ``(target, weight, spans)``, spans ``(start, end, flags)``."""
+
+
 def link_arrays(rows: Sequence[int], texts: Sequence[str], titles: TitleIndex) -> Arrays:
     """The title links of passages ``rows`` (texts ``texts``) against ``titles``: targets,
-    weights, and each link's name spans in its source's tokens (the context is read from
-    the text around them when a query asks, :func:`~rag_multihop.multihop.links.span_context`)."""
+    weights, and each link's name spans in its source's tokens with their flags (the
+    context is read from the text around them when a query asks,
+    :func:`~rag_multihop.multihop.links.span_context`)."""
+    found = [
+        passage_link_spans(row, text, titles)[1] for row, text in zip(rows, texts, strict=True)
+    ]
+    return link_table(rows, found)
+
+
+def link_table(rows: Sequence[int], links: Sequence[Links]) -> Arrays:
+    """The ``link.*`` arrays of passages ``rows`` with the given links each."""
     pointers = np.zeros(len(rows) + 1, dtype=np.int64)
     targets: list[int] = []
     weights: list[float] = []
     counts: list[int] = []
     spans: list[tuple[int, int]] = []
-    for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
-        for target, weight, found in passage_link_spans(row, text, titles)[1]:
+    flags: list[int] = []
+    for i, found in enumerate(links):
+        for target, weight, where in found:
             targets.append(target)
             weights.append(weight)
-            counts.append(len(found))
-            spans.extend(found)
+            counts.append(len(where))
+            spans.extend((start, end) for start, end, _ in where)
+            flags.extend(flag for _, _, flag in where)
         pointers[i + 1] = len(targets)
     return {
         "link.rows": np.array(rows, dtype=np.int32),
@@ -219,7 +235,19 @@ def link_arrays(rows: Sequence[int], texts: Sequence[str], titles: TitleIndex) -
         "link.w": np.array(weights, dtype=np.float64),
         "link.nspan": np.array(counts, dtype=np.int32),
         "link.span": np.array(spans, dtype=np.int32).reshape(-1, 2),
+        "link.sflag": np.array(flags, dtype=np.uint8),
     }
+
+
+def concat_tables(prefix: str, first: Arrays, second: Arrays) -> Arrays:
+    """Two ``<prefix>.*`` CSR tables (rows, pointers, per-entry columns) as one."""
+    out: Arrays = {}
+    for key, value in first.items():
+        if key == f"{prefix}.ptr":
+            out[key] = np.concatenate([value, second[key][1:] + value[-1]])
+        else:
+            out[key] = np.concatenate([value, second[key]])
+    return out
 
 
 def graph_link_arrays(

@@ -329,3 +329,57 @@ def test_a_shared_name_splits_and_rejoins_as_pages_come_and_go(tmp_path, hashing
     assert index.snapshot().link_graph.targets(0) == {1: 1.0}
     index.add([film], _vectors(hashing_encoder, [film]))
     assert index.snapshot().link_graph.targets(0) == {1: 0.5, 2: 0.5}
+
+
+TRICKY = [
+    Passage("review", "A review of Ed Wood by Boston critics in Lincolnshire.", "Review"),
+    Passage("tour", "Shelly Beach, New South Wales and Boston are on the tour of Ed Wood.", "Tour"),
+    Passage("person", "Ed Wood was a director who loved New South Wales.", "Ed Wood"),
+    Passage("film", "Ed Wood is a 1994 film about Ed Wood.", "Ed Wood (film)"),
+    Passage("boston", "Boston is a city in the United States.", "Boston"),
+    Passage("boston-l", "Boston is a town of Lincolnshire.", "Boston, Lincolnshire"),
+    Passage("nsw", "New South Wales is a state.", "New South Wales"),
+    Passage(
+        "shelly", "Shelly Beach is a beach of New South Wales.", "Shelly Beach, New South Wales"
+    ),
+    Passage("wales", "Wales is a country.", "Wales"),
+]
+
+
+@pytest.mark.parametrize(
+    "deleted",
+    [["film"], ["person", "film"], ["boston-l"], ["boston"], ["nsw"], ["shelly"], ["wales"]],
+)
+def test_deletes_patch_links_like_a_fresh_build(tmp_path, hashing_encoder, deleted, caplog) -> None:
+    # shared names, qualifiers, names inside longer names, a page naming itself: the links of
+    # the passages that named a deleted page equal a fresh build's, patched without their text
+    # where the stored spans allow it
+    vectors = _vectors(hashing_encoder, TRICKY)
+    index = CorpusIndex.build(tmp_path / "idx", TRICKY, vectors)
+    with caplog.at_level("INFO", logger="rag_multihop.store.index"):
+        index.delete(deleted)
+    live = [p for p in TRICKY if p.id not in deleted]
+    fresh = CorpusIndex.build(
+        tmp_path / "fresh",
+        live,
+        np.stack([v for p, v in zip(TRICKY, vectors, strict=True) if p in live]),
+    )
+    stored, expected = index.snapshot().link_graph, fresh.snapshot().link_graph
+    assert (stored.weights != expected.weights).nnz == 0
+    assert dict(stored.contexts) == dict(expected.contexts)
+    assert np.array_equal(stored.specificity, expected.specificity)
+    assert "patched" in caplog.text
+
+
+def test_a_delete_patches_a_clear_unique_name_without_reading_text(
+    tmp_path, hashing_encoder, caplog
+) -> None:
+    passages = [
+        Passage(f"s{i}", f"Source {i} was made by Rex Nolan.", f"Source {i}") for i in range(5)
+    ]
+    passages.append(Passage("rex", "Rex Nolan is a maker.", "Rex Nolan"))
+    index = CorpusIndex.build(tmp_path / "idx", passages, _vectors(hashing_encoder, passages))
+    with caplog.at_level("INFO", logger="rag_multihop.store.index"):
+        index.delete(["rex"])
+    assert "links of 0 recomputed, 5 patched" in caplog.text
+    assert index.snapshot().link_graph.n_links == 0
