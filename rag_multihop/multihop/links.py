@@ -239,12 +239,30 @@ def span_context(
     >>> sorted(span_context(["rope", "was", "directed", "by", "alfred", "hitchcock"], [(4, 6)]))
     ['direc', 'rope']
     """
-    found: set[str] = set()
+    return window_context(token_stems(tokens), spans, window)
+
+
+def token_stems(tokens: Sequence[str]) -> tuple[str | None, ...]:
+    """Each token's stem, ``None`` for a stopword or a number (what :func:`stems` keeps, by
+    position: a reader computes it once per text and asks :func:`window_context` often).
+
+    >>> token_stems(["directed", "by", "1998"])
+    ('direc', None, None)
+    """
+    return tuple(
+        None if token in STOPWORDS or token.isdigit() else token[:STEM_CHARS] for token in tokens
+    )
+
+
+def window_context(
+    per_token: Sequence[str | None], spans: Iterable[Sequence[int]], window: int = DEFAULT_WINDOW
+) -> frozenset[str]:
+    """:func:`span_context` from :func:`token_stems`."""
+    found: set[str | None] = set()
     for start, end, *_ in spans:
-        around = list(tokens[max(0, start - window) : start])
-        around += tokens[end : end + window]
-        found.update(stems(around))
-    return frozenset(found)
+        found.update(per_token[max(0, start - window) : start])
+        found.update(per_token[end : end + window])
+    return frozenset(stem for stem in found if stem is not None)
 
 
 DEFAULT_MAX_ENTITY_PASSAGES = 50

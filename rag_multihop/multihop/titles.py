@@ -56,12 +56,9 @@ def title_tokens(text: str) -> list[tuple[str, str]]:
     >>> title_tokens("Will &amp; Grace's 2011–12")
     [('Will', 'will'), ('&', 'and'), ('Grace', 'grace'), ('s', 's'), ('2011', '2011'), ('12', '12')]
     """
-    pairs = []
-    for match in _WORD.finditer(html.unescape(text)):
-        token = "and" if match.group() == "&" else normalize_word(match.group())
-        if token:
-            pairs.append((match.group(), token))
-    return pairs
+    words = _WORD.findall(html.unescape(text))
+    pairs = [(word, "and" if word == "&" else normalize_word(word)) for word in words]
+    return [pair for pair in pairs if pair[1]]
 
 
 def name_key(text: str) -> str:

@@ -20,7 +20,7 @@ Example (``segments`` and live positions from an :class:`~rag_multihop.store.Ind
     >>> _ = index.delete(["a"])
     >>> snapshot = index.snapshot()
     >>> ids = PassageIds(snapshot.segments, snapshot.live_rows)
-    >>> list(ids), IdPositions(snapshot.segments, snapshot.positions)["b"]
+    >>> list(ids), IdPositions(snapshot.segments, snapshot.positions, ids.recent)["b"]
     (['b'], 0)
 """
 
@@ -34,13 +34,20 @@ import numpy as np
 from rag_multihop.store.tables import key_hash, lookup, unpack_string
 from rag_multihop.store.views import SegmentSet
 
+RECENT_IDS = 1 << 16
+"""How many ids :class:`PassageIds` remembers the positions of (a search returns ids that
+the caller maps back to positions at once)."""
+
 
 class PassageIds(Sequence[str]):
-    """The ids of the live passages, by position (``live_rows[i]`` is position ``i``'s row)."""
+    """The ids of the live passages, by position (``live_rows[i]`` is position ``i``'s row).
+    The last ids read are remembered with their positions (``recent``, at most
+    :data:`RECENT_IDS`), so :class:`IdPositions` maps them back without a search."""
 
     def __init__(self, segments: SegmentSet, live_rows: np.ndarray) -> None:
         self._segments = segments
         self._rows = live_rows
+        self.recent: dict[str, int] = {}
 
     def __len__(self) -> int:
         return int(self._rows.shape[0])
@@ -54,7 +61,12 @@ class PassageIds(Sequence[str]):
     def __getitem__(self, position: int | slice) -> str | list[str]:
         if isinstance(position, slice):
             return [self[i] for i in range(*position.indices(len(self)))]
-        return self._segments.string("ids", int(self._rows[position]))
+        position = int(position)
+        passage_id = self._segments.string("ids", int(self._rows[position]))
+        if len(self.recent) >= RECENT_IDS:
+            self.recent.clear()
+        self.recent[passage_id] = position if position >= 0 else position + len(self)
+        return passage_id
 
     def __iter__(self) -> Iterator[str]:
         for segment in self._segments.segments:
@@ -66,13 +78,20 @@ class PassageIds(Sequence[str]):
 
 
 class IdPositions(Mapping[str, int]):
-    """Passage id → live position (``positions``: global row → position, ``-1`` if dead)."""
+    """Passage id → live position (``positions``: global row → position, ``-1`` if dead;
+    ``recent``: the ids :class:`PassageIds` read last, answered without a search)."""
 
-    def __init__(self, segments: SegmentSet, positions: np.ndarray) -> None:
+    def __init__(
+        self, segments: SegmentSet, positions: np.ndarray, recent: Mapping[str, int]
+    ) -> None:
         self._segments = segments
         self._positions = positions
+        self._recent = recent
 
     def __getitem__(self, passage_id: str) -> int:
+        found = self._recent.get(passage_id)
+        if found is not None:
+            return found
         row = self._segments.row_of(passage_id) if isinstance(passage_id, str) else None
         if row is None:
             raise KeyError(passage_id)

@@ -22,7 +22,7 @@ import numpy as np
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
-from rag_multihop.multihop.links import span_context
+from rag_multihop.multihop.links import token_stems, window_context
 from rag_multihop.multihop.titles import title_tokens
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import unpack_string
@@ -199,8 +199,9 @@ def _segment_ann(faiss: Any, segment: Segment) -> Any:
 class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
     """``(source, target)`` (live positions) → the stems around the target's name in the
     source: the name spans stored with the link (by the segment that stored it), read
-    against the source's tokens (:func:`~rag_multihop.multihop.links.span_context`; the last
-    few sources' tokens are cached, as a query asks about the same source repeatedly)."""
+    against the source's tokens (:func:`~rag_multihop.multihop.links.span_context`; the
+    last 4,096 sources' token stems are cached, as a query asks about the same source
+    repeatedly)."""
 
     def __init__(
         self,
@@ -216,8 +217,8 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         self._segment_of, self._entry_of = segment_of, entry_of
         self._segments = segments
         self._window = window
-        self._tokens = lru_cache(maxsize=4096)(
-            lambda source: tuple(token for _, token in title_tokens(text_of(source)))
+        self._stems = lru_cache(maxsize=4096)(
+            lambda source: token_stems([token for _, token in title_tokens(text_of(source))])
         )
 
     @cached_property
@@ -240,7 +241,7 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         i, entry = int(self._segment_of[j]), int(self._entry_of[j])
         pointers = self._span_pointers[i]
         spans = self._segments[i]["link.span"][pointers[entry] : pointers[entry + 1]]
-        return span_context(self._tokens(source), spans.tolist(), self._window)
+        return window_context(self._stems(source), spans.tolist(), self._window)
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         for source in range(len(self._indptr) - 1):

@@ -97,7 +97,7 @@ class IndexSnapshot:
     @cached_property
     def id_positions(self) -> IdPositions:
         """Passage id → live position, by a hashed search of the stored ids."""
-        return IdPositions(self.segments, self.positions)
+        return IdPositions(self.segments, self.positions, self.passage_ids.recent)
 
     @cached_property
     def corpus(self) -> IndexCorpus:
