@@ -171,16 +171,14 @@ class GraphRetriever:
 
     @property
     def push_graph(self) -> PushGraph:
-        """The forward walk for :func:`push_pagerank` (built on first use, shared like
-        :attr:`transition`; the transition it is made from is kept only if asked for)."""
+        """The forward walk for :func:`push_pagerank` (built on first use from the
+        adjacency, without the transposed transition; shared like :attr:`transition`)."""
         if self._push_graph is None:
             weights = self.settings.weights
-            walks = _WALKS.get(self.graph, {})
-            transition = self._transition or walks.get(("transition", weights))
             self._push_graph = _shared_walk(
                 self.graph,
                 ("push", weights),
-                lambda: PushGraph.from_transition(transition or self._new_transition()),
+                lambda: PushGraph.from_adjacency(self.graph.adjacency(weights)),
             )
         return self._push_graph
 
