@@ -6,8 +6,9 @@ graph's title links), as memory-mapped arrays in segments (see ``docs/index.md``
 
 - :meth:`CorpusIndex.add` / :meth:`~CorpusIndex.delete` / :meth:`~CorpusIndex.upsert`
   write one new segment each, holding the new passages, tombstones for deleted ones, and
-  the recomputed links of the old passages the change touches (found through the
-  ``piece`` postings, never by reading the whole corpus); :meth:`~CorpusIndex.compact`
+  the new links of the old passages the change touches (recomputed for those that can name
+  an added title, found through the ``piece`` postings; patched from their stored spans for
+  those that linked to a deleted page; never by reading the whole corpus); :meth:`~CorpusIndex.compact`
   rewrites the live passages as one segment;
 - every write is one new version (a manifest; ``CURRENT`` moves last, atomically);
   :meth:`~CorpusIndex.snapshot` pins the version current when it is called, and a writer
