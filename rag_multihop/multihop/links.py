@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,8 +165,8 @@ def passage_link_spans(
     ``[start, end)`` in the text's normalised tokens, returned first; ``flags`` of
     :data:`SPAN_COMPLETE`, :data:`SPAN_CLEAR`, :data:`SPAN_SELF`) instead of its context
     stems: what an index stores. The context is :func:`span_context` of the spans; the
-    links sharing a span are its referents, so deleting some of them can be applied to the
-    weights without the text (:func:`drop_referents`).
+    links sharing a span are its referents, so an index applies the deletion of some of
+    them to the weights without the text (:mod:`rag_multihop.store.patch`).
 
     >>> tokens, links = passage_link_spans(0, "Rope is by Alfred Hitchcock.",
     ...                                    TitleIndex(["Rope", "Alfred Hitchcock"]))
@@ -186,48 +186,6 @@ def passage_link_spans(
             weights[c] = weights.get(c, 0.0) + weight
             spans.setdefault(c, []).append((mention.start, mention.end, flags))
     return found.tokens, [(c, min(weights[c], 1.0), spans[c]) for c in sorted(weights)]
-
-
-def drop_referents(
-    links: Sequence[tuple[int, Sequence[tuple[int, int, int]]]], dead: Collection[int]
-) -> list[tuple[int, float, list[tuple[int, int, int]]]] | None:
-    """One passage's links (``(target, spans)`` from :func:`passage_link_spans`) after the
-    passages ``dead`` are deleted, as :func:`passage_link_spans` would find them, or
-    ``None`` when that needs the text: a span all of whose referents are deleted while its
-    key may name other passages or another name may take its place (not both
-    :data:`SPAN_COMPLETE` and :data:`SPAN_CLEAR`).
-
-    A span some of whose referents stay keeps its key in the dictionary, so the text's
-    spans are unchanged and its referents are the rest (they had the best qualifier
-    support); a complete, clear span whose referents all go names nothing any more.
-
-    >>> drop_referents([(1, [(3, 5, 3)]), (2, [(3, 5, 3), (7, 8, 3)])], {1})
-    [(2, 1.0, [(3, 5, 3), (7, 8, 3)])]
-    >>> drop_referents([(1, [(3, 5, 1)])], {1}) is None
-    True
-    """
-    referents: dict[tuple[int, int], list[int]] = {}
-    flags: dict[tuple[int, int], int] = {}
-    for target, spans in links:
-        for start, end, flag in spans:
-            referents.setdefault((start, end), []).append(target)
-            flags[(start, end)] = flag
-    kept: dict[tuple[int, int], int] = {}
-    for span, targets in referents.items():
-        alive = [t for t in targets if t not in dead]
-        if alive or flags[span] & SPAN_SELF:
-            kept[span] = len(alive) + bool(flags[span] & SPAN_SELF)
-        elif flags[span] & (SPAN_COMPLETE | SPAN_CLEAR) != SPAN_COMPLETE | SPAN_CLEAR:
-            return None
-    out = []
-    for target, spans in links:
-        if target in dead:
-            continue
-        weight = 0.0
-        for start, end, _ in sorted(spans):
-            weight += 1.0 / kept[(start, end)]
-        out.append((target, min(weight, 1.0), list(spans)))
-    return out
 
 
 def span_context(

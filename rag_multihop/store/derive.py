@@ -240,9 +240,12 @@ def link_table(rows: Sequence[int], links: Sequence[Links]) -> Arrays:
 
 
 def concat_tables(prefix: str, first: Arrays, second: Arrays) -> Arrays:
-    """Two ``<prefix>.*`` CSR tables (rows, pointers, per-entry columns) as one."""
+    """Two ``<prefix>.*`` CSR tables (rows, pointers, per-entry columns) as one (the
+    ``<prefix>.*`` arrays of ``first``; other arrays in it are left out)."""
     out: Arrays = {}
     for key, value in first.items():
+        if not key.startswith(f"{prefix}."):
+            continue
         if key == f"{prefix}.ptr":
             out[key] = np.concatenate([value, second[key][1:] + value[-1]])
         else:

@@ -8,8 +8,8 @@ graph's title links), as memory-mapped arrays in segments (see ``docs/index.md``
   write one new segment each, holding the new passages, tombstones for deleted ones, and
   the new links of the old passages the change touches (recomputed for those that can name
   an added title, found through the ``piece`` postings; patched from their stored spans for
-  those that linked to a deleted page; never by reading the whole corpus); :meth:`~CorpusIndex.compact`
-  rewrites the live passages as one segment;
+  those that linked to a deleted page; never by reading the whole corpus);
+  :meth:`~CorpusIndex.compact` rewrites the live passages as one segment;
 - every write is one new version (a manifest; ``CURRENT`` moves last, atomically);
   :meth:`~CorpusIndex.snapshot` pins the version current when it is called, and a writer
   working meanwhile never changes what that snapshot sees;
@@ -39,7 +39,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +49,9 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.multihop.links import drop_referents
 from rag_multihop.multihop.titles import TitleIndex
 from rag_multihop.store import derive
+from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
     Segment,
@@ -361,16 +361,10 @@ class CorpusIndex:
         touched: set[int] = set()
         for key in derive.changed_keys(names, (p.title for p in passages)):
             touched.update(view.rows_with_pieces(key.split()).tolist())
-        patched_rows, patched = [], []
-        for row, links in linked_sources(state.segments, alive, dead):
-            if row in touched:
-                continue
-            kept = drop_referents(links, {t for t, _ in links if not alive[t]})
-            if kept is None:
-                touched.add(row)
-            else:
-                patched_rows.append(row)
-                patched.append(kept)
+        sources = linked_sources(state.segments, alive, dead)
+        sources = sources[~np.isin(sources, np.fromiter(touched, np.int64, len(touched)))]
+        patched_rows, patched, recompute = patch_links(state.segments, alive, sources)
+        touched.update(recompute.tolist())
         old = sorted(row for row in touched if row < r0)
         rows = [*old, *range(r0, r0 + n)]
         texts = [state.view.string("texts", row) for row in old] + [p.text for p in passages]
@@ -392,11 +386,9 @@ class CorpusIndex:
                 if title_key(passage.title):
                     by_key[title_key(passage.title)].append(row)
             rows_of = lambda key: by_key.get(key, ())  # noqa: E731
-        arrays |= derive.concat_tables(
-            "link",
-            derive.link_arrays(rows, texts, titles),
-            derive.link_table(patched_rows, patched),
-        )
+        arrays |= derive.link_arrays(rows, texts, titles)
+        if patched:
+            arrays |= derive.concat_tables("link", arrays, patched)
         arrays |= derive.graph_link_arrays(rows, texts, rows_of, settings.graph_max_title_words)
         ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
 
@@ -423,60 +415,6 @@ class CorpusIndex:
             len(patched_rows),
         )
         return version
-
-
-def linked_sources(
-    segments: Sequence[Segment], alive: np.ndarray, dead: Sequence[int]
-) -> Iterator[tuple[int, list[tuple[int, list[tuple[int, int, int]]]]]]:
-    """The live rows whose current title links reach a ``dead`` row, ascending, each with
-    those links (``(target, spans)``, spans ``(start, end, flags)``), found by one
-    vectorised scan of the stored link targets.
-
-    Deleting a page changes the title links of exactly these passages: a name of the page
-    in a text that did not link to it was either overlapped by a longer name or resolved to
-    other pages, and neither changes when it goes
-    (:func:`~rag_multihop.multihop.links.drop_referents` applies the change). The entity
-    graph's title links are a union over every name in the text, so a deleted target is
-    simply dropped when a snapshot reads them: they are not rewritten.
-    """
-    if not len(dead) or not segments:
-        return
-    doomed = np.asarray(sorted(dead), dtype=np.int64)
-    owner = np.full(alive.shape[0], -1, dtype=np.int64)
-    local = np.zeros(alive.shape[0], dtype=np.int64)
-    for i, segment in enumerate(segments):
-        rows = np.asarray(segment["link.rows"], dtype=np.int64)
-        owner[rows] = i
-        local[rows] = np.arange(len(rows))
-    found = []
-    for i, segment in enumerate(segments):
-        targets = np.asarray(segment["link.dst"], dtype=np.int64)
-        hits = np.flatnonzero(np.isin(targets, doomed))
-        if hits.size == 0:
-            continue
-        entries = np.unique(np.searchsorted(segment["link.ptr"], hits, side="right") - 1)
-        rows = np.asarray(segment["link.rows"], dtype=np.int64)[entries]
-        found.append(rows[(owner[rows] == i) & alive[rows]])
-    if not found:
-        return
-    span_pointers: dict[int, np.ndarray] = {}
-    for row in np.unique(np.concatenate(found)).tolist():
-        i, entry = int(owner[row]), int(local[row])
-        segment = segments[i]
-        if i not in span_pointers:
-            counts = np.asarray(segment["link.nspan"], dtype=np.int64)
-            span_pointers[i] = np.concatenate([[0], np.cumsum(counts)])
-        pointers = span_pointers[i]
-        start, end = int(segment["link.ptr"][entry]), int(segment["link.ptr"][entry + 1])
-        links = []
-        for j, target in zip(
-            range(start, end), segment["link.dst"][start:end].tolist(), strict=True
-        ):
-            a, b = int(pointers[j]), int(pointers[j + 1])
-            spans = segment["link.span"][a:b].tolist()
-            flags = segment["link.sflag"][a:b].tolist()
-            links.append((target, [(s, e, f) for (s, e), f in zip(spans, flags, strict=True)]))
-        yield row, links
 
 
 def build_ann(factory: str, vectors: np.ndarray) -> Any:

@@ -355,7 +355,9 @@ def test_deletes_patch_links_like_a_fresh_build(tmp_path, hashing_encoder, delet
     # the passages that named a deleted page equal a fresh build's, patched without their text
     # where the stored spans allow it
     vectors = _vectors(hashing_encoder, TRICKY)
-    index = CorpusIndex.build(tmp_path / "idx", TRICKY, vectors)
+    index = CorpusIndex.create(tmp_path / "idx", dim=vectors.shape[1])
+    index.add(TRICKY[:5], vectors[:5])  # two segments: sources' links defined in either
+    index.add(TRICKY[5:], vectors[5:])
     with caplog.at_level("INFO", logger="rag_multihop.store.index"):
         index.delete(deleted)
     live = [p for p in TRICKY if p.id not in deleted]
