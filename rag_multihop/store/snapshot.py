@@ -239,9 +239,20 @@ class IndexSnapshot:
         owner, local = self._home()
         indptr, cols, _, _ = self._gather(owner, local, "ment.ptr", ["ment.ent"])
         flat = cols.get("ment.ent", np.zeros(0, dtype=np.int32)).astype(np.int64)
-        unique, first = np.unique(flat, return_index=True)
-        order = unique[np.argsort(first, kind="stable")]
-        number = np.full(self.segments.n_entities, -1, dtype=np.int32)
+        segments = self.segments.segments
+        n_entities = self.segments.n_entities
+        if (
+            len(segments) == 1
+            and self.n_live == self.segments.n_rows
+            and segments[0].entities == (0, n_entities)
+        ):
+            # one segment, nothing deleted (a build or a compaction): its entities were
+            # numbered by first mention when written, so no sort is needed
+            order = np.arange(n_entities, dtype=np.int64)
+        else:
+            unique, first = np.unique(flat, return_index=True)
+            order = unique[np.argsort(first, kind="stable")]
+        number = np.full(n_entities, -1, dtype=np.int32)
         number[order] = np.arange(len(order), dtype=np.int32)
         mentions = sparse.csr_matrix(
             (np.ones(len(flat)), number[flat].astype(np.int32), indptr), shape=(n, len(order))
