@@ -67,7 +67,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -321,8 +321,8 @@ class MultiHopRetriever:
         if index is None and first_stage is None:
             index = DenseIndex.build(corpus.ids, self.vectors, factory=ann, ef_search=ef_search)
         self.index = index
-        self._ids = corpus.ids
-        self._row = {pid: i for i, pid in enumerate(self._ids)}
+        self._ids: Sequence[str] = corpus.ids
+        self._row: Mapping[str, int] = {pid: i for i, pid in enumerate(self._ids)}
         if index is not None:
             if len(index) != len(corpus) or index.dim != self.vectors.shape[1]:
                 raise ValueError(
@@ -448,8 +448,8 @@ class MultiHopRetriever:
         self.vectors = snapshot.vectors
         self.first_stage = _check_first_stage(first_stage)
         self.index = snapshot.dense_index if first_stage is None else None
-        self._ids = self.corpus.ids
-        self._row = {pid: i for i, pid in enumerate(self._ids)}
+        self._ids = snapshot.passage_ids
+        self._row = snapshot.id_positions
         self.encoder = encoder
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         self.titles = snapshot.title_index
