@@ -77,11 +77,21 @@ def names_in(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-_LIFE_SPAN = re.compile(r"\(\s*(?:born\s+)?\d{3,4}\s*[–—-]\s*\d{3,4}\s*\)|\(born\b", re.IGNORECASE)
-_PERSONAL = re.compile(r"\b(?:he|she|his|her|him|himself|herself)\b", re.IGNORECASE)
+_LIFE_SPAN = re.compile(r"\(\s*(?:born\s+)?\d{3,4}\s*[–—-]\s*\d{3,4}\s*\)|\(born\b|\bborn\b", re.I)
+_HE = re.compile(r"\b(?:he|his|him|himself)\b", re.IGNORECASE)
+_SHE = re.compile(r"\b(?:she|her|hers|herself)\b", re.IGNORECASE)
+_VESSEL = re.compile(r"\b(?:ship|vessel|boat|yacht|steamer|liner|frigate)\b", re.IGNORECASE)
 
 
 def about_a_person(text: str) -> bool:
-    """Whether ``text`` is about a person: a life span (``(1839–1911)``, ``(born 1950)``)
-    or personal pronouns (``he``, ``her``) at least twice."""
-    return bool(_LIFE_SPAN.search(text or "")) or len(_PERSONAL.findall(text or "")) >= 2
+    """Whether ``text`` is about a person: its opening (first 200 characters) gives a life
+    span (``(1839–1911)``, ``(born 1950)``) or a birth, or it says ``he``/``his`` at least
+    twice, or ``she``/``her`` at least twice and is not about a ship (ships are "she").
+
+    >>> about_a_person("MV Serwin Star was a ship. She was fast; she was scrapped in 1963.")
+    False
+    """
+    text = text or ""
+    if _LIFE_SPAN.search(text[:200]) or len(_HE.findall(text)) >= 2:
+        return True
+    return len(_SHE.findall(text)) >= 2 and not _VESSEL.search(text)
