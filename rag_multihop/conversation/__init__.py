@@ -21,16 +21,19 @@ from rag_multihop.conversation.answer import (
     sentences,
 )
 from rag_multihop.conversation.condense import (
+    CONDENSE_PROMPT,
     Condensed,
     Subject,
     Turn,
     check_rewrite,
     condense,
     condense_checked,
+    condense_prompt,
 )
 from rag_multihop.conversation.names import about_a_person, names_in
 
 __all__ = [
+    "CONDENSE_PROMPT",
     "Condensed",
     "ExtractiveAnswer",
     "Step",
@@ -41,6 +44,7 @@ __all__ = [
     "check_rewrite",
     "condense",
     "condense_checked",
+    "condense_prompt",
     "extractive_answer",
     "names_in",
     "sentences",

@@ -70,6 +70,27 @@ REWRITE_LABEL = re.compile(
 )
 MAX_CARRIED = 2
 """At most this many names are carried into a question that names nothing."""
+CONDENSE_PROMPT = (
+    "Rewrite the follow-up question as one standalone question, using the conversation for "
+    "names it refers to. Reply with the question only.\n\nConversation:\n{history}\n\n"
+    "Follow-up question: {question}\nStandalone question:"
+)
+"""What a capable model is asked; its reply goes through :func:`check_rewrite`."""
+
+
+def condense_prompt(exchanges: Sequence[tuple[str, str]], question: str) -> str:
+    """:data:`CONDENSE_PROMPT` with the last three ``(question, answer)`` exchanges.
+
+    >>> prompt = condense_prompt([("Who directed Rope?", "Hitchcock [1].")], "Where was he born?")
+    >>> print(prompt.split("Conversation:")[1].strip())
+    User: Who directed Rope?
+    Assistant: Hitchcock [1].
+    <BLANKLINE>
+    Follow-up question: Where was he born?
+    Standalone question:
+    """
+    history = "\n".join(f"User: {q}\nAssistant: {a}" for q, a in exchanges[-3:])
+    return CONDENSE_PROMPT.format(history=history, question=question)
 
 
 @dataclass(frozen=True)

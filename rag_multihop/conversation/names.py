@@ -31,8 +31,7 @@ STOP_WORDS = frozenset(
     must that this these those there here it its it's he she him her his hers they them their
     theirs we us our you your i me my what which who whom whose when where why how whether
     than then also too very much many more most some any each other such one two same about
-    into onto over under after before during while so if name tell give list please
-    first""".split()  # noqa: SIM905 - a word list reads better as text
+    into onto over under after before during while so if name tell give list please""".split()  # noqa: SIM905 - a word list reads better as text
 )
 """Words that carry no content of their own in a question."""
 
