@@ -61,13 +61,16 @@ def _rewrite(client: LLMClient, question: str) -> str:
 
 
 @pytest.mark.vcr
-def test_a_follow_up_rewrite_is_checked(client: LLMClient, vcr: Cassette) -> None:
+def test_a_statement_rewrite_falls_back_to_the_llm_free_condensation(
+    client: LLMClient, vcr: Cassette
+) -> None:
+    """Recorded 2026-11-25: the model answered with a statement about the previous answer
+    (the failure of issue 25), cut at 40 tokens; the check refuses it."""
     rewrite = _rewrite(client, "When did she die?")
+    assert rewrite.startswith("The founder of Veldmark Ropeworks was born in 1868")
+    assert check_rewrite("When did she die?", rewrite) == "not a question"
     result = condense_checked("When did she die?", HISTORY, rewrite)
-    why = check_rewrite("When did she die?", rewrite)
-    if why is None:  # a usable rewrite is used as the model wrote it
-        assert result.how == "model rewrite" and "die" in result.standalone.lower()
-    else:  # anything else falls back to the LLM-free condensation
-        assert result.how == f"model rewrite refused: {why}; refers back: she"
-        assert result.standalone == condense("When did she die?", HISTORY).standalone
+    assert result.standalone == condense("When did she die?", HISTORY).standalone
+    assert result.standalone == "When did Marit Hallendor die?"
+    assert result.how == "model rewrite refused: not a question; refers back: she"
     assert len(vcr) == 1
