@@ -973,11 +973,13 @@ def cited_sources(result: TurnResult) -> list[Evidence]:
 
 
 def print_turn(
-    stream: TurnStream, label: str = "model", write: Callable[[str], Any] = sys.stdout.write
+    stream: TurnStream, label: str = "model", write: Callable[[str], Any] | None = None
 ) -> TurnResult:
     """Print a turn to a terminal: the answer from the passages and what was searched for
     as soon as retrieval is done, the model's answer (labelled ``label``) as it streams,
-    then the cards and the account (every text passes :func:`clean_text` first)."""
+    then the cards and the account (every text passes :func:`clean_text` first); ``write``
+    defaults to the standard output of the moment."""
+    write = write or sys.stdout.write
     pieces = iter(stream)
     first = next(pieces, None)
     retrieval = stream.retrieval
