@@ -378,10 +378,15 @@ LOCAL_CONTEXT_TOKENS = 2048
 
 
 def llm_settings(model: str | None = None, api_base: str | None = None) -> LLMSettings:
-    """Settings for ``model`` (else ``$RAG_MULTIHOP_CHAT_LLM``, else the local model)."""
+    """Settings for ``model`` (else ``$RAG_MULTIHOP_CHAT_LLM``, else the local model, with
+    the local call defaults: 160 reply tokens, its server's slots, a timeout sized to that).
+
+    >>> llm_settings("local").max_tokens
+    160
+    """
     chosen = model or os.environ.get(LLM_ENV) or "local"
     if is_local_model(chosen):
-        return LLMSettings(chosen, max_tokens=256, timeout=120, max_retries=1)
+        return LLMSettings(chosen)
     return LLMSettings(chosen, api_base=api_base, max_tokens=512, timeout=120, max_retries=2)
 
 
@@ -399,10 +404,11 @@ def model_note(settings: LLMSettings) -> str:
     """Which model answers, said plainly (and that the bundled one is tiny)."""
     if is_local_model(settings.model):
         return (
-            "Answers come from SmolLM2-135M, the bundled local model (llama.cpp on 127.0.0.1, "
-            "no key, no network). It is tiny: it proves the chat runs end to end, its answers "
-            "are often wrong. Retrieval and citations do not depend on it. Use --llm "
-            "openai/gpt-4o-mini (or any litellm model string) for real answers."
+            "The answer is quoted from the retrieved passages, cited; beside it, SmolLM2-135M, "
+            "the bundled local model (llama.cpp on 127.0.0.1, no key, no network), gives its "
+            "own. It is tiny: it proves the chat runs end to end, its answers are often wrong. "
+            "Retrieval, follow-ups and citations do not depend on it. Use --llm "
+            "openai/gpt-4o-mini (or any litellm model string) for a real model's answers."
         )
     where = f" at {settings.api_base}" if settings.api_base else ""
     return f"Answers come from {settings.model}{where} (litellm model string)."
