@@ -18,7 +18,12 @@ openai/<name>``; any other litellm model string (``anthropic/...``, ``ollama/...
 through ``RagMultihopChatGenerator``, the Haystack integration's generator over
 rag-multihop's ``LLMClient``.
 
+With ``--llm-object`` that ``OpenAIChatGenerator`` (the app's own generator object) is given
+to ``RagMultihopChatGenerator``, so rag-multihop's client drives it: timeout, retries and the
+account of every call (:mod:`llm_objects`).
+
 Run:  bash examples/chatbots/run.sh haystack [--corpus DIR] [--method NAME] [--llm MODEL]
+          [--llm-object]
 """
 
 # No `from __future__ import annotations`: Haystack reads component annotations at runtime.
@@ -34,6 +39,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
+import llm_objects
 from chatkit import TOP_K, ChatCorpus, Source, TurnAccount, TurnStream
 from haystack import Document, Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
@@ -357,15 +363,32 @@ class HaystackChat:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = chatkit.argument_parser(__doc__)
+    parser.add_argument("--llm-object", action="store_true", help=llm_objects.HELP)
     args = parser.parse_args(argv)
+    settings = chatkit.llm_settings(args.llm, args.api_base)
+    if args.llm_object:
+        try:
+            llm_objects.check_endpoint(settings)
+        except ValueError as exc:
+            parser.error(str(exc))
     try:
         corpus = chatkit.load_chat_corpus(args.corpus)
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))
-    settings = chatkit.llm_settings(args.llm, args.api_base)
-    chat = HaystackChat(HaystackStack(corpus), settings, args.method, small_model=args.small_model)
+    factory = chat_generator
+    if args.llm_object:  # an OpenAI-compatible endpoint, so chat_generator's OpenAIChatGenerator
+        factory = lambda s: llm_objects.haystack_generator(chat_generator(s), s)  # noqa: E731
+    chat = HaystackChat(
+        HaystackStack(corpus),
+        settings,
+        args.method,
+        generator_factory=factory,
+        small_model=args.small_model,
+    )
     print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
     print(chatkit.model_note(settings))
+    if args.llm_object:
+        print("Through Haystack's OpenAIChatGenerator object, driven by rag-multihop's client.")
     return chatkit.repl(chat, args.question)
 
 

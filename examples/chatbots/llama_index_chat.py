@@ -15,7 +15,12 @@ LlamaIndex chat engines return the nodes they retrieved, not the ones an answer 
 rag-multihop's ``LLMClient`` (``RagMultihopLLM`` of the LlamaIndex integration), which counts
 calls, tokens and cost.
 
+With ``--llm-object`` the answers come from a LlamaIndex ``LLM`` object of the app's own
+(:mod:`llm_objects`: a ``CustomLLM`` over the model's OpenAI-compatible endpoint), which
+``RagMultihopLLM`` drives through the same client and account.
+
 Run:  bash examples/chatbots/run.sh llama-index [--corpus DIR] [--method NAME] [--llm MODEL]
+          [--llm-object]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
+import llm_objects
 from chatkit import TOP_K, ChatCorpus, Source, TurnAccount, TurnStream
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -266,17 +272,30 @@ class LlamaIndexChat:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = chatkit.argument_parser(__doc__)
+    parser.add_argument("--llm-object", action="store_true", help=llm_objects.HELP)
     args = parser.parse_args(argv)
+    settings = chatkit.llm_settings(args.llm, args.api_base)
+    if args.llm_object:
+        try:
+            llm_objects.check_endpoint(settings)
+        except ValueError as exc:
+            parser.error(str(exc))
     try:
         corpus = chatkit.load_chat_corpus(args.corpus)
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))
-    settings = chatkit.llm_settings(args.llm, args.api_base)
+    client = llm_objects.llama_index_client(settings) if args.llm_object else None
     chat = LlamaIndexChat(
-        LlamaIndexStack(corpus), settings, args.method, small_model=args.small_model
+        LlamaIndexStack(corpus),
+        settings,
+        args.method,
+        client=client,
+        small_model=args.small_model,
     )
     print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
     print(chatkit.model_note(settings))
+    if client is not None:
+        print(f"Through the LlamaIndex LLM object {client.settings.model}.")
     return chatkit.repl(chat, args.question)
 
 
