@@ -54,10 +54,13 @@ THING = {"it": "subject", "its": "possessive"}
 """Pronouns that stand for a thing."""
 GROUP = {"they": "subject", "them": "object", "their": "possessive", "theirs": "possessive"}
 """Pronouns that stand for a group or a thing named in the plural (a band, a club)."""
-DEMONSTRATIVES = frozenset({"that", "this", "these", "those", "the same"})
+DEMONSTRATIVES = ("the same", "that", "this", "these", "those")
 """``that company``, ``this film``: a demonstrative before a noun refers back."""
-ELLIPSIS = re.compile(r"^\s*(?:and\s+)?(?:what|how)\s+about\s+(?P<rest>.+?)\s*\??\s*$|^\s*and\s+"
-                      r"(?P<only>[^?]+?)\s*\?\s*$", re.IGNORECASE)  # fmt: skip
+ELLIPSIS = re.compile(
+    r"^\s*(?:and\s+)?(?:what|how)\s+about\s+(?P<rest>.+?)\s*\??\s*$"  # "what about X?"
+    r"|^\s*and\s+(?P<only>[^?]+?)\s*\?\s*$",  # "and X?"
+    re.IGNORECASE,
+)
 QUESTION_OPENERS = frozenset(
     """what which who whom whose when where why how is are was were do does did can could
     would will should has have had name list tell give in on at from for by to of and
@@ -153,11 +156,12 @@ def _form(name: str, form: str) -> str:
     return name
 
 
+_PRONOUNS = sorted({*PERSONAL, *THING, *GROUP}, key=len, reverse=True)
 _REFERRING = re.compile(
-    r"\b(?P<pronoun>" + "|".join(sorted({*PERSONAL, *THING, *GROUP}, key=len, reverse=True))
-    + r")\b|\b(?P<demonstrative>the same|that|this|these|those)\s+(?P<noun>[a-z][\w-]*)\b",
+    rf"\b(?P<pronoun>{'|'.join(_PRONOUNS)})\b"
+    rf"|\b(?P<demonstrative>{'|'.join(DEMONSTRATIVES)})\s+(?P<noun>[a-z][\w-]*)\b",
     re.IGNORECASE,
-)  # fmt: skip
+)
 
 
 def _content_follows(rest: str) -> bool:
