@@ -32,6 +32,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -39,12 +40,18 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
+import folders
 import llm_objects
 from chatkit import TOP_K, ChatCorpus, Source, TurnAccount, TurnStream
+from folders import Section, UnreadableFile
 from haystack import Document, Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
+from haystack.components.converters import HTMLToDocument, PyPDFToDocument, TextFileToDocument
 from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.components.joiners import DocumentJoiner
+from haystack.components.preprocessors import MarkdownHeaderSplitter
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.components.routers import FileTypeRouter
 from haystack.dataclasses import ChatMessage
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
@@ -73,6 +80,67 @@ ANSWER_TEMPLATE = [
 ]
 CONDENSE_TEMPLATE = [ChatMessage.from_user("{{ prompt }}")]
 """The condense prompt arrives whole (``rag_multihop.conversation.condense_prompt``)."""
+
+
+HTML_EXTRACTION = {"output_format": "markdown", "include_formatting": True, "favor_recall": True}
+"""trafilatura's options: the page's main text as Markdown, so h1-h3 arrive as ``#`` headings."""
+
+
+def converters() -> dict[str, Any]:
+    """The converter of each file type. Markdown goes through ``TextFileToDocument``:
+    ``MarkdownToDocument`` renders it to plain text, dropping the ``#`` headings that titles
+    are made of."""
+    return {
+        "application/pdf": PyPDFToDocument(),
+        "text/html": HTMLToDocument(extraction_kwargs=HTML_EXTRACTION),
+        "text/markdown": TextFileToDocument(),
+        "text/plain": TextFileToDocument(),
+    }
+
+
+def converter_pipeline() -> Pipeline:
+    """``FileTypeRouter`` -> one converter per type (:func:`converters`) -> ``DocumentJoiner``."""
+    pipeline = Pipeline()
+    by_type = converters()
+    pipeline.add_component("router", FileTypeRouter(mime_types=list(by_type)))
+    pipeline.add_component("joiner", DocumentJoiner())
+    for n, (mime, converter) in enumerate(by_type.items()):
+        pipeline.add_component(f"converter_{n}", converter)
+        pipeline.connect(f"router.{mime}", f"converter_{n}.sources")
+        pipeline.connect(f"converter_{n}.documents", "joiner.documents")
+    return pipeline
+
+
+class HaystackFolderReader:
+    """A file's sections through Haystack's converters (:func:`converter_pipeline`): PDF
+    pages (``PyPDFToDocument`` separates them by form feeds) headed ``page N``, HTML and
+    Markdown cut at their ``#`` headings by ``MarkdownHeaderSplitter`` (the heading in
+    ``meta["header"]``), text files one section."""
+
+    name = "haystack"
+
+    def __init__(self) -> None:
+        try:
+            self.pipeline = converter_pipeline()
+        except ImportError as exc:  # pypdf, trafilatura or lxml_html_clean
+            raise ImportError(
+                "reading folders needs the converters' packages: pip install -r "
+                f"examples/chatbots/requirements.txt ({exc})"
+            ) from exc
+        self.headings = MarkdownHeaderSplitter(keep_headers=False)
+
+    def read(self, path: Path) -> list[Section]:
+        out = self.pipeline.run({"router": {"sources": [path]}})
+        documents = out.get("joiner", {}).get("documents", [])
+        if not documents:  # the converter logged why and skipped the file
+            raise UnreadableFile("the converter returned no document (see the warning above)")
+        suffix = path.suffix.lower()
+        if suffix == ".pdf":
+            return folders.page_sections((documents[0].content or "").split("\f"))
+        if suffix == ".txt":
+            return [Section("", d.content or "") for d in documents]
+        parts = self.headings.run(documents)["documents"]
+        return [Section(str(d.meta.get("header") or ""), (d.content or "").strip()) for d in parts]
 
 
 def chat_generator(settings: LLMSettings) -> Any:
@@ -372,7 +440,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
     try:
-        corpus = chatkit.load_chat_corpus(args.corpus)
+        corpus = chatkit.load_chat_corpus(
+            args.corpus, reader=HaystackFolderReader(), progress=chatkit.TerminalProgress()
+        )
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))
     factory = chat_generator
