@@ -19,6 +19,10 @@ column):
   entity numbers), the ``ents`` column of new names and ``ent`` (name → number);
 - :func:`link_arrays`, :func:`graph_link_arrays`: the title links of given rows (``link.*``
   with weights and context stems, ``glink.*`` for the entity graph).
+
+The ``entry_arrays``, ``hashed_piece_arrays``, ``found_link_arrays`` and
+``found_graph_link_arrays`` variants lay out what workers already computed per passage
+(:mod:`rag_multihop.store.batches`), so every engine writes the one layout defined here.
 """
 
 from __future__ import annotations

@@ -260,9 +260,11 @@ def build_with_ray(
         context.enable_progress_bars = False
         reader = ray.data.read_parquet if kind == "parquet" else ray.data.read_json
         options = {"lines": True} if kind == "json" else {}
-        # reading is light: it takes no CPU, so it runs beside the worker actors, which
-        # hold one CPU each (a local Ray has exactly ``workers`` CPUs)
-        dataset = reader(files, filesystem=filesystem, num_cpus=0, **options)
+        # read before the actors start: they hold one CPU each (a local Ray has exactly
+        # ``workers``), so read and file-listing tasks queued behind them would never run
+        dataset = reader(files, filesystem=filesystem, **options).materialize()
+        if dataset.num_blocks() < 4 * workers:  # a few blocks per worker balance the load
+            dataset = dataset.repartition(4 * workers).materialize()
         read_tables = list(
             _collected(
                 dataset.map_batches(
