@@ -24,6 +24,7 @@ import glob
 import itertools
 import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,7 @@ def build_with_ray(
     settings = settings or IndexSettings()
     extractor = extractor or HeuristicExtractor()
     files, kind, filesystem = expand_inputs(inputs)
+    clock = _Clock()
     started = False
     if not ray.is_initialized():
         options = {"include_dashboard": False, "log_to_driver": False, **(init_options or {})}
@@ -254,6 +256,7 @@ def build_with_ray(
             options.setdefault("num_cpus", workers)
         ray.init(address=address, **options)
         started = True
+        clock.lap("ray.init")
     try:
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
@@ -263,8 +266,10 @@ def build_with_ray(
         # read before the actors start: they hold one CPU each (a local Ray has exactly
         # ``workers``), so read and file-listing tasks queued behind them would never run
         dataset = reader(files, filesystem=filesystem, **options).materialize()
+        clock.lap("read")
         if dataset.num_blocks() < 4 * workers:  # a few blocks per worker balance the load
             dataset = dataset.repartition(4 * workers).materialize()
+            clock.lap("repartition")
         read_tables = list(
             _collected(
                 dataset.map_batches(
@@ -284,6 +289,7 @@ def build_with_ray(
                 progress,
             )
         )
+        clock.lap("pass 1 (read, names, words, entities)")
         read = pa.concat_tables(read_tables, promote_options="permissive")
         n = read.num_rows
         if n == 0:
@@ -303,6 +309,7 @@ def build_with_ray(
         quals = read.column("quals").to_pylist()
         dictionary = NameDictionary.of(keys, quals, columns["title"], settings)
         reference = ray.put(dictionary)
+        clock.lap("merge 1 (title dictionary)")
         blocks = max(1, min(n, 4 * workers))
         cuts = np.linspace(0, n, blocks + 1).astype(int)
         texts = read.column("text")
@@ -332,6 +339,7 @@ def build_with_ray(
         )
         order = np.argsort(linked.column("row").to_numpy(), kind="stable")
         linked = linked.take(pa.array(order))
+        clock.lap("pass 2 (links)")
         if not np.array_equal(linked.column("row").to_numpy(), np.arange(n)):
             raise RuntimeError("pass 2 lost or repeated passages; rerun the build")
         read_columns = {
@@ -352,6 +360,7 @@ def build_with_ray(
             ray.shutdown()
     unit = l2_normalize(as_embedding_matrix(vectors, name="vectors"))
     arrays = batches.segment_arrays(columns, read_columns, link_columns, unit)
+    clock.lap("merge 2 (segment arrays)")
     made: Encoder | None = None
     if encoder is not None:
         from rag_multihop.encoders import make_encoder
@@ -361,6 +370,7 @@ def build_with_ray(
         path, dim=unit.shape[1], settings=settings, encoder=made, extractor=extractor
     )
     index.write_first_segment(arrays)
+    clock.lap("write")
     logger.info("built %s with Ray from %d shard(s): %d passages", path, len(files), n)
     return index
 
@@ -380,6 +390,18 @@ def _matrix(column: Any) -> np.ndarray:
     dim = lengths.pop()
     values = array.flatten().to_numpy(zero_copy_only=False)
     return values.reshape(len(array), dim)
+
+
+class _Clock:
+    """Logs the seconds each phase of a build took (``INFO``)."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        logger.info("ray build: %s took %.2f s", phase, now - self.last)
+        self.last = now
 
 
 def _collected(dataset: Any, stage: str, total: int, progress: Progress | None) -> Iterator[Any]:
