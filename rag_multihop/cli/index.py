@@ -132,10 +132,15 @@ def _shards_have_vectors(inputs: list[str]) -> bool:
         import pyarrow.parquet as pq
 
         return "vector" in pq.read_schema(files[0], filesystem=filesystem).names
-    opener = open if filesystem is None else filesystem.open_input_stream
-    with opener(files[0]) as handle:
-        line = handle.readline()
-    first = json.loads(line) if line.strip() else {}
+    from pyarrow.fs import LocalFileSystem
+
+    stream = (filesystem or LocalFileSystem()).open_input_stream(files[0], compression="detect")
+    with stream as handle:
+        head = handle.read(1 << 20)  # the first record is within the first MiB
+    try:
+        first = json.loads(head.split(b"\n", 1)[0] or b"{}")
+    except ValueError:  # the record is longer than the MiB read: the workers will tell
+        return False
     return isinstance(first, dict) and "vector" in first
 
 
