@@ -38,7 +38,7 @@ import numpy as np
 
 from rag_multihop.graph.build import passage_title_links
 from rag_multihop.graph.extract import EntityExtractor
-from rag_multihop.multihop.links import passage_links
+from rag_multihop.multihop.links import passage_link_spans
 from rag_multihop.multihop.titles import TitleIndex
 from rag_multihop.store import derive
 from rag_multihop.store.settings import IndexSettings
@@ -104,13 +104,11 @@ class NameDictionary:
     Attributes:
         titles: the title dictionary of every passage's names (rows in input order).
         graph_rows: the entity graph's title key → the rows titled by it.
-        window: the words around a link kept as its context.
         graph_max_words: the longest entity-graph title, in words.
     """
 
     titles: TitleIndex
     graph_rows: Mapping[str, list[int]]
-    window: int
     graph_max_words: int
 
     @classmethod
@@ -137,28 +135,56 @@ class NameDictionary:
         return cls(
             TitleIndex.from_keys(dict(by_key), len(titles), max_words=settings.title_max_words),
             dict(graph_rows),
-            settings.context_window,
             settings.graph_max_title_words,
         )
 
 
 def link_batch(batch: Mapping[str, Sequence[Any]], dictionary: NameDictionary) -> Batch:
     """Pass 2 over one batch of ``row`` and ``text`` columns: per passage, its title links
-    (``link.dst``, ``link.w``, ``link.ctx``: targets, weights, context stems) and the
+    (``link.dst`` targets, ``link.w`` weights, ``link.nspan`` name spans per link, the spans
+    ``link.span`` as flat ``start, end`` pairs and their ``link.sflag`` flags) and the
     entity graph's title links (``glink.dst``)."""
     graph_rows = dictionary.graph_rows
-    out: Batch = {"link.dst": [], "link.w": [], "link.ctx": [], "glink.dst": []}
+    out: Batch = {
+        "link.dst": [],
+        "link.w": [],
+        "link.nspan": [],
+        "link.span": [],
+        "link.sflag": [],
+        "glink.dst": [],
+    }
     for row, text in zip(batch["row"], batch["text"], strict=True):
         row, text = int(row), str(text)
-        found = passage_links(row, text, dictionary.titles, window=dictionary.window)
+        found = passage_link_spans(row, text, dictionary.titles)[1]
         out["link.dst"].append([target for target, _, _ in found])
         out["link.w"].append([weight for _, weight, _ in found])
-        out["link.ctx"].append([" ".join(sorted(context)) for _, _, context in found])
+        out["link.nspan"].append([len(spans) for _, _, spans in found])
+        out["link.span"].append([x for _, _, spans in found for s in spans for x in s[:2]])
+        out["link.sflag"].append([s[2] for _, _, spans in found for s in spans])
         out["glink.dst"].append(
             passage_title_links(
                 row, text, lambda key: graph_rows.get(key, ()), dictionary.graph_max_words
             )
         )
+    return out
+
+
+def _links(
+    targets: Sequence[int],
+    weights: Sequence[float],
+    counts: Sequence[int],
+    spans: Sequence[int],
+    flags: Sequence[int],
+) -> derive.Links:
+    """One passage's links from its pass-2 columns (the inverse of :func:`link_batch`)."""
+    out: derive.Links = []
+    at = 0
+    for target, weight, count in zip(targets, weights, counts, strict=True):
+        where = [
+            (int(spans[2 * i]), int(spans[2 * i + 1]), int(flags[i])) for i in range(at, at + count)
+        ]
+        out.append((int(target), float(weight), where))
+        at += count
     return out
 
 
@@ -187,14 +213,10 @@ def segment_arrays(
     arrays |= derive.hashed_piece_arrays([np.asarray(h, np.uint64) for h in read["pieces"]], 0)
     arrays |= derive.entity_arrays([list(e) for e in read["entities"]], lambda _: None, 0)
     arrays["dead"] = np.zeros(0, dtype=np.int32)
-    arrays |= derive.found_link_arrays(
-        numbers,
-        [
-            list(zip(*found, strict=True))
-            for found in zip(links["link.dst"], links["link.w"], links["link.ctx"], strict=True)
-        ],
-    )
-    arrays |= derive.found_graph_link_arrays(numbers, links["glink.dst"])
+    names = ("link.dst", "link.w", "link.nspan", "link.span", "link.sflag")
+    found = [_links(*values) for values in zip(*(links[c] for c in names), strict=True)]
+    arrays |= derive.link_table(numbers, found)
+    arrays |= derive.graph_link_table(numbers, links["glink.dst"])
     return arrays
 
 

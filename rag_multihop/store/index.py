@@ -6,9 +6,10 @@ graph's title links), as memory-mapped arrays in segments (see ``docs/index.md``
 
 - :meth:`CorpusIndex.add` / :meth:`~CorpusIndex.delete` / :meth:`~CorpusIndex.upsert`
   write one new segment each, holding the new passages, tombstones for deleted ones, and
-  the recomputed links of the old passages the change touches (found through the
-  ``piece`` postings, never by reading the whole corpus); :meth:`~CorpusIndex.compact`
-  rewrites the live passages as one segment;
+  the new links of the old passages the change touches (recomputed for those that can name
+  an added title, found through the ``piece`` postings; patched from their stored spans for
+  those that linked to a deleted page; never by reading the whole corpus);
+  :meth:`~CorpusIndex.compact` rewrites the live passages as one segment;
 - every write is one new version (a manifest; ``CURRENT`` moves last, atomically);
   :meth:`~CorpusIndex.snapshot` pins the version current when it is called, and a writer
   working meanwhile never changes what that snapshot sees;
@@ -49,6 +50,7 @@ from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.store import batches, derive
 from rag_multihop.store.batches import Progress
+from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
     Segment,
@@ -70,7 +72,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
@@ -346,22 +348,21 @@ class CorpusIndex:
         settings = IndexSettings.from_dict(state.manifest["settings"])
         unit = vectors if normalized else l2_normalize(vectors)
         if state.segments:
-            arrays, recomputed = self._update_arrays(state, settings, passages, unit, dead)
+            arrays, recomputed, patched = self._update_arrays(state, settings, passages, unit, dead)
         else:  # a first build or a compaction: the batch plan over the whole corpus
             arrays = batches.build_arrays(
                 passages, unit, settings, self.extractor, progress=self.progress
             )
-            recomputed = 0
-        if settings.ann != "flat" and len(passages):
-            arrays["ann"] = _ann_bytes(settings.ann, unit)
-        version = self._publish(state, arrays, base=base)
+            recomputed = patched = 0
+        version = self._publish(state, arrays, settings, base=base)
         logger.info(
-            "index %s version %d: +%d passages, -%d, %d links recomputed",
+            "index %s version %d: +%d passages, -%d, links of %d recomputed, %d patched",
             self.path,
             version,
             len(passages),
             len(dead),
             recomputed,
+            patched,
         )
         return version
 
@@ -374,17 +375,13 @@ class CorpusIndex:
             raise ValueError(
                 f"vectors have shape {arrays['vectors'].shape}; this index holds {dim}-dim rows"
             )
-        settings = self.settings
         with writer_lock(self.path, self.lock_timeout):
             state = _State.read(self.path)
             if state.n_rows:
                 raise ValueError(
                     f"{self.path} already holds passages; write_first_segment needs an empty index"
                 )
-            arrays = dict(arrays)
-            if settings.ann != "flat" and arrays["vectors"].shape[0]:
-                arrays["ann"] = _ann_bytes(settings.ann, np.asarray(arrays["vectors"]))
-            return self._publish(state, arrays)
+            return self._publish(state, arrays, self.settings)
 
     def _update_arrays(
         self,
@@ -393,10 +390,10 @@ class CorpusIndex:
         passages: Sequence[Passage],
         unit: np.ndarray,
         dead: Sequence[int],
-    ) -> tuple[dict[str, np.ndarray], int]:
+    ) -> tuple[dict[str, np.ndarray], int, int]:
         """The arrays of a segment over an index that has some: ``passages`` added,
-        ``dead`` deleted and the links of the old passages the change touches recomputed
-        (found through the ``piece`` postings); with the number of those passages."""
+        ``dead`` deleted, the links of the old passages the change touches recomputed
+        (found through the ``piece`` postings) or patched; with the numbers of both."""
         r0, e0, n = state.n_rows, state.n_entities, len(passages)
         arrays = derive.passage_arrays(passages, unit, r0)
         names = derive.passage_names(passages, settings.subjects)
@@ -412,9 +409,13 @@ class CorpusIndex:
         pending = Segment("pending", (r0, r0 + n), (e0, e1), arrays)
         view = SegmentSet([*state.segments, pending], alive)
 
-        touched = set(linking_rows(state.segments, alive, dead))
+        touched: set[int] = set()
         for key in derive.changed_keys(names, (p.title for p in passages)):
             touched.update(view.rows_with_pieces(key.split()).tolist())
+        sources = linked_sources(state.segments, alive, dead)
+        sources = sources[~np.isin(sources, np.fromiter(touched, np.int64, len(touched)))]
+        patched_rows, patched, recompute = patch_links(state.segments, alive, sources)
+        touched.update(recompute.tolist())
         old = sorted(row for row in touched if row < r0)
         rows = [*old, *range(r0, r0 + n)]
         texts = [state.view.string("texts", row) for row in old] + [p.text for p in passages]
@@ -424,29 +425,38 @@ class CorpusIndex:
             max_words=settings.title_max_words,
             graph_max_words=settings.graph_max_title_words,
         )
-        arrays |= derive.link_arrays(rows, texts, prefetched, settings.context_window)
+        arrays |= derive.link_arrays(rows, texts, prefetched)
+        if patched:
+            arrays |= derive.concat_tables("link", arrays, patched)
         arrays |= derive.graph_link_arrays(
             rows,
             texts,
             lambda key: prefetched.graph_rows.get(key, ()),
             settings.graph_max_title_words,
         )
-        return arrays, len(old)
+        return arrays, len(old), len(patched_rows)
 
     def _publish(
-        self, state: _State, arrays: dict[str, np.ndarray], *, base: _State | None = None
+        self,
+        state: _State,
+        arrays: dict[str, np.ndarray],
+        settings: IndexSettings,
+        *,
+        base: _State | None = None,
     ) -> int:
-        """Write ``arrays`` (a segment adding rows from ``state``'s end) and the next
-        version's manifest over ``state`` (``base``'s manifest for a compaction)."""
+        """Write ``arrays`` (a segment adding rows from ``state``'s end, with its ANN index
+        when ``settings`` ask for one) and the next version's manifest over ``state``
+        (``base``'s manifest for a compaction)."""
         r0, e0 = state.n_rows, state.n_entities
         n = len(arrays["ids.off"]) - 1
         e1 = e0 + len(arrays["ents.off"]) - 1
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
         alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
+        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
-        name = write_segment(self.path, version, arrays)
-        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays).describe()
+        name = write_segment(self.path, version, arrays, ann)
+        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann).describe()
         manifest.update(
             version=version,
             created=time.time(),
@@ -459,35 +469,8 @@ class CorpusIndex:
         return version
 
 
-def linking_rows(segments: Sequence[Segment], alive: np.ndarray, dead: Sequence[int]) -> np.ndarray:
-    """The live rows whose current title links (either kind) reach a ``dead`` row.
-
-    Deleting a page changes the links of exactly these passages: a name of the page in a
-    text that did not link to it was either overlapped by a longer name or resolved to
-    other pages, and neither changes when it goes. One vectorised scan of the stored links.
-    """
-    if not len(dead) or not segments:
-        return np.zeros(0, dtype=np.int64)
-    doomed = np.asarray(sorted(dead), dtype=np.int64)
-    found = []
-    for prefix in ("link", "glink"):
-        owner = np.full(alive.shape[0], -1, dtype=np.int64)
-        for i, segment in enumerate(segments):
-            owner[np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)] = i
-        for i, segment in enumerate(segments):
-            targets = np.asarray(segment[f"{prefix}.dst"], dtype=np.int64)
-            hits = np.flatnonzero(np.isin(targets, doomed))
-            if hits.size == 0:
-                continue
-            pointers = np.asarray(segment[f"{prefix}.ptr"])
-            local = np.searchsorted(pointers, hits, side="right") - 1
-            rows = np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)[np.unique(local)]
-            found.append(rows[(owner[rows] == i) & alive[rows]])
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-
-
-def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:
-    """A FAISS index of ``factory`` over ``vectors`` (inner product), serialised."""
+def build_ann(factory: str, vectors: np.ndarray) -> Any:
+    """A FAISS index of ``factory`` over ``vectors`` (inner product)."""
     import faiss  # deferred: importing FAISS costs ~0.3 s
 
     try:
@@ -497,7 +480,7 @@ def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:
     if not ann.is_trained:
         ann.train(vectors)
     ann.add(vectors)
-    return np.asarray(faiss.serialize_index(ann), dtype=np.uint8)
+    return ann
 
 
 class _State:

@@ -203,7 +203,9 @@ class LinkStage:
                 "row": table.column("row"),
                 "link.dst": _number_lists(found["link.dst"], np.int32),
                 "link.w": _number_lists(found["link.w"], np.float64),
-                "link.ctx": _string_lists(found["link.ctx"]),
+                "link.nspan": _number_lists(found["link.nspan"], np.int32),
+                "link.span": _number_lists(found["link.span"], np.int32),
+                "link.sflag": _number_lists(found["link.sflag"], np.uint8),
                 "glink.dst": _number_lists(found["glink.dst"], np.int32),
             }
         )
@@ -350,10 +352,8 @@ def build_with_ray(
             "entities": read.column("entities").to_pylist(),
         }
         link_columns = {
-            "link.dst": linked.column("link.dst").to_pylist(),
-            "link.w": linked.column("link.w").to_pylist(),
-            "link.ctx": linked.column("link.ctx").to_pylist(),
-            "glink.dst": linked.column("glink.dst").to_pylist(),
+            name: linked.column(name).to_pylist()
+            for name in ("link.dst", "link.w", "link.nspan", "link.span", "link.sflag", "glink.dst")
         }
     finally:
         if started:
