@@ -53,6 +53,7 @@ from rag_multihop.bridge.judges import (
     JudgeWeights,
     LLMJudge,
     judge_name,
+    name_links,
 )
 from rag_multihop.bridge.pipeline import BridgeRetriever, BridgeTrace
 from rag_multihop.bridge.queries import LLMQueryWriter, QueryWriter, TemplateQueryWriter
@@ -156,6 +157,10 @@ class FoldedJudge:
         self, query: Query, bridge: Passage, entities: Sequence[str], candidates: Sequence[Passage]
     ) -> Any:
         return await self.judges.route(query).ascore(query, bridge, entities, candidates)
+
+    def links(self, query: Query, bridge: Passage, candidates: Sequence[Passage]) -> Any:
+        """The routed judge's name links (the kept first stage's test)."""
+        return name_links(query, bridge, candidates)
 
 
 def _vectors(context: BenchContext) -> PassageVectors:
