@@ -299,7 +299,9 @@ def test_a_store_saved_without_a_fingerprint_is_checked_by_name_with_a_warning(
 def test_rala_takes_a_rank_from_the_first_stage_only_by_a_clear_lead(
     states_encoder: HiddenStateEncoder, polish_wedding: list[Passage]
 ) -> None:
-    candidates = _candidates(polish_wedding[::-1])
+    # an untitled corpus: file-like titles, as a user's chunks carry
+    untitled = [dataclasses.replace(p, title=f"doc-{i:04d}") for i, p in enumerate(polish_wedding)]
+    candidates = _candidates(untitled[::-1])
     query = Query(POLISH_WEDDING_QUESTION)
     plain = RaLaReranker(states_encoder, first_stage_margin=0.0).rerank(query, candidates)
     assert all(c.score == c.signals["rala"] for c in plain)
