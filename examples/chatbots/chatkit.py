@@ -1,10 +1,11 @@
 """What the three example chats share, framework-free: the corpus, the methods, the evidence
 view, the account and the model settings.
 
-- **Corpus** (:func:`load_chat_corpus`): the bundled demo corpus, or a folder of ``.txt`` /
-  ``.md`` files cut into passages; embedded once with the bundled MiniLM (progress bar) and
-  kept in a cache folder keyed by the passages' content, with the entity graph and the AAR
-  model, so the next start only loads files.
+- **Corpus** (:func:`load_chat_corpus`): the bundled demo corpus, embedded once with the
+  bundled MiniLM and cached by content, or a folder of PDF, HTML, Markdown and text files
+  read by the chat's framework reader (``folders.py``) into a persistent corpus index that
+  each start updates file by file (only new or changed files are read and embedded); the
+  entity graph and the AAR model are cached beside it.
 - **Methods** (:data:`METHODS`, :data:`DEFAULT_METHOD`): the names the method switchers offer.
   Each chat maps every name to its framework's components; :func:`check_builders` fails when a
   chat misses one, so adding a method is one line here plus one builder per chat.
@@ -33,11 +34,12 @@ import logging
 import os
 import re
 import sys
+import time
 import unicodedata
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -46,6 +48,9 @@ from rag_multihop.llm import LLMAccount, LLMSettings
 from rag_multihop.llm.local import is_local_model
 from rag_multihop.paths import cache_dir
 from rag_multihop.signals import signal_meaning
+
+if TYPE_CHECKING:
+    from folders import FolderReader, IndexProgress, ProgressCallback
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +118,7 @@ METHODS: dict[str, ChatMethod] = {
 DEFAULT_METHOD = "multihop"
 """The LLM-free method with the highest recall in docs/benchmarks.md's methods table (R@5
 98.0 on 2Wiki, 90.8 on HotpotQA-500, against 93.1 / 86.9 for graph fusion). It reads passage
-titles: a folder's passages take theirs from each file's first heading or its name."""
+titles: a folder's passages are titled "<file> › <nearest heading>" (``folders.file_title``)."""
 
 TOP_K = 5
 """Passages given to the model per turn."""
@@ -137,105 +142,10 @@ def check_builders(builders: Mapping[str, object], chat: str) -> None:
 
 # ----------------------------------------------------------------------------- corpus
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown")
-CHUNK_CHARS = 600
-"""Passages are cut from paragraphs up to this many characters; no passage is longer (a
-"word" longer than this, such as a line without spaces, is cut into pieces of this size)."""
-TITLE_CHARS = 200
-"""Titles (a file's first heading, else its name) are cut to this many characters."""
-CHUNKER_VERSION = 2
-
-
-def _decode(path: Path) -> str | None:
-    """The file's text (terminal controls removed, see :func:`clean_text`), ``None`` when it
-    is binary or not UTF-8; ``OSError`` when it cannot be read."""
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        return None
-    try:
-        return clean_text(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None
-
-
-def _words(paragraph: str, limit: int) -> Iterator[str]:
-    """The paragraph's words, any longer than ``limit`` cut into ``limit``-sized pieces."""
-    for word in paragraph.split():
-        for start in range(0, len(word), limit):
-            yield word[start : start + limit]
-
-
-def split_passages(text: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """Paragraphs joined up to ``limit`` characters; longer paragraphs cut at spaces, and
-    words longer than ``limit`` cut, so that no passage exceeds ``limit`` characters.
-
-    >>> [len(c) for c in split_passages("One.\\n\\nTwo.\\n\\n" + "word " * 30, limit=40)]
-    [10, 39, 39, 39, 29]
-    >>> [len(c) for c in split_passages("x" * 100, limit=40)]
-    [40, 40, 20]
-    """
-    pieces: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        line = ""
-        for word in _words(paragraph, limit):
-            if line and len(line) + 1 + len(word) > limit:
-                pieces.append(line)
-                line = word
-            else:
-                line = f"{line} {word}" if line else word
-        if line:
-            pieces.append(line)
-    chunks: list[str] = []
-    for piece in pieces:
-        if chunks and len(chunks[-1]) + 2 + len(piece) <= limit:
-            chunks[-1] = f"{chunks[-1]}\n\n{piece}"
-        else:
-            chunks.append(piece)
-    return chunks
-
-
-def read_folder(folder: Path) -> list[Passage]:
-    """Passages of every ``.txt`` / ``.md`` file under ``folder`` (titles from the first
-    markdown heading, else the file name). Binary or non-UTF-8 files, and files that vanish
-    or cannot be read (permissions, I/O errors), are skipped with a warning naming them; a
-    folder with no usable file is a :class:`ChatInputError` naming what was skipped."""
-    if not folder.is_dir():
-        raise ChatInputError(f"corpus folder {str(folder)!r} does not exist or is not a folder")
-    passages: list[Passage] = []
-    skipped: list[str] = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        relative = path.relative_to(folder).as_posix()
-        if path.suffix.lower() not in TEXT_SUFFIXES:
-            skipped.append(f"{relative} (not .txt/.md)")
-            continue
-        try:
-            text = _decode(path)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            logger.warning("skipping %s: cannot be read (%s)", relative, reason)
-            skipped.append(f"{relative} (cannot be read: {reason})")
-            continue
-        if text is None:
-            logger.warning("skipping %s: binary or not UTF-8 text", relative)
-            skipped.append(f"{relative} (binary or not UTF-8)")
-            continue
-        heading = re.search(r"^#\s+(.+)$", text, flags=re.MULTILINE)
-        title = heading.group(1).strip() if heading else path.stem.replace("_", " ")
-        title = title[:TITLE_CHARS]
-        for i, chunk in enumerate(split_passages(text)):
-            passages.append(Passage(f"{relative}#{i}", chunk, title=title))
-    if not passages:
-        detail = f"; skipped: {', '.join(skipped[:5])}" if skipped else " (the folder is empty)"
-        raise ChatInputError(
-            f"no readable text in {str(folder)!r}: give a folder of UTF-8 .txt or .md files"
-            + detail
-        )
-    return passages
-
 
 def content_key(passages: Sequence[Passage], encoder_name: str) -> str:
-    """A hash of the passages (ids, titles, texts), the chunker and the encoder."""
-    digest = hashlib.sha256(f"{CHUNKER_VERSION}\0{encoder_name}".encode())
+    """A hash of the passages (ids, titles, texts) and the encoder."""
+    digest = hashlib.sha256(encoder_name.encode())
     for p in passages:
         digest.update(f"\0{p.id}\0{p.title}\0{p.text}".encode())
     return digest.hexdigest()[:16]
@@ -251,7 +161,9 @@ def _atomic_save(path: Path, array: np.ndarray) -> None:
 class ChatCorpus:
     """Passages, their unit-length vectors, the encoder and the cache folder of derived state.
 
-    The entity graph and the AAR model are built on first use and saved in ``folder``.
+    The entity graph and the AAR model are built on first use and saved in ``folder``; a
+    folder's corpus index is kept up to date file by file (``index_path``, see
+    :func:`folders.sync_folder`), the demo corpus's is built once in ``folder``.
     """
 
     name: str
@@ -259,6 +171,7 @@ class ChatCorpus:
     vectors: np.ndarray
     encoder: Any
     folder: Path
+    index_path: Path | None = None
     _graph: Any = field(default=None, repr=False)
 
     def entity_graph(self) -> Any:
@@ -281,6 +194,8 @@ class ChatCorpus:
         from rag_multihop.store import CorpusIndex
         from rag_multihop.store.index import FORMAT_VERSION
 
+        if self.index_path is not None:
+            return self.index_path
         path = self.folder / f"corpus-v{FORMAT_VERSION}.idx"
         if not (path / "CURRENT").is_file():
             logger.info("indexing %d passages into %s (once)", len(self.corpus), path)
@@ -313,27 +228,32 @@ MIN_AAR_PAIRS = 10
 def load_chat_corpus(
     folder: str | os.PathLike[str] | None = None,
     *,
+    reader: FolderReader | None = None,
     encoder: Any = None,
     cache: Path | None = None,
     show_progress: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> ChatCorpus:
-    """The demo corpus (``folder=None``) or ``folder``'s files, embedded once and cached.
+    """The demo corpus (``folder=None``), embedded once and cached, or ``folder``'s PDF,
+    HTML, Markdown and text files read by ``reader`` (a chat's framework reader) into a
+    persistent corpus index that later runs update file by file (:func:`folders.sync_folder`;
+    ``progress`` gets its :class:`folders.IndexProgress`).
 
     ``encoder`` defaults to the bundled MiniLM (any rag-multihop encoder works); ``cache`` to
     ``$RAG_MULTIHOP_CACHE/chatbots`` (default ``~/.cache/rag_multihop/chatbots``).
     """
-    if folder is None:
-        from rag_multihop.demo import load_demo_dataset
-
-        passages, name = list(load_demo_dataset().corpus), "demo corpus"
-    else:
-        passages, name = read_folder(Path(folder)), Path(folder).name or str(folder)
     if encoder is None:
         from rag_multihop.encoders import default_encoder
 
         encoder = default_encoder()
+    cache = cache or cache_dir("chatbots")
+    if folder is not None:
+        return _folder_corpus(Path(folder), reader, encoder, cache, progress)
+    from rag_multihop.demo import load_demo_dataset
+
+    passages, name = list(load_demo_dataset().corpus), "demo corpus"
     corpus = Corpus(passages)
-    where = (cache or cache_dir("chatbots")) / content_key(passages, encoder.name)
+    where = cache / content_key(passages, encoder.name)
     where.mkdir(parents=True, exist_ok=True)
     vectors_file = where / "vectors.npy"
     if vectors_file.is_file():
@@ -346,6 +266,45 @@ def load_chat_corpus(
     if vectors.shape[0] != len(corpus):
         raise ChatInputError(f"cache {where} is inconsistent: delete the folder and start again")
     return ChatCorpus(name, corpus, vectors, encoder, where)
+
+
+def _folder_corpus(
+    folder: Path,
+    reader: FolderReader | None,
+    encoder: Any,
+    cache: Path,
+    progress: ProgressCallback | None,
+) -> ChatCorpus:
+    """``folder`` synced into its corpus index; derived state (graph, AAR) keyed by content."""
+    from folders import prune_siblings, sync_folder
+
+    if reader is None:
+        raise TypeError("reading a folder needs reader= (a chat's FolderReader)")
+    synced = sync_folder(folder, reader, encoder, cache, progress)
+    derived = synced.index_path.parent / f"derived-{content_key(synced.passages, encoder.name)}"
+    derived.mkdir(parents=True, exist_ok=True)
+    prune_siblings(derived)
+    name = folder.name or str(folder)
+    corpus = Corpus(synced.passages)
+    return ChatCorpus(name, corpus, synced.vectors, encoder, derived, synced.index_path)
+
+
+class TerminalProgress:
+    """A progress callback for terminals: a line per stage, then at most one per ``every_s``
+    seconds, and the last of each stage."""
+
+    def __init__(self, stream: Any = None, every_s: float = 1.0) -> None:
+        self.stream = stream or sys.stderr
+        self.every_s = every_s
+        self._stage, self._at = "", 0.0
+
+    def __call__(self, progress: IndexProgress) -> None:
+        now = time.monotonic()
+        last = progress.stage == "ready" or progress.done == progress.total
+        if progress.stage != self._stage or last or now - self._at >= self.every_s:
+            self.stream.write(f"  {progress.describe()}\n")
+            self.stream.flush()
+            self._stage, self._at = progress.stage, now
 
 
 # ----------------------------------------------------------------------------- model
@@ -746,7 +705,9 @@ def argument_parser(doc: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=(doc or "").split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--corpus", help="folder of .txt/.md files (default: the demo corpus)")
+    parser.add_argument(
+        "--corpus", help="folder of PDF, HTML, Markdown, text files (default: the demo corpus)"
+    )
     parser.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
     parser.add_argument("--llm", help=f"litellm model string (default: ${LLM_ENV}, else local)")
     parser.add_argument("--api-base", help="OpenAI-compatible server URL (with --llm openai/NAME)")

@@ -12,7 +12,12 @@ openai/<name>``; any other litellm model string (``anthropic/...``, ``ollama/...
 through ``RagMultihopChatGenerator``, the Haystack integration's generator over rag-multihop's
 ``LLMClient``. The evidence chain reads the retrieval component's ``trace`` output.
 
+With ``--llm-object`` that ``OpenAIChatGenerator`` (the app's own generator object) is given
+to ``RagMultihopChatGenerator``, so rag-multihop's client drives it: timeout, retries and the
+account of every call (:mod:`llm_objects`).
+
 Run:  bash examples/chatbots/run.sh haystack [--corpus DIR] [--method NAME] [--llm MODEL]
+          [--llm-object]
 """
 
 # No `from __future__ import annotations`: Haystack reads component annotations at runtime.
@@ -21,6 +26,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -28,11 +34,18 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
+import folders
+import llm_objects
 from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
+from folders import Section, UnreadableFile
 from haystack import Document, Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
+from haystack.components.converters import HTMLToDocument, PyPDFToDocument, TextFileToDocument
 from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.components.joiners import DocumentJoiner
+from haystack.components.preprocessors import MarkdownHeaderSplitter
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.components.routers import FileTypeRouter
 from haystack.dataclasses import ChatMessage
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
@@ -66,6 +79,67 @@ CONDENSE_TEMPLATE = [
         )
     )
 ]
+
+
+HTML_EXTRACTION = {"output_format": "markdown", "include_formatting": True, "favor_recall": True}
+"""trafilatura's options: the page's main text as Markdown, so h1-h3 arrive as ``#`` headings."""
+
+
+def converters() -> dict[str, Any]:
+    """The converter of each file type. Markdown goes through ``TextFileToDocument``:
+    ``MarkdownToDocument`` renders it to plain text, dropping the ``#`` headings that titles
+    are made of."""
+    return {
+        "application/pdf": PyPDFToDocument(),
+        "text/html": HTMLToDocument(extraction_kwargs=HTML_EXTRACTION),
+        "text/markdown": TextFileToDocument(),
+        "text/plain": TextFileToDocument(),
+    }
+
+
+def converter_pipeline() -> Pipeline:
+    """``FileTypeRouter`` -> one converter per type (:func:`converters`) -> ``DocumentJoiner``."""
+    pipeline = Pipeline()
+    by_type = converters()
+    pipeline.add_component("router", FileTypeRouter(mime_types=list(by_type)))
+    pipeline.add_component("joiner", DocumentJoiner())
+    for n, (mime, converter) in enumerate(by_type.items()):
+        pipeline.add_component(f"converter_{n}", converter)
+        pipeline.connect(f"router.{mime}", f"converter_{n}.sources")
+        pipeline.connect(f"converter_{n}.documents", "joiner.documents")
+    return pipeline
+
+
+class HaystackFolderReader:
+    """A file's sections through Haystack's converters (:func:`converter_pipeline`): PDF
+    pages (``PyPDFToDocument`` separates them by form feeds) headed ``page N``, HTML and
+    Markdown cut at their ``#`` headings by ``MarkdownHeaderSplitter`` (the heading in
+    ``meta["header"]``), text files one section."""
+
+    name = "haystack"
+
+    def __init__(self) -> None:
+        try:
+            self.pipeline = converter_pipeline()
+        except ImportError as exc:  # pypdf, trafilatura or lxml_html_clean
+            raise ImportError(
+                "reading folders needs the converters' packages: pip install -r "
+                f"examples/chatbots/requirements.txt ({exc})"
+            ) from exc
+        self.headings = MarkdownHeaderSplitter(keep_headers=False)
+
+    def read(self, path: Path) -> list[Section]:
+        out = self.pipeline.run({"router": {"sources": [path]}})
+        documents = out.get("joiner", {}).get("documents", [])
+        if not documents:  # the converter logged why and skipped the file
+            raise UnreadableFile("the converter returned no document (see the warning above)")
+        suffix = path.suffix.lower()
+        if suffix == ".pdf":
+            return folders.page_sections((documents[0].content or "").split("\f"))
+        if suffix == ".txt":
+            return [Section("", d.content or "") for d in documents]
+        parts = self.headings.run(documents)["documents"]
+        return [Section(str(d.meta.get("header") or ""), (d.content or "").strip()) for d in parts]
 
 
 def chat_generator(settings: LLMSettings) -> Any:
@@ -321,15 +395,28 @@ class HaystackChat:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = chatkit.argument_parser(__doc__)
+    parser.add_argument("--llm-object", action="store_true", help=llm_objects.HELP)
     args = parser.parse_args(argv)
+    settings = chatkit.llm_settings(args.llm, args.api_base)
+    if args.llm_object:
+        try:
+            llm_objects.check_endpoint(settings)
+        except ValueError as exc:
+            parser.error(str(exc))
     try:
-        corpus = chatkit.load_chat_corpus(args.corpus)
+        corpus = chatkit.load_chat_corpus(
+            args.corpus, reader=HaystackFolderReader(), progress=chatkit.TerminalProgress()
+        )
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))
-    settings = chatkit.llm_settings(args.llm, args.api_base)
-    chat = HaystackChat(HaystackStack(corpus), settings, args.method)
+    factory = chat_generator
+    if args.llm_object:  # an OpenAI-compatible endpoint, so chat_generator's OpenAIChatGenerator
+        factory = lambda s: llm_objects.haystack_generator(chat_generator(s), s)  # noqa: E731
+    chat = HaystackChat(HaystackStack(corpus), settings, args.method, generator_factory=factory)
     print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
     print(chatkit.model_note(settings))
+    if args.llm_object:
+        print("Through Haystack's OpenAIChatGenerator object, driven by rag-multihop's client.")
     return chatkit.repl(chat, args.question)
 
 

@@ -11,7 +11,12 @@ string; every call goes through
 rag-multihop's ``LLMClient`` (``RagMultihopLLM`` of the LlamaIndex integration), which counts
 calls, tokens and cost. The evidence chain reads the retriever's trace (``last_trace``).
 
+With ``--llm-object`` the answers come from a LlamaIndex ``LLM`` object of the app's own
+(:mod:`llm_objects`: a ``CustomLLM`` over the model's OpenAI-compatible endpoint), which
+``RagMultihopLLM`` drives through the same client and account.
+
 Run:  bash examples/chatbots/run.sh llama-index [--corpus DIR] [--method NAME] [--llm MODEL]
+          [--llm-object]
 """
 
 from __future__ import annotations
@@ -19,19 +24,24 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
+import llm_objects
 from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
-from llama_index.core import VectorStoreIndex
+from folders import Section, UnreadableFile
+from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.chat_engine import CondensePlusContextChatEngine
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
 from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.node_parser import HTMLNodeParser, MarkdownNodeParser
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.readers.base import BaseReader
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.embeddings.rag_multihop import RagMultihopEmbedding
 from llama_index.llms.rag_multihop import RagMultihopLLM
 from llama_index.postprocessor.rag_multihop import AssociationRerank, RaLaRerank
@@ -47,6 +57,92 @@ from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 
 CONTEXT_PROMPT = "Numbered passages:\n\n{context_str}\n\nAnswer with citations like [1]."
 CONDENSE_PROMPT = chatkit.CONDENSE_PROMPT.replace("{history}", "{chat_history}")
+
+
+READERS_MISSING = (
+    "reading folders needs the chats' readers: pip install -r examples/chatbots/requirements.txt"
+)
+HTML_HEADINGS = ("h1", "h2", "h3")
+"""HTML elements that start a section (their text becomes the passages' heading)."""
+HTML_TAGS = [*HTML_HEADINGS, "h4", "h5", "h6", "p", "li", "pre", "td", "th", "dd", "dt"]
+"""Elements ``HTMLNodeParser`` keeps (no inline tags: their text is in their paragraph)."""
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost error's type and message (through ``PDFReader``'s retry wrapper)."""
+    while True:
+        attempt = getattr(exc, "last_attempt", None)  # tenacity's RetryError
+        inner = attempt.exception() if attempt is not None else exc.__cause__
+        if inner is None:
+            return f"{type(exc).__name__}: {exc}"
+        exc = inner
+
+
+def _markdown_section(text: str) -> Section:
+    """A ``MarkdownNodeParser`` node (it starts at its heading line) as a section."""
+    first, _, rest = text.partition("\n")
+    if first.startswith("#"):
+        return Section(first.lstrip("#").strip(), rest.strip())
+    return Section("", text.strip())
+
+
+def _html_sections(nodes: Sequence[BaseNode]) -> list[Section]:
+    """``HTMLNodeParser`` nodes (one per run of same-tag elements) grouped under the
+    nearest h1-h3 node before them."""
+    sections: list[Section] = []
+    heading = ""
+    texts: list[str] = []
+    for node in nodes:
+        text = node.get_content(metadata_mode=MetadataMode.NONE).strip()
+        if node.metadata.get("tag") in HTML_HEADINGS:
+            sections.append(Section(heading, "\n\n".join(texts)))
+            heading, texts = " ".join(text.split()), []
+        elif text:
+            texts.append(text)
+    sections.append(Section(heading, "\n\n".join(texts)))
+    return [s for s in sections if s.text]
+
+
+class LlamaIndexFolderReader:
+    """A file's sections through LlamaIndex's own readers: ``SimpleDirectoryReader`` (PDFs
+    by llama-index-readers-file's ``PDFReader``, a document per page, headed ``page N``),
+    then ``MarkdownNodeParser`` for Markdown (a section per heading) and ``HTMLNodeParser``
+    for HTML (h1-h3 start sections); text files are one section."""
+
+    name = "llama-index"
+
+    def __init__(self) -> None:
+        try:
+            from llama_index.readers.file import PDFReader
+        except ImportError as exc:
+            raise ImportError(f"{READERS_MISSING} ({exc})") from exc
+        self.file_extractor: dict[str, BaseReader] = {".pdf": PDFReader(return_full_document=False)}
+        self.markdown = MarkdownNodeParser()
+        self.html = HTMLNodeParser(tags=HTML_TAGS)
+
+    def read(self, path: Path) -> list[Section]:
+        try:
+            documents = SimpleDirectoryReader(
+                input_files=[path],
+                file_extractor=self.file_extractor,
+                errors="strict",
+                raise_on_error=True,
+            ).load_data()
+        except Exception as exc:  # "Error loading file" around the reader's own error
+            raise UnreadableFile(_root_cause(exc)) from exc
+        suffix = path.suffix.lower()
+        if suffix == ".pdf":
+            return [
+                Section(f"page {d.metadata.get('page_label', n)}", d.text.strip())
+                for n, d in enumerate(documents, start=1)
+                if d.text.strip()
+            ]
+        if suffix in (".md", ".markdown"):
+            nodes = self.markdown.get_nodes_from_documents(documents)
+            return [s for s in map(_markdown_section, (n.get_content() for n in nodes)) if s.text]
+        if suffix in (".html", ".htm"):
+            return _html_sections(self.html.get_nodes_from_documents(documents))
+        return [Section("", d.text) for d in documents]
 
 
 class CitationNumbers(BaseNodePostprocessor):
@@ -226,15 +322,26 @@ class LlamaIndexChat:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = chatkit.argument_parser(__doc__)
+    parser.add_argument("--llm-object", action="store_true", help=llm_objects.HELP)
     args = parser.parse_args(argv)
+    settings = chatkit.llm_settings(args.llm, args.api_base)
+    if args.llm_object:
+        try:
+            llm_objects.check_endpoint(settings)
+        except ValueError as exc:
+            parser.error(str(exc))
     try:
-        corpus = chatkit.load_chat_corpus(args.corpus)
+        corpus = chatkit.load_chat_corpus(
+            args.corpus, reader=LlamaIndexFolderReader(), progress=chatkit.TerminalProgress()
+        )
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))
-    settings = chatkit.llm_settings(args.llm, args.api_base)
-    chat = LlamaIndexChat(LlamaIndexStack(corpus), settings, args.method)
+    client = llm_objects.llama_index_client(settings) if args.llm_object else None
+    chat = LlamaIndexChat(LlamaIndexStack(corpus), settings, args.method, client=client)
     print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
     print(chatkit.model_note(settings))
+    if client is not None:
+        print(f"Through the LlamaIndex LLM object {client.settings.model}.")
     return chatkit.repl(chat, args.question)
 
 

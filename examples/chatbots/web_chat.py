@@ -5,7 +5,10 @@ panel with the retrieved passages as the reasoning chain read from the method's 
 hop 2, related) and each passage's signals as bars labelled in plain words, the turn's account
 (LLM calls, tokens, cost, latency), a method switcher and the answering model named plainly.
 Every browser tab is its own conversation. The chat behind it is the LlamaIndex one
-(``--framework haystack`` for the Haystack one); the page loads nothing from outside 127.0.0.1.
+(``--framework haystack`` for the Haystack one, its readers too); the page loads nothing from
+outside 127.0.0.1. A ``--corpus`` folder is indexed in the background (:class:`FolderIndexing`)
+while the page answers from the demo corpus and shows a progress line (stage, passages/s,
+ETA); once the folder is ready, new conversations use it.
 
 Run:  bash examples/chatbots/run.sh web [--corpus DIR] [--llm MODEL] [--port 7860]
 """
@@ -18,6 +21,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -25,7 +29,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import chatkit
 import gradio as gr
-from chatkit import Chat, Evidence, TurnResult
+from chatkit import Chat, ChatCorpus, Evidence, TurnResult
+from folders import IndexProgress, check_folder
 
 logger = logging.getLogger(__name__)
 
@@ -111,15 +116,93 @@ CSS = """
 """
 
 
-class WebChat:
-    """The Gradio app: one chat per browser tab (Gradio's session hash)."""
+class FolderIndexing:
+    """A folder indexed in a background thread (:meth:`start`), its progress and outcome
+    read by the page (:meth:`status`); ``on_ready`` gets the folder's corpus when done."""
 
-    def __init__(self, make_chat: Callable[[], Chat], title: str, note: str) -> None:
+    def __init__(
+        self,
+        folder: str,
+        load: Callable[[Callable[[IndexProgress], None]], ChatCorpus],
+        on_ready: Callable[[ChatCorpus], None],
+    ) -> None:
+        self.folder = folder
+        self._load = load
+        self._on_ready = on_ready
+        self.progress: IndexProgress | None = None
+        self.error: str | None = None
+        self.corpus: ChatCorpus | None = None
+        self.finished = threading.Event()
+
+    def start(self) -> FolderIndexing:
+        threading.Thread(target=self._run, name="folder-indexing", daemon=True).start()
+        return self
+
+    def _report(self, progress: IndexProgress) -> None:
+        self.progress = progress
+
+    def _run(self) -> None:
+        try:
+            corpus = self._load(self._report)
+            self._on_ready(corpus)
+            self.corpus = corpus
+        except Exception as exc:  # shown on the page; the chat stays on the demo corpus
+            logger.exception("indexing %s failed", self.folder)
+            self.error = str(exc)
+        finally:
+            self.finished.set()
+
+    def status(self) -> str:
+        """The page's corpus line: the indexing stage with its rate and ETA, then the
+        outcome."""
+        name = html.escape(self.folder)
+        if self.corpus is not None:
+            return (
+                f"**Corpus:** {html.escape(self.corpus.name)} ({len(self.corpus.corpus):,} "
+                "passages) · indexed; the next question starts a conversation over it"
+            )
+        if self.error is not None:
+            return (
+                f"⚠️ **Could not index {name}:** {html.escape(self.error)}  \n"
+                "Answers still come from the demo corpus."
+            )
+        doing = self.progress.describe() if self.progress else "listing files"
+        return f"⏳ **Indexing {name}:** {doing} · answers come from the demo corpus until then"
+
+
+class WebChat:
+    """The Gradio app: one chat per browser tab (Gradio's session hash); a folder indexed
+    in the background (``indexing``) replaces the corpus when it is ready (:meth:`switch`)."""
+
+    def __init__(
+        self,
+        make_chat: Callable[[], Chat],
+        title: str,
+        note: str,
+        indexing: FolderIndexing | None = None,
+    ) -> None:
         self.make_chat = make_chat
         self.title = title
         self.note = note
+        self.indexing = indexing
         self._sessions: OrderedDict[str, Chat] = OrderedDict()
         self._lock = threading.Lock()
+
+    def switch(self, make_chat: Callable[[], Chat], title: str) -> None:
+        """Chats from now on come from ``make_chat``; every tab starts a new conversation."""
+        with self._lock:
+            self.make_chat, self.title = make_chat, title
+            self._sessions.clear()
+
+    def corpus_status(self) -> tuple[str, str, Any]:
+        """(header, corpus line, timer): the timer stops once the folder is indexed."""
+        if self.indexing is None:
+            return self.header(), "", gr.Timer(active=False)
+        finished = self.indexing.finished.is_set()
+        return self.header(), self.indexing.status(), gr.Timer(active=not finished)
+
+    def header(self) -> str:
+        return f"## {self.title}\n**Model:** {self.note}"
 
     def session(self, key: str) -> Chat:
         with self._lock:
@@ -178,7 +261,12 @@ class WebChat:
 
     def build(self) -> gr.Blocks:
         with gr.Blocks(title="rag-multihop chat") as demo:
-            gr.Markdown(f"## {self.title}\n**Model:** {self.note}", elem_id="model-note")
+            header = gr.Markdown(self.header(), elem_id="model-note")
+            status = gr.Markdown(
+                self.indexing.status() if self.indexing else "", elem_id="corpus-status"
+            )
+            timer = gr.Timer(1.0, active=self.indexing is not None)
+            timer.tick(self.corpus_status, None, [header, status, timer])
             with gr.Row():
                 with gr.Column(scale=3):
                     chatbot = gr.Chatbot(label="Chat", height=520, elem_id="chat")
@@ -211,20 +299,42 @@ class WebChat:
 
 
 def make_app(args: Any) -> WebChat:
-    corpus = chatkit.load_chat_corpus(args.corpus)
+    """The web chat on the demo corpus; a ``--corpus`` folder is indexed in the background
+    (read by the chosen framework's readers) and replaces it when ready."""
     settings = chatkit.llm_settings(args.llm, args.api_base)
     if args.framework == "haystack":
-        from haystack_chat import HaystackChat, HaystackStack
+        from haystack_chat import HaystackChat, HaystackFolderReader, HaystackStack
 
-        hs_stack = HaystackStack(corpus)
-        make: Callable[[], Chat] = lambda: HaystackChat(hs_stack, settings, args.method)  # noqa: E731
+        reader: Any = HaystackFolderReader()
+
+        def chats(corpus: ChatCorpus) -> Callable[[], Chat]:
+            stack = HaystackStack(corpus)
+            return lambda: HaystackChat(stack, settings, args.method)
+
     else:
-        from llama_index_chat import LlamaIndexChat, LlamaIndexStack
+        from llama_index_chat import LlamaIndexChat, LlamaIndexFolderReader, LlamaIndexStack
 
-        li_stack = LlamaIndexStack(corpus)
-        make = lambda: LlamaIndexChat(li_stack, settings, args.method)  # noqa: E731
-    title = f"rag-multihop chat · {corpus.name} ({len(corpus.corpus)} passages) · {args.framework}"
-    return WebChat(make, title, chatkit.model_note(settings))
+        reader = LlamaIndexFolderReader()
+
+        def chats(corpus: ChatCorpus) -> Callable[[], Chat]:
+            stack = LlamaIndexStack(corpus)
+            return lambda: LlamaIndexChat(stack, settings, args.method)
+
+    def title(corpus: ChatCorpus) -> str:
+        n = len(corpus.corpus)
+        return f"rag-multihop chat · {corpus.name} ({n:,} passages) · {args.framework}"
+
+    if args.corpus:
+        check_folder(Path(args.corpus))  # at once; what is in it is read in the background
+    demo = chatkit.load_chat_corpus()
+    app = WebChat(chats(demo), title(demo), chatkit.model_note(settings))
+    if args.corpus:
+        app.indexing = FolderIndexing(
+            args.corpus,
+            lambda report: chatkit.load_chat_corpus(args.corpus, reader=reader, progress=report),
+            lambda corpus: app.switch(chats(corpus), title(corpus)),
+        ).start()
+    return app
 
 
 def main(argv: Sequence[str] | None = None) -> int:

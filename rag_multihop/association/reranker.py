@@ -58,6 +58,7 @@ from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
+from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import (
     as_embedding_matrix,
@@ -415,17 +416,19 @@ class AssociationReranker:
             dupes = [pid for pid, n in Counter(ids).items() if n > 1]
             raise ValueError(f"candidates must have unique passage ids; duplicated: {dupes[:5]}")
         store = self._fitted
-        query_vector = self._query_vector(query)
-        passages, transformed = self._candidate_vectors(candidates, vectors)
-        cosine = passages @ query_vector
-        scoring = get_scoring_mode(self.settings.mode)
-        query_f = (
-            association_transform(query_vector[None, :], store.weights)[0]
-            if scoring.uses_query_transform
-            else None
-        )
-        association = scoring.function(query_vector, query_f, passages, transformed)
-        blended = blend(cosine, association, self.settings.lambda_)
+        with span("aar.association", candidates=len(candidates), mode=self.settings.mode):
+            query_vector = self._query_vector(query)
+            passages, transformed = self._candidate_vectors(candidates, vectors)
+            cosine = passages @ query_vector
+            scoring = get_scoring_mode(self.settings.mode)
+            query_f = (
+                association_transform(query_vector[None, :], store.weights)[0]
+                if scoring.uses_query_transform
+                else None
+            )
+            association = scoring.function(query_vector, query_f, passages, transformed)
+        with span("aar.blend", candidates=len(candidates), blend_lambda=self.settings.lambda_):
+            blended = blend(cosine, association, self.settings.lambda_)
         return AssociationScores(cosine, association, blended)
 
     def _lookup(self) -> PassageVectors:

@@ -26,6 +26,7 @@ class AssociationRetriever(RerankedRetriever):
     """
 
     reranker: AssociationReranker
+    trace_name = "aar"
 
     def __init__(
         self,

@@ -87,12 +87,14 @@ from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import FusionSettings, fuse_candidates
 from rag_multihop.protocols import Retriever
+from rag_multihop.tracing import NoSpan, Span, span
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int, loggable
 from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
+    from rag_multihop.llm.chat import ChatModel
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
@@ -320,7 +322,7 @@ class BridgeRetriever:
     def with_llm(
         cls,
         base: Searcher | Retriever,
-        llm: str | LLMSettings | LLMClient,
+        llm: str | LLMSettings | LLMClient | ChatModel,
         *,
         api_base: str | None = None,
         api_key_env: str | None = None,
@@ -339,7 +341,9 @@ class BridgeRetriever:
 
         ``llm`` is a litellm model string (``"openai/gpt-4o-mini"``; ``api_base`` and
         ``api_key_env``, the NAME of the key's variable, apply to it), an
-        :class:`~rag_multihop.llm.client.LLMSettings` or a ready client. The key is read
+        :class:`~rag_multihop.llm.client.LLMSettings`, a ready client or a
+        :class:`~rag_multihop.llm.chat.ChatModel` (a framework's LLM object, wrapped; the
+        adapters wrap LlamaIndex and Haystack objects themselves). The key is read
         from the environment at the first call; a missing one raises
         :class:`~rag_multihop.llm.errors.LLMConfigError` naming the variable. The overrides
         are the constructor's.
@@ -439,7 +443,8 @@ class BridgeRetriever:
             fused: list[Candidate] = []
         else:
             judgement = check_judgement(raw_judgement, len(pool), self.judge)
-            fused = fuse_pool(pool, judgement, self.settings.alpha)
+            with span("bridge.fuse", pool_size=len(pool), alpha=self.settings.alpha):
+                fused = fuse_pool(pool, judgement, self.settings.alpha)
         first = hop1[0] if self.settings.bridge_position == "first" else None
         candidates = first_stage(hop1, k) if kept else assemble(first, fused, hop1, k)
         accounts = [a for a in (plan.account, judgement.account) if a is not None]
@@ -480,43 +485,65 @@ class BridgeRetriever:
         """The ``k`` best candidates for ``query`` and the :class:`BridgeTrace`."""
         start = time.perf_counter()
         check_positive_int(k, "k")
-        hop1 = self.searcher.search([query], k)[0]
-        if not hop1:
-            return self._empty(query, start)
-        bridge = hop1[0]
-        plan = self.writer.plan(query, bridge.passage)
-        expansion = self._expansion(query, plan)
-        depth = max(self.settings.query_k, self.settings.entity_k)
-        hits = self.searcher.search(expansion, depth) if expansion else []
-        pool = self._pool(bridge, plan, hits)
-        kept = self._keeps_first_stage(query, bridge, pool)
-        judged = (
-            self.judge.score(query, bridge.passage, plan.entities, [c.passage for c in pool])
-            if pool and not kept
-            else None
-        )
-        return self._finish(query, k, hop1, plan, pool, judged, start, kept)
+        with span("bridge.run", k=k, judge=judge_name(self.judge)) as record:
+            with span("bridge.hop1", k=k) as stage:
+                hop1 = self.searcher.search([query], k)[0]
+                stage.set(candidates=len(hop1))
+            if not hop1:
+                return self._empty(query, start)
+            bridge = hop1[0]
+            with span("bridge.plan") as stage:
+                plan = self.writer.plan(query, bridge.passage)
+                _planned(stage, plan)
+            expansion = self._expansion(query, plan)
+            depth = max(self.settings.query_k, self.settings.entity_k)
+            with span("bridge.expansion", searches=len(expansion), k=depth) as stage:
+                hits = self.searcher.search(expansion, depth) if expansion else []
+                pool = self._pool(bridge, plan, hits)
+                stage.set(candidates=sum(len(h) for h in hits), pool_size=len(pool))
+            kept = self._keeps_first_stage(query, bridge, pool)
+            with span("bridge.judge", candidates=0 if kept else len(pool), kept_first_stage=kept):
+                judged = (
+                    self.judge.score(
+                        query, bridge.passage, plan.entities, [c.passage for c in pool]
+                    )
+                    if pool and not kept
+                    else None
+                )
+            result = self._finish(query, k, hop1, plan, pool, judged, start, kept)
+            return _traced(record, result)
 
     async def arun(self, query: Query, k: int = 10) -> BridgeResult:
         """The async twin of :meth:`run` (LLM calls concurrent, searches off the loop)."""
         start = time.perf_counter()
         check_positive_int(k, "k")
-        hop1 = (await self.searcher.asearch([query], k))[0]
-        if not hop1:
-            return self._empty(query, start)
-        bridge = hop1[0]
-        plan = await self.writer.aplan(query, bridge.passage)
-        expansion = self._expansion(query, plan)
-        depth = max(self.settings.query_k, self.settings.entity_k)
-        hits = await self.searcher.asearch(expansion, depth) if expansion else []
-        pool = self._pool(bridge, plan, hits)
-        kept = self._keeps_first_stage(query, bridge, pool)
-        judged = (
-            await self.judge.ascore(query, bridge.passage, plan.entities, [c.passage for c in pool])
-            if pool and not kept
-            else None
-        )
-        return self._finish(query, k, hop1, plan, pool, judged, start, kept)
+        with span("bridge.run", k=k, judge=judge_name(self.judge)) as record:
+            with span("bridge.hop1", k=k) as stage:
+                hop1 = (await self.searcher.asearch([query], k))[0]
+                stage.set(candidates=len(hop1))
+            if not hop1:
+                return self._empty(query, start)
+            bridge = hop1[0]
+            with span("bridge.plan") as stage:
+                plan = await self.writer.aplan(query, bridge.passage)
+                _planned(stage, plan)
+            expansion = self._expansion(query, plan)
+            depth = max(self.settings.query_k, self.settings.entity_k)
+            with span("bridge.expansion", searches=len(expansion), k=depth) as stage:
+                hits = await self.searcher.asearch(expansion, depth) if expansion else []
+                pool = self._pool(bridge, plan, hits)
+                stage.set(candidates=sum(len(h) for h in hits), pool_size=len(pool))
+            kept = self._keeps_first_stage(query, bridge, pool)
+            with span("bridge.judge", candidates=0 if kept else len(pool), kept_first_stage=kept):
+                judged = (
+                    await self.judge.ascore(
+                        query, bridge.passage, plan.entities, [c.passage for c in pool]
+                    )
+                    if pool and not kept
+                    else None
+                )
+            result = self._finish(query, k, hop1, plan, pool, judged, start, kept)
+            return _traced(record, result)
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The core ``Retriever`` protocol: :meth:`run` without the trace."""
@@ -524,3 +551,23 @@ class BridgeRetriever:
 
     async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         return (await self.arun(query, k)).candidates
+
+
+def _planned(stage: Span | NoSpan, plan: HopPlan) -> None:
+    """The plan's counts on its span."""
+    if not stage.recording:
+        return
+    stage.set(entities=len(plan.entities), queries=len(plan.queries), fallbacks=plan.fallbacks)
+
+
+def _traced(record: Span | NoSpan, result: BridgeResult) -> BridgeResult:
+    """``result`` with its counts (pool, returned, LLM calls and tokens) on ``record``."""
+    if not record.recording:
+        return result
+    trace = result.trace
+    record.set(
+        pool_size=len(trace.pool_ids), returned=len(result.candidates), fallbacks=trace.fallbacks
+    )
+    if trace.account is not None:
+        record.set(llm_calls=trace.account.calls, llm_tokens=trace.account.total_tokens)
+    return result

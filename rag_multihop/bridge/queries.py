@@ -37,13 +37,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.secrets import check_model_name
 from rag_multihop.text import normalize_entity
 from rag_multihop.types import Passage, Query
 from rag_multihop.validation import check_choice, check_int, check_positive_int
 
 if TYPE_CHECKING:
     from rag_multihop.llm.accounting import LLMAccount
+    from rag_multihop.llm.chat import ChatModel
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
@@ -264,33 +264,18 @@ def check_on_error(on_error: str) -> str:
 
 
 def make_client(
-    llm: str | LLMSettings | LLMClient,
+    llm: str | LLMSettings | LLMClient | ChatModel,
     *,
     api_base: str | None = None,
     api_key_env: str | None = None,
 ) -> LLMClient:
-    """An LLM client from a model string (with ``api_base`` / ``api_key_env``), settings or a
-    ready client. The key is never taken here: the client reads it at call time."""
-    from rag_multihop.llm.client import LLMClient, LLMSettings
+    """An LLM client from a model string (with ``api_base`` / ``api_key_env``), settings, a
+    ready client or a :class:`~rag_multihop.llm.chat.ChatModel`
+    (:func:`rag_multihop.llm.resolve.make_client`). The key is never taken here: the client
+    reads it at call time."""
+    from rag_multihop.llm.resolve import make_client as resolve
 
-    if isinstance(llm, LLMClient):
-        client = llm
-    elif isinstance(llm, LLMSettings):
-        client = LLMClient(llm)
-    elif isinstance(llm, str):
-        check_model_name(llm, "llm")  # named as the caller knows it; never echoes a key
-        return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=api_key_env))
-    else:
-        raise TypeError(
-            "llm must be a litellm model string, LLMSettings or LLMClient, "
-            f"got {type(llm).__name__}"
-        )
-    if api_base is not None or api_key_env is not None:
-        raise ValueError(
-            "api_base and api_key_env apply to a model-string llm; set them on the LLMSettings "
-            "or LLMClient you passed instead"
-        )
-    return client
+    return resolve(llm, api_base=api_base, api_key_env=api_key_env)
 
 
 class LLMQueryWriter:

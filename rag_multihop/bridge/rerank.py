@@ -47,6 +47,7 @@ from rag_multihop.validation import check_positive_int
 from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
+    from rag_multihop.llm.chat import ChatModel
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class BridgeReranker:
     @classmethod
     def with_llm(
         cls,
-        llm: str | LLMSettings | LLMClient,
+        llm: str | LLMSettings | LLMClient | ChatModel,
         *,
         api_base: str | None = None,
         api_key_env: str | None = None,

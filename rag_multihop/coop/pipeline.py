@@ -47,12 +47,14 @@ from rag_multihop.coop.settings import CoopSettings
 from rag_multihop.coop.uar import UARRetriever
 from rag_multihop.coop.unroll import Triple, Unroller, Unrolling
 from rag_multihop.protocols import Retriever
+from rag_multihop.tracing import NoSpan, Span, span
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int
 
 if TYPE_CHECKING:
     from rag_multihop.coop.rala import RaLaReranker
     from rag_multihop.llm.accounting import LLMAccount
+    from rag_multihop.llm.chat import ChatModel
     from rag_multihop.llm.client import LLMClient, LLMSettings
 
 __all__ = ["CoopResult", "CoopRetriever", "CoopSettings", "CoopTrace"]
@@ -179,7 +181,7 @@ class CoopRetriever:
     def with_llm(
         cls,
         base: Retriever,
-        llm: str | LLMSettings | LLMClient,
+        llm: str | LLMSettings | LLMClient | ChatModel,
         *,
         reranker: RaLaReranker | None = None,
         keyextract: bool = False,
@@ -191,12 +193,13 @@ class CoopRetriever:
     ) -> CoopRetriever:
         """The full method with one LLM for unrolling, reading and (when ``keyextract``)
         KeyExtract (2 rounds unless ``keyextract_rounds`` says otherwise); ``llm`` is a
-        litellm model string, ``"local"``, settings or a client."""
+        litellm model string, ``"local"``, settings, a client or a
+        :class:`~rag_multihop.llm.chat.ChatModel` (a framework's LLM object, wrapped)."""
         from rag_multihop.coop.keyextract import LLMKeyExtractor
         from rag_multihop.coop.unroll import LLMUnroller
-        from rag_multihop.llm.client import LLMClient
+        from rag_multihop.llm.resolve import make_client
 
-        client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
+        client = make_client(llm)
         settings = resolve_settings(
             CoopSettings,
             settings,
@@ -220,18 +223,25 @@ class CoopRetriever:
 
     def _search(self, query: Query, unrolling: Unrolling, k: int) -> tuple[list[Candidate], str]:
         """UAR's candidates for the unrolled question, reranked against its text."""
-        candidates, text = self.uar.search(query, unrolling, max(k, self.settings.candidates))
+        depth = max(k, self.settings.candidates)
+        with span("coop.retrieve", k=depth, uar_mode=self.settings.uar_mode) as record:
+            candidates, text = self.uar.search(query, unrolling, depth)
+            record.set(candidates=len(candidates))
         return self._rerank(query, text, candidates), text
 
     def _search_text(self, query: Query, text: str, k: int) -> list[Candidate]:
         """A KeyExtract round's search: the extended text, reranked against it."""
         depth = max(k, self.settings.candidates)
-        return self._rerank(query, text, self.uar.base.retrieve(Query(text, id=query.id), depth))
+        with span("coop.retrieve", k=depth, uar_mode="keyextract") as record:
+            found = self.uar.base.retrieve(Query(text, id=query.id), depth)
+            record.set(candidates=len(found))
+        return self._rerank(query, text, found)
 
     def _rerank(self, query: Query, text: str, candidates: list[Candidate]) -> list[Candidate]:
         if self.reranker is None:
             return candidates
-        return self.reranker.rerank(Query(text, id=query.id), candidates)
+        with span("coop.rerank", candidates=len(candidates)):
+            return self.reranker.rerank(Query(text, id=query.id), candidates)
 
     def _next_text(self, text: str, step: KeyStep) -> str | None:
         return f"{text} {step.sentence}" if step.sentence and step.sentence not in text else None
@@ -243,21 +253,29 @@ class CoopRetriever:
         """Candidates (at most ``k``) and, with a reader and ``read``, the answer."""
         query = _as_query(query)
         check_positive_int(k, "k")
+        with span("coop.run", k=k) as record:
+            return _finished(record, self._run(query, k, read))
+
+    def _run(self, query: Query, k: int, read: bool) -> CoopResult:
         seconds: dict[str, float] = {}
         accounts: dict[str, LLMAccount] = {}
         clock = time.perf_counter()
-        unrolling, account = self.uar.unroll(query)
+        with span("coop.unroll", llm=self.uar.unroller is not None) as stage:
+            unrolling, account = self.uar.unroll(query)
+            _unrolled(stage, unrolling, account)
         if self.uar.unroller is not None:
             seconds["unroll"] = time.perf_counter() - clock
             _add(accounts, "unroll", account)
         clock = time.perf_counter()
         candidates, text = self._search(query, unrolling, k)
         seconds["retrieve"] = time.perf_counter() - clock
-        texts, rounds, stop = [text], [], None
+        texts, rounds, stop = [text], list[KeyRound](), None
         if self.key_extractor is not None and self.settings.keyextract_rounds:
             clock = time.perf_counter()
             for _ in range(self.settings.keyextract_rounds):
-                step = self.key_extractor.extract(text, self._passages(candidates))
+                with span("coop.keyextract", round=len(rounds) + 1) as stage:
+                    step = self.key_extractor.extract(text, self._passages(candidates))
+                    _stepped(stage, step)
                 rounds.append(_round(text, candidates, self.settings.top_k, step))
                 _add(accounts, f"keyextract_{len(rounds)}", step.account)
                 stop, following = _verdict(step, self._next_text(text, step))
@@ -271,7 +289,9 @@ class CoopRetriever:
         reading = None
         if self.reader is not None and read and candidates:
             clock = time.perf_counter()
-            reading = self.reader.read(unrolling, self._passages(candidates))
+            with span("coop.read", passages=len(self._passages(candidates))) as stage:
+                reading = self.reader.read(unrolling, self._passages(candidates))
+                _read(stage, reading)
             seconds["read"] = time.perf_counter() - clock
             accounts.update(reading.calls)
         trace = CoopTrace(
@@ -284,21 +304,29 @@ class CoopRetriever:
         worker thread (the event loop is never blocked by them)."""
         query = _as_query(query)
         check_positive_int(k, "k")
+        with span("coop.run", k=k) as record:
+            return _finished(record, await self._arun(query, k, read))
+
+    async def _arun(self, query: Query, k: int, read: bool) -> CoopResult:
         seconds: dict[str, float] = {}
         accounts: dict[str, LLMAccount] = {}
         clock = time.perf_counter()
-        unrolling, account = await self.uar.aunroll(query)
+        with span("coop.unroll", llm=self.uar.unroller is not None) as stage:
+            unrolling, account = await self.uar.aunroll(query)
+            _unrolled(stage, unrolling, account)
         if self.uar.unroller is not None:
             seconds["unroll"] = time.perf_counter() - clock
             _add(accounts, "unroll", account)
         clock = time.perf_counter()
         candidates, text = await asyncio.to_thread(self._search, query, unrolling, k)
         seconds["retrieve"] = time.perf_counter() - clock
-        texts, rounds, stop = [text], [], None
+        texts, rounds, stop = [text], list[KeyRound](), None
         if self.key_extractor is not None and self.settings.keyextract_rounds:
             clock = time.perf_counter()
             for _ in range(self.settings.keyextract_rounds):
-                step = await self.key_extractor.aextract(text, self._passages(candidates))
+                with span("coop.keyextract", round=len(rounds) + 1) as stage:
+                    step = await self.key_extractor.aextract(text, self._passages(candidates))
+                    _stepped(stage, step)
                 rounds.append(_round(text, candidates, self.settings.top_k, step))
                 _add(accounts, f"keyextract_{len(rounds)}", step.account)
                 stop, following = _verdict(step, self._next_text(text, step))
@@ -312,7 +340,9 @@ class CoopRetriever:
         reading = None
         if self.reader is not None and read and candidates:
             clock = time.perf_counter()
-            reading = await self.reader.aread(unrolling, self._passages(candidates))
+            with span("coop.read", passages=len(self._passages(candidates))) as stage:
+                reading = await self.reader.aread(unrolling, self._passages(candidates))
+                _read(stage, reading)
             seconds["read"] = time.perf_counter() - clock
             accounts.update(reading.calls)
         trace = CoopTrace(
@@ -370,3 +400,43 @@ def _verdict(step: KeyStep, following: str | None) -> tuple[str | None, str | No
     if following is None:
         return "no new sentence", None
     return None, following
+
+
+def _unrolled(stage: Span | NoSpan, unrolling: Unrolling, account: LLMAccount | None) -> None:
+    if not stage.recording:
+        return
+    stage.set(
+        sub_questions=len(unrolling.sub_questions),
+        masked=unrolling.masked,
+        fallback=unrolling.fallback,
+    )
+    if account is not None:
+        stage.set(llm_calls=account.calls, llm_tokens=account.total_tokens)
+
+
+def _stepped(stage: Span | NoSpan, step: KeyStep) -> None:
+    if not stage.recording:
+        return
+    stage.set(answerable=step.answerable, sentence_found=bool(step.sentence))
+    if step.issue is not None:
+        stage.set(issue=step.issue)
+
+
+def _read(stage: Span | NoSpan, reading: Reading) -> None:
+    if not stage.recording:
+        return
+    stage.set(answered=bool(reading.answer), issues=len(reading.issues))
+
+
+def _finished(record: Span | NoSpan, result: CoopResult) -> CoopResult:
+    """``result`` with its counts (candidates, KeyExtract rounds, LLM calls and tokens)."""
+    if not record.recording:
+        return result
+    trace = result.trace
+    record.set(returned=len(result.candidates), keyextract_rounds=len(trace.rounds))
+    if trace.stop is not None:
+        record.set(keyextract_stop=trace.stop)
+    account = trace.account
+    if account is not None:
+        record.set(llm_calls=account.calls, llm_tokens=account.total_tokens)
+    return result

@@ -50,6 +50,7 @@ from rag_multihop.coop.store import PassageStates
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE
 from rag_multihop.protocols import Retriever
 from rag_multihop.reranked import RerankedRetriever
+from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int
 
@@ -365,14 +366,18 @@ class RaLaReranker:
         """The scoring's arrays for ``candidates`` (``"rala"`` is the score)."""
         if not candidates:
             return {"rala": np.zeros(0)}
-        states = self.query_states(query.text)
-        passages = self.passage_states(candidates)
-        weights = (
-            pool_idf(states.ids, [p.ids for p in passages])
-            if self.settings.token_weighting == "pool-idf"
-            else None
-        )
-        return self.scoring.function(states, passages, weights)
+        with span("rala.states", candidates=len(candidates)) as record:
+            encoded = self.encoded_at_query_time
+            states = self.query_states(query.text)
+            passages = self.passage_states(candidates)
+            record.set(encoded_at_query_time=self.encoded_at_query_time - encoded)
+        with span("rala.score", candidates=len(candidates), scoring=self.settings.scoring):
+            weights = (
+                pool_idf(states.ids, [p.ids for p in passages])
+                if self.settings.token_weighting == "pool-idf"
+                else None
+            )
+            return self.scoring.function(states, passages, weights)
 
     def rerank(
         self, query: Query, candidates: Sequence[Candidate], top_n: int | None = None
@@ -423,6 +428,7 @@ class RaLaRetriever(RerankedRetriever):
     """
 
     reranker: RaLaReranker
+    trace_name = "rala"
 
     def __init__(
         self, base: Retriever, reranker: RaLaReranker, *, candidates: int | None = None

@@ -19,6 +19,7 @@ report.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +34,8 @@ from rag_multihop.eval.metrics import paired_bootstrap, wins_losses
 if TYPE_CHECKING:  # the harness runs the methods, which summarise with this module
     from rag_multihop.eval.harness import BenchResult, MethodResult
     from rag_multihop.llm.accounting import LLMAccount
+
+logger = logging.getLogger(__name__)
 
 TABLE_KS = (2, 5, 10)
 COMPARE_K = 5
@@ -357,7 +360,8 @@ def plot_recall_curves(result: BenchResult, path: str | os.PathLike[str]) -> Non
 
 def write_report(result: BenchResult, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
     """Write ``results.json``, ``results.md``, ``rankings.jsonl`` and ``recall.png`` into
-    ``out_dir``."""
+    ``out_dir``; returns the paths written. Without matplotlib (the ``bench`` extra) the plot
+    is left out with a warning naming the install: the results never depend on it."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -369,5 +373,9 @@ def write_report(result: BenchResult, out_dir: str | os.PathLike[str]) -> dict[s
     paths["json"].write_text(json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n")
     paths["markdown"].write_text(markdown_table(result))
     paths["rankings"].write_text(rankings_jsonl(result))
-    plot_recall_curves(result, paths["plot"])
+    try:
+        plot_recall_curves(result, paths["plot"])
+    except ImportError as exc:
+        logger.warning("recall.png not written: %s", exc)
+        del paths["plot"]
     return paths

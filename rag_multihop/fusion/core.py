@@ -44,6 +44,7 @@ from rag_multihop.fusion.settings import (
     check_settings,
     check_weights,
 )
+from rag_multihop.tracing import span
 from rag_multihop.types import Candidate
 
 logger = logging.getLogger(__name__)
@@ -231,15 +232,26 @@ def fuse_candidates(
             if kept is None or candidate.score > kept.score:
                 best[candidate.id] = candidate
         best_by_system.append(best)
-    result = fuse_lists(
-        [(list(best), [c.score for c in best.values()]) for best in best_by_system],
+    with span(
+        "fusion.fuse",
+        systems=tuple(names),
         calibration=settings.calibration,
         fusion=settings.fusion,
-        weights=weights,
-        pool_cap=caps,
-        consensus_beta=settings.consensus_beta,
-        params=settings.params,
-    )
+        candidates=tuple(len(best) for best in best_by_system),
+    ) as record:
+        result = fuse_lists(
+            [(list(best), [c.score for c in best.values()]) for best in best_by_system],
+            calibration=settings.calibration,
+            fusion=settings.fusion,
+            weights=weights,
+            pool_cap=caps,
+            consensus_beta=settings.consensus_beta,
+            params=settings.params,
+        )
+        record.set(
+            pool_caps=tuple(-1 if cap is None else cap for cap in caps),
+            pool_size=len(result),
+        )
     fused = []
     for row, doc_id in enumerate(result.ids[:top_n]):
         listed = [best[doc_id] for s, best in enumerate(best_by_system) if result.present[row, s]]

@@ -33,6 +33,7 @@ from rag_multihop._settings import SettingsField, resolve_settings
 from rag_multihop.fusion.core import fuse_candidates
 from rag_multihop.fusion.settings import FusionSettings, PoolCaps, Weights
 from rag_multihop.protocols import Retriever
+from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import check_positive_int
 
@@ -113,8 +114,18 @@ class FusionRetriever:
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         check_positive_int(k, "k")
         child_k = self.settings.child_k
-        lists = {name: r.retrieve(query, k=child_k) for name, r in self.retrievers.items()}
-        return self.fuse(lists, k)
+        with span("fusion.run", k=k, systems=tuple(self.names)) as record:
+            lists = {name: self._search(name, query, child_k) for name in self.names}
+            fused = self.fuse(lists, k)
+            record.set(returned=len(fused))
+        return fused
+
+    def _search(self, name: str, query: Query, k: int) -> list[Candidate]:
+        """One child's candidates, in a ``fusion.search`` span."""
+        with span("fusion.search", system=name, k=k) as record:
+            found = self.retrievers[name].retrieve(query, k=k)
+            record.set(candidates=len(found))
+        return found
 
     async def aretrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """:meth:`retrieve` in a worker thread (every child's search off the event loop)."""

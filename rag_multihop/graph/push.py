@@ -66,13 +66,14 @@ class PushGraph:
 class PushResult:
     """Scores (never above the exact PPR), the nodes with a positive score (``support``,
     sorted), the L1 distance to the exact PPR (the residual mass left), the frontier rounds
-    run and the edges visited."""
+    run, the edges visited and the node pushes made (frontier sizes summed)."""
 
     scores: np.ndarray
     support: np.ndarray
     residual: float
     rounds: int
     edges_visited: int
+    pushes: int = 0
 
 
 def push_pagerank(
@@ -127,10 +128,11 @@ def push_pagerank(
     frontier = starts_at
     pushed = [starts_at]
     settled = 0.0
-    rounds = visited = 0
+    rounds = visited = pushes = 0
     indptr, indices, data = graph.forward.indptr, graph.forward.indices, graph.forward.data
     while frontier.size and rounds < max_rounds:
         rounds += 1
+        pushes += int(frontier.size)
         mass = residual[frontier]
         residual[frontier] = 0.0
         scores[frontier] += (1.0 - damping) * mass
@@ -156,4 +158,4 @@ def push_pagerank(
         frontier = candidates[residual[candidates] >= epsilon * graph.degree_floor[candidates]]
         pushed.append(frontier)
     support = np.unique(np.concatenate(pushed))
-    return PushResult(scores, support, max(0.0, 1.0 - settled), rounds, visited)
+    return PushResult(scores, support, max(0.0, 1.0 - settled), rounds, visited, pushes)

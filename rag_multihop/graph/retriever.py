@@ -45,6 +45,7 @@ from rag_multihop.graph.ppr import Transition, personalized_pagerank, transition
 from rag_multihop.graph.push import PushGraph, push_pagerank
 from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.protocols import Retriever
+from rag_multihop.tracing import NoSpan, Span, span
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int, loggable
 
@@ -215,7 +216,16 @@ class GraphRetriever:
     ) -> list[Candidate]:
         """The ``k`` best passages by PPR from the query's entities and ``seed_candidates``."""
         check_positive_int(k, "k")
-        nodes, weights, _ = self.seeds(query.text, seed_candidates)
+        with span("graph.ppr", k=k, algorithm="push" if self.uses_push else "power") as record:
+            found = self._rank(query, seed_candidates, k, record)
+            record.set(returned=len(found))
+        return found
+
+    def _rank(
+        self, query: Query, seed_candidates: Sequence[Candidate], k: int, record: Span | NoSpan
+    ) -> list[Candidate]:
+        nodes, weights, entities = self.seeds(query.text, seed_candidates)
+        record.set(seeds=int(nodes.size), query_entities=len(entities))
         if nodes.size == 0:
             logger.warning(
                 "no seed for query %s: no query entity is in the graph and no seed passage; "
@@ -232,17 +242,25 @@ class GraphRetriever:
                 damping=self.settings.damping,
                 epsilon=self.settings.push_epsilon,
             )
+            record.set(
+                ppr_pushes=pushed.pushes,
+                ppr_rounds=pushed.rounds,
+                ppr_edges_visited=pushed.edges_visited,
+                ppr_residual=pushed.residual,
+            )
             scores, support = pushed.scores, pushed.support[pushed.support < n_passages]
         else:
             seeds = np.zeros(self.graph.n_nodes)
             np.add.at(seeds, nodes, weights)
-            scores = personalized_pagerank(
+            walk = personalized_pagerank(
                 self.transition,
                 seeds,
                 damping=self.settings.damping,
                 tol=self.settings.tol,
                 max_iter=self.settings.max_iter,
-            ).scores
+            )
+            record.set(ppr_iterations=walk.iterations, ppr_residual=walk.residual)
+            scores = walk.scores
             support = np.arange(n_passages)
         return rank_candidates(
             Candidate(self.corpus[i], float(scores[i]), signals={"graph": float(scores[i])})

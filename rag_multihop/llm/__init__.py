@@ -9,8 +9,9 @@ Modules: :mod:`.settings` (:class:`LLMSettings`), :mod:`.client` (:class:`LLMCli
 :mod:`.retry` (the retry policy as pure functions), :mod:`._loop` (the background event loop
 behind ``LLMClient.run``), :mod:`.transport` (one attempt through litellm), :mod:`.replies`,
 :mod:`.streaming`, :mod:`.structured` (JSON replies), :mod:`.prompts`, :mod:`.cache`,
-:mod:`.accounting`, :mod:`.errors`, :mod:`.local` (the embedded llama.cpp model) and
-:mod:`.local_transport` (its transport).
+:mod:`.accounting`, :mod:`.errors`, :mod:`.local` (the embedded llama.cpp model),
+:mod:`.local_transport` (its transport), :mod:`.chat` (a framework's LLM object as the
+model: :class:`ChatModel` and its transport) and :mod:`.resolve` (what ``llm=`` accepts).
 
 Example:
     >>> from rag_multihop.llm import LLMAccount, LLMSettings
@@ -25,6 +26,7 @@ from __future__ import annotations
 try:
     from rag_multihop.llm.accounting import LLMAccount
     from rag_multihop.llm.cache import LLMCache, default_cache_path
+    from rag_multihop.llm.chat import ChatModel, ChatReply, ChatTransport
     from rag_multihop.llm.client import JSONReply, LLMClient, LLMReply, LLMSettings
     from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMError, LLMOutputError
     from rag_multihop.llm.transport import LiteLLMTransport, RawReply, Transport
@@ -36,6 +38,9 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environm
     ) from exc
 
 __all__ = [
+    "ChatModel",
+    "ChatReply",
+    "ChatTransport",
     "JSONReply",
     "LLMAccount",
     "LLMCache",

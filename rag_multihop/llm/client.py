@@ -70,6 +70,7 @@ from pydantic import BaseModel
 from rag_multihop.llm._loop import LoopThread, loop_running
 from rag_multihop.llm.accounting import LLMAccount
 from rag_multihop.llm.cache import LLMCache, cache_key
+from rag_multihop.llm.chat import ChatModel, ChatTransport
 from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMOutputError
 from rag_multihop.llm.local import is_local_model
 from rag_multihop.llm.local_transport import default_transport
@@ -77,9 +78,17 @@ from rag_multihop.llm.prompts import format_repair
 from rag_multihop.llm.replies import JSONReply, LLMReply
 from rag_multihop.llm.retry import backoff, classify
 from rag_multihop.llm.settings import LLMSettings
+from rag_multihop.llm.spans import (
+    SPAN,
+    reply_attributes,
+    request_attributes,
+    traced_astream,
+    traced_stream,
+)
 from rag_multihop.llm.streaming import AsyncTextStream, Collected, TextStream
 from rag_multihop.llm.structured import parse_reply
 from rag_multihop.llm.transport import RawReply, StreamingTransport, Transport
+from rag_multihop.tracing import span
 from rag_multihop.validation import check_int, check_number, loggable
 
 logger = logging.getLogger(__name__)
@@ -152,6 +161,22 @@ class LLMClient:
         self._loop_slots = weakref.WeakKeyDictionary()
         self._loop_thread: LoopThread | None = None
 
+    @classmethod
+    def from_chat(
+        cls, chat: ChatModel, *, cache: LLMCache | None = None, **settings: Any
+    ) -> LLMClient:
+        """A client whose model is ``chat``, a :class:`~rag_multihop.llm.chat.ChatModel`
+        (a framework's LLM object, wrapped), through a
+        :class:`~rag_multihop.llm.chat.ChatTransport`: timeout, retries, concurrency, cache
+        and accounting as for any model (what applies is listed in :mod:`.chat`).
+        ``settings`` are :class:`LLMSettings` fields (``timeout``, ``max_retries``,
+        ``max_concurrency``, prices...); the model is the object's ``model_id``.
+        """
+        transport = ChatTransport(chat)
+        return cls(
+            LLMSettings(transport.chat.model_id, **settings), cache=cache, transport=transport
+        )
+
     def __repr__(self) -> str:
         return f"LLMClient({self.settings!r}, cache={self.cache!r})"
 
@@ -182,6 +207,12 @@ class LLMClient:
         return self._complete(self._request(messages, temperature, max_tokens, json_mode))
 
     def _complete(self, request: dict[str, Any]) -> LLMReply:
+        with span(SPAN, request_attributes(request)) as record:
+            reply = self._complete_untraced(request)
+            record.set_attributes(reply_attributes(reply))
+        return reply
+
+    def _complete_untraced(self, request: dict[str, Any]) -> LLMReply:
         key = cache_key(request) if self.cache is not None else None
         cached = self._from_cache(key)
         if cached is not None:
@@ -216,6 +247,12 @@ class LLMClient:
         return await self._acomplete(self._request(messages, temperature, max_tokens, json_mode))
 
     async def _acomplete(self, request: dict[str, Any]) -> LLMReply:
+        with span(SPAN, request_attributes(request)) as record:
+            reply = await self._acomplete_untraced(request)
+            record.set_attributes(reply_attributes(reply))
+        return reply
+
+    async def _acomplete_untraced(self, request: dict[str, Any]) -> LLMReply:
         key = cache_key(request) if self.cache is not None else None
         cached = self._from_cache(key)
         if cached is not None:
@@ -307,7 +344,7 @@ class LLMClient:
         be taken back). A cached reply arrives as one piece.
         """
         request = self._request(messages, temperature, max_tokens, False)
-        return TextStream(self._stream_pieces(request))
+        return TextStream(traced_stream(self._stream_pieces(request), request))
 
     def astream(
         self,
@@ -318,7 +355,7 @@ class LLMClient:
     ) -> AsyncTextStream:
         """The async twin of :meth:`stream` (``async for piece in client.astream(...)``)."""
         request = self._request(messages, temperature, max_tokens, False)
-        return AsyncTextStream(self._astream_pieces(request))
+        return AsyncTextStream(traced_astream(self._astream_pieces(request), request))
 
     def _streaming(self) -> StreamingTransport:
         if not isinstance(self.transport, StreamingTransport):

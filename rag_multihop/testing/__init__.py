@@ -12,7 +12,8 @@ What the core suite and both integrations' suites share, written once (like Hays
   :class:`~rag_multihop.llm.LLMClient` calls instead of litellm) that answers by the prompt's
   content or plays a script, and records what it was asked;
 - :func:`polish_wedding_replies`: what a model that reads the toy corpus right replies to each
-  kind of prompt of BridgeRAG and CoopRAG (keyed by the :data:`PROMPT_MARKERS`);
+  kind of prompt of BridgeRAG and CoopRAG (keyed by the :data:`PROMPT_MARKERS`), and
+  :func:`polish_wedding_reply`, the reply to one prompt (for fakes of a framework's LLM);
 - :class:`FakeOpenAIServer`: a scripted OpenAI-compatible server on 127.0.0.1 (whole and
   streamed replies, a broken stream on request) for code that talks HTTP;
 - :func:`chroma_server`: a real Chroma server on 127.0.0.1 for the adapters' vector-store
@@ -38,15 +39,18 @@ from rag_multihop.testing.chroma import chroma_server
 from rag_multihop.testing.encoders import HashingEncoder, hashing_vectors
 from rag_multihop.testing.llm import FakeOpenAIServer, FakeTransport, Reply
 from rag_multihop.testing.toy import (
+    POLISH_WEDDING_ANSWER,
     POLISH_WEDDING_CHAIN,
     POLISH_WEDDING_QUESTION,
     POLISH_WEDDING_UNROLLING,
     PROMPT_MARKERS,
     polish_wedding_passages,
     polish_wedding_replies,
+    polish_wedding_reply,
 )
 
 __all__ = [
+    "POLISH_WEDDING_ANSWER",
     "POLISH_WEDDING_CHAIN",
     "POLISH_WEDDING_QUESTION",
     "POLISH_WEDDING_UNROLLING",
@@ -59,4 +63,5 @@ __all__ = [
     "hashing_vectors",
     "polish_wedding_passages",
     "polish_wedding_replies",
+    "polish_wedding_reply",
 ]

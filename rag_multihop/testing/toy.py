@@ -92,3 +92,24 @@ def polish_wedding_replies(**overrides: Reply) -> dict[str, Reply]:
         )
     replies.update(overrides)
     return {PROMPT_MARKERS[kind]: reply for kind, reply in replies.items()}
+
+
+POLISH_WEDDING_ANSWER = '{"answer": "Philadelphia"}'
+"""The reply to a prompt of no other kind (CoopRAG's concise answer)."""
+
+
+def polish_wedding_reply(prompt: str) -> str:
+    """The text :func:`polish_wedding_replies` gives ``prompt`` (by the first
+    :data:`PROMPT_MARKERS` kind it holds, else :data:`POLISH_WEDDING_ANSWER`): for fakes of a
+    framework's LLM object, which see the prompt rather than a request.
+
+    >>> polish_wedding_reply("Candidate passage: Theresa Connelly is a director.")
+    '{"score": 9}'
+    """
+    for marker, reply in polish_wedding_replies().items():
+        if marker in prompt:
+            text = reply(prompt) if callable(reply) else reply
+            if not isinstance(text, str):  # the defaults are texts; an override may not be
+                raise TypeError(f"the reply to {marker!r} is not a text")
+            return text
+    return POLISH_WEDDING_ANSWER

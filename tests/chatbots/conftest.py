@@ -27,6 +27,27 @@ def demo_corpus(minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> chatki
     )
 
 
+@pytest.fixture(scope="session")
+def llama_index_reader() -> Any:
+    from llama_index_chat import LlamaIndexFolderReader
+
+    return LlamaIndexFolderReader()
+
+
+@pytest.fixture(scope="session")
+def haystack_reader() -> Any:
+    from haystack_chat import HaystackFolderReader
+
+    return HaystackFolderReader()
+
+
+@pytest.fixture(params=["llama-index", "haystack"])
+def folder_reader(request: pytest.FixtureRequest) -> Any:
+    """Each chat's framework reader in turn."""
+    name = "llama_index_reader" if request.param == "llama-index" else "haystack_reader"
+    return request.getfixturevalue(name)
+
+
 @pytest.fixture
 def fake_transport() -> FakeTransport:
     return FakeTransport()

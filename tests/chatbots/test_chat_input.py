@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import chatkit
+import folders
 import pytest
 from chatkit import ChatInputError, Retrieval, Source, TurnAccount, TurnStream
 
@@ -17,17 +18,20 @@ LOCAL = LLMSettings("local")
 
 
 def test_a_file_with_an_io_error_is_skipped_and_named(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, llama_index_reader, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / "good.txt").write_text("Zelnov is a town.")
     (tmp_path / "broken.txt").symlink_to("/proc/self/mem")  # a regular file that reads EIO
-    passages = chatkit.read_folder(tmp_path)
+    passages = folders.read_folder(tmp_path, llama_index_reader)
     assert [p.id for p in passages] == ["good.txt#0"]
     assert "broken.txt" in caplog.text and "cannot be read" in caplog.text
 
 
 def test_a_file_that_vanishes_while_loading_is_skipped(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    llama_index_reader,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     (tmp_path / "a.txt").write_text("Alpha is a river.")
     (tmp_path / "gone.md").write_text("# Gone\n\nDeleted by another program.")
@@ -40,40 +44,45 @@ def test_a_file_that_vanishes_while_loading_is_skipped(
         return found
 
     monkeypatch.setattr(Path, "is_file", listed_then_deleted)
-    assert [p.id for p in chatkit.read_folder(tmp_path)] == ["a.txt#0"]
+    assert [p.id for p in folders.read_folder(tmp_path, llama_index_reader)] == ["a.txt#0"]
     assert "gone.md" in caplog.text
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_an_unreadable_file_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unreadable_file_is_skipped(
+    tmp_path: Path, llama_index_reader, caplog: pytest.LogCaptureFixture
+) -> None:
     (tmp_path / "a.txt").write_text("Alpha is a river.")
     secret = tmp_path / "secret.txt"
     secret.write_text("private")
     secret.chmod(0)
-    assert [p.id for p in chatkit.read_folder(tmp_path)] == ["a.txt#0"]
+    assert [p.id for p in folders.read_folder(tmp_path, llama_index_reader)] == ["a.txt#0"]
     assert "secret.txt" in caplog.text
 
 
-def test_only_unreadable_files_is_a_clear_error(tmp_path: Path) -> None:
+def test_only_unreadable_files_is_a_clear_error(tmp_path: Path, llama_index_reader) -> None:
     (tmp_path / "broken.txt").symlink_to("/proc/self/mem")
     with pytest.raises(ChatInputError, match=r"skipped: broken.txt \(cannot be read"):
-        chatkit.read_folder(tmp_path)
+        folders.read_folder(tmp_path, llama_index_reader)
 
 
-def test_a_line_without_spaces_is_cut_into_bounded_passages(tmp_path: Path) -> None:
+def test_a_line_without_spaces_is_cut_into_bounded_passages(
+    tmp_path: Path, llama_index_reader
+) -> None:
     (tmp_path / "blob.txt").write_text("A short intro.\n\n" + "x" * 1_000_000 + " tail")
-    passages = chatkit.read_folder(tmp_path)
-    assert max(len(p.text) for p in passages) <= chatkit.CHUNK_CHARS
+    passages = folders.read_folder(tmp_path, llama_index_reader)
+    assert max(len(p.text) for p in passages) <= folders.CHUNK_CHARS
     assert sum(p.text.count("x") for p in passages) == 1_000_000
     assert passages[0].text.startswith("A short intro.") and passages[-1].text.endswith("tail")
-    (tmp_path / "blob.txt").write_text("# " + "T" * 5000 + "\n\nbody")
-    assert len(chatkit.read_folder(tmp_path)[0].title) == chatkit.TITLE_CHARS
+    (tmp_path / "blob.txt").unlink()
+    (tmp_path / "blob.md").write_text("# " + "T" * 5000 + "\n\nbody")
+    assert len(folders.read_folder(tmp_path, llama_index_reader)[0].title) == folders.TITLE_CHARS
 
 
-def test_corpus_text_loses_terminal_controls(tmp_path: Path) -> None:
+def test_corpus_text_loses_terminal_controls(tmp_path: Path, llama_index_reader) -> None:
     (tmp_path / "a.md").write_text("# \x1b[2JTitle\x07\n\nBody \x1b]0;pwned\x07text\x1b[0m.")
-    [passage] = chatkit.read_folder(tmp_path)
-    assert passage.title == "Title" and "\x1b" not in passage.text
+    [passage] = folders.read_folder(tmp_path, llama_index_reader)
+    assert passage.title == "a › Title" and "\x1b" not in passage.text
     assert passage.text.endswith("Body text.")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import chatkit
+import folders
 import numpy as np
 import pytest
 from chatkit import ChatInputError, Source, TurnAccount
@@ -14,46 +15,43 @@ from rag_multihop.llm import LLMAccount, LLMSettings
 LOCAL = LLMSettings("local")
 
 
-def test_folder_passages_titles_and_ids(tmp_path: Path) -> None:
+def test_folder_passages_titles_and_ids(tmp_path: Path, llama_index_reader) -> None:
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "marit.md").write_text("# Marit Hallendor\n\nBorn in Kelmsby.\n")
     (tmp_path / "rope_works.txt").write_text("Veldmark Ropeworks.\n\n" + "word " * 200)
-    passages = chatkit.read_folder(tmp_path)
+    passages = folders.read_folder(tmp_path, llama_index_reader)
     assert [p.id for p in passages][:2] == ["notes/marit.md#0", "rope_works.txt#0"]
-    assert passages[0].title == "Marit Hallendor"
+    assert passages[0].title == "marit › Marit Hallendor"
     assert passages[1].title == "rope works"
-    assert all(len(p.text) <= chatkit.CHUNK_CHARS for p in passages)
+    assert all(len(p.text) <= folders.CHUNK_CHARS for p in passages)
 
 
 def test_binary_files_are_skipped_and_named(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, llama_index_reader, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / "good.txt").write_text("Zelnov is a town.")
     (tmp_path / "blob.txt").write_bytes(b"\x00\x01\x02binary")
     (tmp_path / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
-    passages = chatkit.read_folder(tmp_path)
+    passages = folders.read_folder(tmp_path, llama_index_reader)
     assert [p.id for p in passages] == ["good.txt#0"]
     assert "blob.txt" in caplog.text and "latin1.md" in caplog.text
 
 
-def test_folder_without_readable_text_is_a_clear_error(tmp_path: Path) -> None:
+def test_folder_without_readable_text_is_a_clear_error(tmp_path: Path, llama_index_reader) -> None:
     with pytest.raises(ChatInputError, match="the folder is empty"):
-        chatkit.read_folder(tmp_path)
+        folders.read_folder(tmp_path, llama_index_reader)
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
     (tmp_path / "blob.txt").write_bytes(b"\x00\x00")
     with pytest.raises(
         ChatInputError,
-        match=r"skipped: blob.txt \(binary or not UTF-8\), image.png \(not .txt/.md\)",
+        match=r"skipped: blob.txt \(binary or not UTF-8\), image.png \(not PDF, HTML, Markdown",
     ):
-        chatkit.read_folder(tmp_path)
+        folders.read_folder(tmp_path, llama_index_reader)
     with pytest.raises(ChatInputError, match="does not exist"):
-        chatkit.read_folder(tmp_path / "missing")
+        folders.read_folder(tmp_path / "missing", llama_index_reader)
 
 
-def test_corpus_is_embedded_once_then_loaded(tmp_path: Path, hashing_encoder) -> None:
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "a.txt").write_text("Alpha founded Beta.\n\nBeta is in Gamma.")
-
+def test_the_demo_corpus_is_embedded_once_then_loaded(tmp_path: Path, hashing_encoder) -> None:
     class Counting:
         name, dim, calls = hashing_encoder.name, hashing_encoder.dim, 0
 
@@ -61,28 +59,33 @@ def test_corpus_is_embedded_once_then_loaded(tmp_path: Path, hashing_encoder) ->
             Counting.calls += 1
             return hashing_encoder.encode(texts)
 
-    first = chatkit.load_chat_corpus(tmp_path / "docs", encoder=Counting(), cache=tmp_path / "c")
-    again = chatkit.load_chat_corpus(tmp_path / "docs", encoder=Counting(), cache=tmp_path / "c")
+    first = chatkit.load_chat_corpus(encoder=Counting(), cache=tmp_path / "c")
+    again = chatkit.load_chat_corpus(encoder=Counting(), cache=tmp_path / "c")
     assert Counting.calls == 1 and first.folder == again.folder
     np.testing.assert_array_equal(first.vectors, again.vectors)
-    (tmp_path / "docs" / "a.txt").write_text("Alpha founded Delta.")
-    changed = chatkit.load_chat_corpus(tmp_path / "docs", encoder=Counting(), cache=tmp_path / "c")
-    assert Counting.calls == 2 and changed.folder != first.folder
 
 
-def test_the_corpus_index_is_built_once_then_reopened(tmp_path: Path, hashing_encoder) -> None:
+def test_the_corpus_index_is_built_once_then_reopened(
+    tmp_path: Path, hashing_encoder, llama_index_reader
+) -> None:
     from rag_multihop.store import CorpusIndex
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.txt").write_text("Alpha founded Beta.\n\nBeta is in Gamma.")
-    corpus = chatkit.load_chat_corpus(tmp_path / "docs", encoder=hashing_encoder, cache=tmp_path)
+    load = lambda: chatkit.load_chat_corpus(  # noqa: E731
+        tmp_path / "docs", reader=llama_index_reader, encoder=hashing_encoder, cache=tmp_path
+    )
+    corpus = load()
     path = corpus.corpus_index()
     pointer = (path / "CURRENT").stat().st_mtime_ns
-    again = chatkit.load_chat_corpus(tmp_path / "docs", encoder=hashing_encoder, cache=tmp_path)
+    again = load()
     assert again.corpus_index() == path and (path / "CURRENT").stat().st_mtime_ns == pointer
     index = CorpusIndex(path)
     assert index.snapshot().corpus.ids == corpus.corpus.ids
     assert index.encoder_matches(hashing_encoder)
+    demo = chatkit.load_chat_corpus(encoder=hashing_encoder, cache=tmp_path)
+    assert demo.corpus_index() == demo.corpus_index()  # built once in the demo's own folder
+    assert CorpusIndex(demo.corpus_index()).snapshot().corpus.ids == demo.corpus.ids
 
 
 def test_questions_empty_and_too_long_are_refused() -> None:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import sys
 
 import numpy as np
 import pytest
@@ -189,3 +191,16 @@ def test_tune_and_test_halves_are_fixed_disjoint_and_complete(dataset):
     assert tune.corpus is dataset.corpus and split_dataset(dataset, "all") is dataset
     with pytest.raises(ValueError, match="split must be one of all, tune, test, got 'dev'"):
         split_dataset(dataset, "dev")
+
+
+def test_report_without_matplotlib_writes_the_results_and_warns(
+    dataset, hashing_encoder, tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the bench extra were missing
+    result = run_benchmark(dataset, ["dense"], encoder=hashing_encoder, ks=(2, 5))
+    with caplog.at_level(logging.WARNING, logger="rag_multihop.eval.report"):
+        paths = write_report(result, tmp_path / "out")
+    assert "plot" not in paths and not (tmp_path / "out" / "recall.png").exists()
+    assert json.loads(paths["json"].read_text())["methods"]["dense"]["R@5"] >= 0
+    assert paths["rankings"].is_file() and paths["markdown"].is_file()
+    assert "pip install 'rag-multihop[bench]'" in caplog.text

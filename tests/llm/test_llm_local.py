@@ -34,7 +34,7 @@ def test_a_missing_server_names_the_install_command(monkeypatch: pytest.MonkeyPa
         raise ImportError(name)
 
     monkeypatch.setattr(local.importlib, "import_module", no_package)
-    with pytest.raises(LLMConfigError, match="install-local-llm.sh"):
+    with pytest.raises(LLMConfigError, match="rag-multihop llm install"):
         local.server_binary()
     # the client reaches the same error at its first call, not at construction
     llm = LLMClient("local")

@@ -505,11 +505,3 @@ def key_variable(api_key: Secret | None) -> str | None:
         return None
     names: list[str] = api_key.to_dict()["env_vars"]
     return next((name for name in names if os.environ.get(name)), names[0])
-
-
-def llm_client(llm: str, api_base: str | None, api_key: Secret | None) -> Any:
-    """The core :class:`~rag_multihop.llm.LLMClient` of a component's ``llm`` (a litellm model
-    string), ``api_base`` and ``api_key`` secret (its variable is read at call time)."""
-    from rag_multihop.llm import LLMClient, LLMSettings
-
-    return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=key_variable(api_key)))

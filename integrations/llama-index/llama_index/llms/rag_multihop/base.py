@@ -44,10 +44,10 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
+from llama_index.core.llms.llm import LLM
 
 from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 from rag_multihop.llm.local import is_local_model
-from rag_multihop.secrets import check_model_name
 from rag_multihop.validation import check_positive_int
 
 LOCAL_CONTEXT_WINDOW = 2048
@@ -69,7 +69,10 @@ class RagMultihopLLM(CustomLLM):
 
     Args:
         llm: a litellm model string (``"local"`` for the embedded model), an
-            :class:`~rag_multihop.llm.LLMSettings` or a ready :class:`~rag_multihop.llm.LLMClient`.
+            :class:`~rag_multihop.llm.LLMSettings`, a ready :class:`~rag_multihop.llm.LLMClient`,
+            or another LlamaIndex ``LLM`` (wrapped, see
+            :mod:`llama_index.llms.rag_multihop.objects`: its calls get the client's timeout,
+            retries, cache and account; streams arrive as one piece).
         context_window: the model's context window in tokens (default: one slot of the local
             server for ``"local"``, else 8192).
     """
@@ -82,19 +85,14 @@ class RagMultihopLLM(CustomLLM):
 
     def __init__(
         self,
-        llm: str | LLMSettings | LLMClient,
+        llm: str | LLMSettings | LLMClient | LLM,
         *,
         context_window: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(llm, str | LLMSettings | LLMClient):
-            raise TypeError(
-                "llm must be a litellm model string, LLMSettings or LLMClient, got "
-                f"{type(llm).__name__}"
-            )
-        if isinstance(llm, str):
-            llm = check_model_name(llm, "llm")  # a key pasted here is refused, never shown
-        client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
+        from llama_index.llms.rag_multihop.objects import as_llm_client
+
+        client = as_llm_client(llm)  # a key pasted as llm is refused, never shown
         settings = client.settings
         if context_window is None:
             local = is_local_model(settings.model)

@@ -13,6 +13,8 @@
   persistent :class:`rag_multihop.store.CorpusIndex`, with a delete path) and
   :class:`CorpusIndexMultiHopRetriever` (the multi-hop retriever reading that index,
   reopened when its version moves).
+- :func:`instrument` / :func:`uninstrument`: rag-multihop's stage spans in LlamaIndex's
+  instrumentation dispatcher (on from import; see :mod:`.tracing`).
 - :func:`nodes_to_corpus`: the rag-multihop corpus of nodes (to train an association model or
   build an entity graph over an index's nodes); :data:`SIGNALS_KEY`, the node metadata key
   under which every component of this package writes its signals.
@@ -36,6 +38,7 @@ from llama_index.retrievers.rag_multihop.corpus_index import (
 from llama_index.retrievers.rag_multihop.fusion import PITFusionRetriever
 from llama_index.retrievers.rag_multihop.graph import EntityGraphRetriever
 from llama_index.retrievers.rag_multihop.multihop import MultiHopRetriever
+from llama_index.retrievers.rag_multihop.tracing import instrument, uninstrument
 
 try:
     __version__ = version("llama-index-rag-multihop")
@@ -54,5 +57,7 @@ __all__ = [
     "PITFusionRetriever",
     "UnrollingQueryTransform",
     "__version__",
+    "instrument",
     "nodes_to_corpus",
+    "uninstrument",
 ]

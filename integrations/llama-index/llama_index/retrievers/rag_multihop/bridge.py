@@ -21,9 +21,10 @@ this file only translates.
 - **Modes**: without ``llm`` the LLM-free mode (template queries, heuristic entities and the
   embedding + title-mention judge, embedding with ``embed_model``, else
   ``Settings.embed_model``, else the bundled all-MiniLM-L6-v2); with
-  ``llm="openai/gpt-4o-mini"`` (any litellm model string) LLM entities, SVO queries and the
-  tripartite judge. The key is read from the environment
-  at call time (``api_key_env`` names the variable; default the provider's own).
+  ``llm="openai/gpt-4o-mini"`` (any litellm model string, ``LLMSettings``, an ``LLMClient``,
+  or a LlamaIndex ``LLM`` object, wrapped as in :mod:`llama_index.llms.rag_multihop.objects`)
+  LLM entities, SVO queries and the tripartite judge. A model string's key is read from the
+  environment at call time (``api_key_env`` names the variable; default the provider's own).
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -38,12 +39,12 @@ Example:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.llms.rag_multihop.objects import LLMLike, as_llm_client
 from llama_index.retrievers.rag_multihop._convert import (
     NodeSearcher,
     ThreadTrace,
@@ -58,9 +59,6 @@ from rag_multihop.bridge import BridgeSettings, PassageVectors
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
-
-if TYPE_CHECKING:
-    from rag_multihop.llm import LLMClient, LLMSettings
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +80,8 @@ class BridgeRetriever(BaseRetriever):
     Args:
         retriever: any LlamaIndex retriever; it runs hop 1 and every expansion search.
         similarity_top_k: nodes returned (the bridge first, then the fused pool).
-        llm: a litellm model string, ``LLMSettings`` or ``LLMClient`` for the LLM mode;
-            ``None`` for the LLM-free mode.
+        llm: a litellm model string, ``LLMSettings``, an ``LLMClient`` or a LlamaIndex
+            ``LLM`` for the LLM mode; ``None`` for the LLM-free mode.
         api_base: an OpenAI-compatible server URL (with a model string ``llm``).
         api_key_env: the NAME of the environment variable holding the key (never the key).
         embed_model: embeds texts for the LLM-free judge (default: ``Settings.embed_model``,
@@ -105,7 +103,7 @@ class BridgeRetriever(BaseRetriever):
         retriever: BaseRetriever,
         similarity_top_k: int = 10,
         *,
-        llm: str | LLMSettings | LLMClient | None = None,
+        llm: LLMLike | None = None,
         api_base: str | None = None,
         api_key_env: str | None = None,
         embed_model: BaseEmbedding | None = None,
@@ -124,9 +122,8 @@ class BridgeRetriever(BaseRetriever):
             vectors = PassageVectors(judge_encoder(embed_model))
             self.core = CoreBridgeRetriever.llm_free(searcher, vectors=vectors, settings=settings)
         else:
-            self.core = CoreBridgeRetriever.with_llm(
-                searcher, llm, api_base=api_base, api_key_env=api_key_env, settings=settings
-            )
+            client = as_llm_client(llm, api_base, api_key_env)
+            self.core = CoreBridgeRetriever.with_llm(searcher, client, settings=settings)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property

@@ -42,6 +42,7 @@ from llama_index.core.indices.query.query_transform.base import BaseQueryTransfo
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.llms.rag_multihop.objects import LLMLike, as_llm_client
 from llama_index.retrievers.rag_multihop._convert import (
     NodeSearcher,
     ThreadTrace,
@@ -62,45 +63,39 @@ from rag_multihop.coop import (
     Unrolling,
 )
 from rag_multihop.coop import CoopRetriever as CoreCoopRetriever
-from rag_multihop.llm import LLMClient, LLMSettings
+from rag_multihop.llm import LLMClient
 from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.types import Query
 from rag_multihop.validation import check_positive_int
 
 
-def make_client(
-    llm: str | LLMClient | None, api_base: str | None, api_key_env: str | None
-) -> LLMClient | None:
-    """The core LLM client of an adapter's ``llm`` (a model string or a ready client)."""
-    if isinstance(llm, LLMClient) and (api_base is not None or api_key_env is not None):
-        raise ValueError("api_base and api_key_env apply to a model-string llm, not a client")
-    if llm is None or isinstance(llm, LLMClient):
-        return llm
-    check_model_name(llm, "llm")  # a key pasted here is refused without being shown
-    return LLMClient(LLMSettings(llm, api_base=api_base, api_key_env=api_key_env))
+def make_client(llm: object, api_base: str | None, api_key_env: str | None) -> LLMClient | None:
+    """The core LLM client of an adapter's ``llm`` (``None``: LLM-free; else as
+    :func:`~llama_index.llms.rag_multihop.as_llm_client` takes it)."""
+    check_env_var_name(api_key_env, "api_key_env")
+    return None if llm is None else as_llm_client(llm, api_base, api_key_env)
 
 
 class UnrollingQueryTransform(BaseQueryTransform):
     """Unrolls the question with an LLM into ``custom_embedding_strs`` (module docstring).
 
     Args:
-        llm: a litellm model string (``"local"`` for the embedded model) or an ``LLMClient``.
-        api_base: an OpenAI-compatible server URL.
+        llm: a litellm model string (``"local"`` for the embedded model), ``LLMSettings``,
+            an ``LLMClient`` or a LlamaIndex ``LLM``.
+        api_base: an OpenAI-compatible server URL (with a model string).
         api_key_env: the NAME of the environment variable holding the key.
     """
 
     def __init__(
         self,
-        llm: str | LLMClient,
+        llm: LLMLike,
         *,
         api_base: str | None = None,
         api_key_env: str | None = None,
     ) -> None:
         check_env_var_name(api_key_env, "api_key_env")
-        client = make_client(llm, api_base, api_key_env)
-        self.llm = llm if isinstance(llm, str) else llm.settings.model
-        if client is None:  # pragma: no cover - make_client returns a client for a model
-            raise ValueError("UnrollingQueryTransform needs an LLM")
+        client = as_llm_client(llm, api_base, api_key_env)
+        self.llm = llm if isinstance(llm, str) else client.settings.model
         self.unroller = LLMUnroller(client)
         self.last_unrolling: Unrolling | None = None
 
@@ -127,8 +122,9 @@ class CoopRetriever(BaseRetriever):
     Args:
         retriever: the wrapped retriever; give it a ``similarity_top_k`` of at least
             ``candidates`` (the depth RaLa reranks).
-        llm: a litellm model string or an ``LLMClient`` for unrolling (and KeyExtract and the
-            query engine's reading); ``None``: LLM-free (the question alone).
+        llm: a litellm model string, ``LLMSettings``, an ``LLMClient`` or a LlamaIndex
+            ``LLM`` for unrolling (and KeyExtract and the query engine's reading); ``None``:
+            LLM-free (the question alone).
         similarity_top_k: nodes returned.
         rala: rerank with RaLa; ``model`` names the sentence-transformers model whose hidden
             states it reads (``None``: the bundled all-MiniLM-L6-v2); ``rala_settings`` are
@@ -146,7 +142,7 @@ class CoopRetriever(BaseRetriever):
         self,
         retriever: BaseRetriever,
         *,
-        llm: str | LLMClient | None = None,
+        llm: LLMLike | None = None,
         api_base: str | None = None,
         api_key_env: str | None = None,
         similarity_top_k: int = 10,
@@ -160,7 +156,6 @@ class CoopRetriever(BaseRetriever):
         keyextract_rounds: int | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        check_env_var_name(api_key_env, "api_key_env")
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         settings = resolve_settings(
             CoopSettings,

@@ -4,6 +4,8 @@
   from retrieved documents (see ``docs/coop.md``).
 - :class:`RagMultihopChatGenerator`: a chat generator over rag-multihop's ``LLMClient`` (any
   litellm model string or the embedded local model; every call accounted in the reply's meta).
+- :class:`HaystackChatModel`: the other way round, any Haystack chat generator as
+  rag-multihop's model (every ``llm=`` of this package takes a generator and wraps it so).
 
 Example:
     >>> from haystack_integrations.components.generators.rag_multihop import (
@@ -15,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from haystack_integrations.common.rag_multihop.chat_model import HaystackChatModel
 from haystack_integrations.components.generators.rag_multihop.chain_answer import (
     ChainAnswerGenerator,
 )
@@ -22,4 +25,4 @@ from haystack_integrations.components.generators.rag_multihop.chat import (
     RagMultihopChatGenerator,
 )
 
-__all__ = ["ChainAnswerGenerator", "RagMultihopChatGenerator"]
+__all__ = ["ChainAnswerGenerator", "HaystackChatModel", "RagMultihopChatGenerator"]

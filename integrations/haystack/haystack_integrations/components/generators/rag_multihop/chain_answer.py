@@ -24,11 +24,14 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import GeneratedAnswer
 from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.chat_model import (
+    check_any_llm,
+    llm_client,
+    llm_to_dict,
+)
 from haystack_integrations.common.rag_multihop.convert import (
     check_api_key,
-    check_llm,
     document_to_passage,
-    llm_client,
 )
 
 from rag_multihop.coop import ChainReader, Reading, Unrolling, raw_question
@@ -40,7 +43,9 @@ class ChainAnswerGenerator:
     """Complete the reasoning chain and answer (see the module docstring).
 
     Args:
-        llm: a litellm model string (``"local"`` for the embedded model).
+        llm: a litellm model string (``"local"`` for the embedded model) or a Haystack chat
+            generator (``OpenAIChatGenerator``, ...; wrapped, see
+            :mod:`haystack_integrations.common.rag_multihop.chat_model`).
         api_base: an OpenAI-compatible server URL.
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
         top_k: documents shown to the model.
@@ -49,12 +54,12 @@ class ChainAnswerGenerator:
     def __init__(
         self,
         *,
-        llm: str,
+        llm: Any,
         api_base: str | None = None,
         api_key: Secret | None = None,
         top_k: int = 5,
     ) -> None:
-        self.llm = check_llm(llm)
+        self.llm = check_any_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.top_k = check_positive_int(top_k, "top_k")
@@ -73,7 +78,7 @@ class ChainAnswerGenerator:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
             self,
-            llm=self.llm,
+            llm=llm_to_dict(self.llm),
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
             top_k=self.top_k,

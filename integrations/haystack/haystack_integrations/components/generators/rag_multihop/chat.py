@@ -10,6 +10,11 @@ piece by piece (``run_async`` awaits an async callback). The key is read from th
 at call time (``api_key``: an environment-variable ``Secret``); ``to_dict`` stores the model
 string, the variable's name and the other settings, never a key.
 
+``llm`` may also be another Haystack chat generator (``OpenAIChatGenerator``, ...): its calls
+then get the client's timeout, retries, cache and account (wrapped as in
+:mod:`haystack_integrations.common.rag_multihop.chat_model`; ``max_tokens`` and
+``temperature`` stay the generator's own, and a streamed reply arrives as one piece).
+
 litellm-haystack's ``LiteLLMChatGenerator`` also calls litellm; this one starts the local
 model and keeps rag-multihop's retry policy and per-call account, as the other components do.
 
@@ -28,9 +33,14 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage, StreamingChunk
 from haystack.utils import Secret
-from haystack_integrations.common.rag_multihop.convert import check_api_key, check_llm, key_variable
+from haystack_integrations.common.rag_multihop.chat_model import (
+    HaystackChatModel,
+    check_any_llm,
+    llm_to_dict,
+)
+from haystack_integrations.common.rag_multihop.convert import check_api_key, key_variable
 
-from rag_multihop.llm import LLMClient, LLMReply, LLMSettings
+from rag_multihop.llm import ChatTransport, LLMClient, LLMReply, LLMSettings
 from rag_multihop.llm.local import is_local_model
 
 StreamingCallback = Callable[[StreamingChunk], None] | Callable[[StreamingChunk], Awaitable[None]]
@@ -45,9 +55,11 @@ class RagMultihopChatGenerator:
     """A chat generator over rag-multihop's ``LLMClient`` (see the module docstring).
 
     Args:
-        llm: a litellm model string (``"local"`` for the embedded model).
-        api_base: an OpenAI-compatible server URL.
-        api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
+        llm: a litellm model string (``"local"`` for the embedded model), or another chat
+            generator (see the module docstring).
+        api_base: an OpenAI-compatible server URL (with a model string).
+        api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable
+            (with a model string).
         max_tokens, temperature, timeout, max_retries: the core
             :class:`~rag_multihop.llm.LLMSettings` fields (defaults and checks are the core's).
     """
@@ -55,7 +67,7 @@ class RagMultihopChatGenerator:
     def __init__(
         self,
         *,
-        llm: str,
+        llm: Any,
         api_base: str | None = None,
         api_key: Secret | None = None,
         max_tokens: int | None = None,
@@ -64,8 +76,15 @@ class RagMultihopChatGenerator:
         max_retries: int = LLMSettings.max_retries,
     ) -> None:
         self.api_key = check_api_key(api_key)
+        self.llm = check_any_llm(llm)
+        self._chat = None if isinstance(self.llm, str) else HaystackChatModel(self.llm)
+        if self._chat is not None and (api_base is not None or api_key is not None):
+            raise ValueError(
+                "api_base and api_key apply to a model-string llm; a chat generator holds its "
+                "own endpoint and key"
+            )
         self.settings = LLMSettings(
-            check_llm(llm),
+            self.llm if self._chat is None else self._chat.model_id,
             api_base=api_base,
             api_key_env=key_variable(self.api_key),
             max_tokens=max_tokens,
@@ -81,14 +100,21 @@ class RagMultihopChatGenerator:
 
     def _ready(self) -> LLMClient:
         if self._client is None:
-            self._client = LLMClient(self.settings)
+            transport = None if self._chat is None else ChatTransport(self._chat)
+            self._client = LLMClient(self.settings, transport=transport)
         return self._client
+
+    @property
+    def client(self) -> LLMClient:
+        """The core client every call goes through (set up on first use); the package's
+        components given this generator as ``llm`` use it directly."""
+        return self._ready()
 
     def to_dict(self) -> dict[str, Any]:
         s = self.settings
         return default_to_dict(
             self,
-            llm=s.model,
+            llm=llm_to_dict(self.llm),
             api_base=s.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
             max_tokens=s.max_tokens,

@@ -27,7 +27,12 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 from haystack.utils import Secret
-from haystack_integrations.common.rag_multihop.convert import check_api_key, check_llm, llm_client
+from haystack_integrations.common.rag_multihop.chat_model import (
+    check_any_llm,
+    llm_client,
+    llm_to_dict,
+)
+from haystack_integrations.common.rag_multihop.convert import check_api_key
 
 from rag_multihop.coop import LLMUnroller, Unrolling
 
@@ -37,15 +42,17 @@ class QuestionUnroller:
     """Unroll a question with an LLM (see the module docstring).
 
     Args:
-        llm: a litellm model string (``"local"`` for the embedded model).
+        llm: a litellm model string (``"local"`` for the embedded model) or a Haystack chat
+            generator (``OpenAIChatGenerator``, ...; wrapped, see
+            :mod:`haystack_integrations.common.rag_multihop.chat_model`).
         api_base: an OpenAI-compatible server URL.
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
     """
 
     def __init__(
-        self, *, llm: str, api_base: str | None = None, api_key: Secret | None = None
+        self, *, llm: Any, api_base: str | None = None, api_key: Secret | None = None
     ) -> None:
-        self.llm = check_llm(llm)
+        self.llm = check_any_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self._unroller: LLMUnroller | None = None
@@ -62,7 +69,7 @@ class QuestionUnroller:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
             self,
-            llm=self.llm,
+            llm=llm_to_dict(self.llm),
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
         )

@@ -25,15 +25,18 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.chat_model import (
+    check_any_llm,
+    llm_client,
+    llm_to_dict,
+)
 from haystack_integrations.common.rag_multihop.convert import (
     as_encoder,
     candidate_to_document,
     check_api_key,
     check_embedder,
-    check_llm,
     document_to_candidate,
     embedder_to_dict,
-    key_variable,
     rerank_documents,
 )
 
@@ -49,8 +52,10 @@ class BridgeJudgeRanker:
 
     Args:
         top_k: documents returned (``run(top_k=...)`` overrides it).
-        llm: a litellm model string for the LLM judge; ``None`` for the LLM-free judge.
-        api_base: an OpenAI-compatible server URL.
+        llm: a litellm model string or a Haystack chat generator
+            (wrapped, see :mod:`haystack_integrations.common.rag_multihop.chat_model`) for the LLM
+            judge; ``None`` for the LLM-free judge.
+        api_base: an OpenAI-compatible server URL (with a model string).
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
         embedder: embeds texts for the LLM-free judge: a Haystack text or document embedder
             component, a sentence-transformers model name, or ``None`` (the bundled MiniLM).
@@ -64,7 +69,7 @@ class BridgeJudgeRanker:
         self,
         *,
         top_k: int = 10,
-        llm: str | None = None,
+        llm: Any = None,
         api_base: str | None = None,
         api_key: Secret | None = None,
         embedder: Any = None,
@@ -72,7 +77,7 @@ class BridgeJudgeRanker:
         bridge_position: str = BridgeSettings.bridge_position,
     ) -> None:
         self.top_k = check_positive_int(top_k, "top_k")
-        self.llm = None if llm is None else check_llm(llm)
+        self.llm = None if llm is None else check_any_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)
@@ -90,19 +95,15 @@ class BridgeJudgeRanker:
                     as_encoder(self.embedder), settings=self.settings
                 )
             else:
-                self._core = BridgeReranker.with_llm(
-                    self.llm,
-                    api_base=self.api_base,
-                    api_key_env=key_variable(self.api_key),
-                    settings=self.settings,
-                )
+                client = llm_client(self.llm, self.api_base, self.api_key)
+                self._core = BridgeReranker.with_llm(client, settings=self.settings)
         return self._core
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
             self,
             top_k=self.top_k,
-            llm=self.llm,
+            llm=llm_to_dict(self.llm),
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
             embedder=embedder_to_dict(self.embedder),

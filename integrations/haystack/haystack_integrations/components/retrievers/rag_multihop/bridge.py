@@ -39,6 +39,11 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.chat_model import (
+    check_any_llm,
+    llm_client,
+    llm_to_dict,
+)
 from haystack_integrations.common.rag_multihop.convert import (
     DocumentSearcher,
     as_encoder,
@@ -47,9 +52,7 @@ from haystack_integrations.common.rag_multihop.convert import (
     check_api_key,
     check_embedder,
     check_filters,
-    check_llm,
     embedder_to_dict,
-    key_variable,
     run_filters,
 )
 
@@ -68,8 +71,10 @@ class BridgeRetriever:
     Args:
         retriever: the embedding retriever component that runs every search.
         top_k: documents returned (``run(top_k=...)`` overrides it).
-        llm: a litellm model string for the LLM mode; ``None`` for the LLM-free mode.
-        api_base: an OpenAI-compatible server URL.
+        llm: a litellm model string or a Haystack chat generator
+            (wrapped, see :mod:`haystack_integrations.common.rag_multihop.chat_model`) for the LLM
+            mode; ``None`` for the LLM-free mode.
+        api_base: an OpenAI-compatible server URL (with a model string).
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
         embedder: embeds query texts and the judge's texts: a Haystack text or document
             embedder component (the pipeline's own, so its model loads once), a
@@ -89,7 +94,7 @@ class BridgeRetriever:
         retriever: Any,
         *,
         top_k: int = 10,
-        llm: str | None = None,
+        llm: Any = None,
         api_base: str | None = None,
         api_key: Secret | None = None,
         embedder: Any = None,
@@ -105,7 +110,7 @@ class BridgeRetriever:
             )
         self.retriever = retriever
         self.top_k = check_positive_int(top_k, "top_k")
-        self.llm = None if llm is None else check_llm(llm)
+        self.llm = None if llm is None else check_any_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)
@@ -129,13 +134,8 @@ class BridgeRetriever:
                     searcher, vectors=PassageVectors(encoder), settings=self.settings
                 )
             else:
-                self._core = CoreBridgeRetriever.with_llm(
-                    searcher,
-                    self.llm,
-                    api_base=self.api_base,
-                    api_key_env=key_variable(self.api_key),
-                    settings=self.settings,
-                )
+                client = llm_client(self.llm, self.api_base, self.api_key)
+                self._core = CoreBridgeRetriever.with_llm(searcher, client, settings=self.settings)
         return self._core
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,7 +143,7 @@ class BridgeRetriever:
             self,
             retriever=component_to_dict(self.retriever, "retriever"),
             top_k=self.top_k,
-            llm=self.llm,
+            llm=llm_to_dict(self.llm),
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
             embedder=embedder_to_dict(self.embedder),

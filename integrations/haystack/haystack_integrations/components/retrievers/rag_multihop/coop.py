@@ -34,6 +34,11 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils import Secret
+from haystack_integrations.common.rag_multihop.chat_model import (
+    check_any_llm,
+    llm_client,
+    llm_to_dict,
+)
 from haystack_integrations.common.rag_multihop.convert import (
     DocumentSearcher,
     as_encoder,
@@ -43,9 +48,7 @@ from haystack_integrations.common.rag_multihop.convert import (
     check_embedder,
     check_encoder_name,
     check_filters,
-    check_llm,
     embedder_to_dict,
-    llm_client,
     run_filters,
 )
 
@@ -70,7 +73,9 @@ class CoopRetriever:
     Args:
         retriever: the embedding retriever component (``run(query_embedding=, top_k=)``).
         top_k: documents returned (``run(top_k=...)`` overrides it).
-        llm: a litellm model string (``"local"`` for the embedded model); ``None``: LLM-free.
+        llm: a litellm model string (``"local"`` for the embedded model) or a Haystack chat
+            generator (wrapped, see :mod:`haystack_integrations.common.rag_multihop.chat_model`);
+            ``None``: LLM-free.
         api_base: an OpenAI-compatible server URL.
         api_key: ``Secret.from_env_var(...)``, or ``None`` for the provider's own variable.
         embedder: embeds the search texts (a Haystack embedder component, a
@@ -90,7 +95,7 @@ class CoopRetriever:
         retriever: Any,
         *,
         top_k: int = 10,
-        llm: str | None = None,
+        llm: Any = None,
         api_base: str | None = None,
         api_key: Secret | None = None,
         embedder: Any = None,
@@ -110,7 +115,7 @@ class CoopRetriever:
             )
         self.retriever = retriever
         self.top_k = check_positive_int(top_k, "top_k")
-        self.llm = None if llm is None else check_llm(llm)
+        self.llm = None if llm is None else check_any_llm(llm)
         self.api_base = api_base
         self.api_key = check_api_key(api_key)
         self.embedder = check_embedder(embedder)
@@ -158,7 +163,7 @@ class CoopRetriever:
             self,
             retriever=component_to_dict(self.retriever, "retriever"),
             top_k=self.top_k,
-            llm=self.llm,
+            llm=llm_to_dict(self.llm),
             api_base=self.api_base,
             api_key=None if self.api_key is None else self.api_key.to_dict(),
             embedder=embedder_to_dict(self.embedder),
