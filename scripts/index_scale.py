@@ -5,6 +5,13 @@ the ``multihop`` and ``pit-boltzmann`` retrievers from it, time the first query 
 ``--queries`` more (query vector given), add 10k passages, delete 10k. Each phase runs in
 its own process, so its peak RSS is its own. Prints a markdown table and writes JSON.
 
+Memory while serving is also reported as the process's anonymous memory grown by opening
+and querying (``RssAnon`` of ``/proc/self/status``: what the index's structures cost;
+memory-mapped file pages, vectors and columns the queries touched, are ``RssFile``) per
+passage, less the exact flat index's copy of the vectors (``ann="flat"`` builds one). With
+an ANN (``--ann HNSW32``), the dense top 10 / top 50 of the queries are compared with the
+exact ones (recall) at several ``efSearch`` values, with their search times.
+
 The corpus: passage i is titled by two pseudo-words (unique), its ~55-word text names its
 own title, three other titles (Zipf-distributed, so some pages are hubs) and a year among
 common words. Questions name one title ("Where was the founder of X born?").
@@ -12,6 +19,7 @@ common words. Questions name one title ("Where was the founder of X born?").
 Run from the repository root (numbers depend on the machine's load; say what it was)::
 
     python scripts/index_scale.py --sizes 10000,100000 --out /tmp/index_scale.json
+    python scripts/index_scale.py --sizes 100000,1000000 --ann HNSW32 --out /tmp/scale.json
 """
 
 from __future__ import annotations
@@ -122,6 +130,17 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _status_mb(field: str) -> float:
+    """A ``/proc/self/status`` memory field (``RssAnon``, ``RssFile``) in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+EF_SEARCH = (16, 32, 64, 128)
+
+
 def phase_build(path: Path, n: int, dim: int, ann: str) -> dict[str, Any]:
     from rag_multihop.store import CorpusIndex, IndexSettings
 
@@ -154,6 +173,10 @@ def phase_serve(path: Path, n: int, dim: int, queries: int) -> dict[str, Any]:
             Query(f"Where was the founder of {title(t)} born?", embedding=v / np.linalg.norm(v))
         )
     del base
+    import faiss  # noqa: F401 - loaded before measuring: the library is not the index
+    import scipy.sparse  # noqa: F401
+
+    anon_before = _status_mb("RssAnon")
     start = time.perf_counter()
     snapshot = CorpusIndex(path).snapshot()
     multihop = MultiHopRetriever.from_index(snapshot)
@@ -171,15 +194,47 @@ def phase_serve(path: Path, n: int, dim: int, queries: int) -> dict[str, Any]:
             start = time.perf_counter()
             retriever.retrieve(query, k=10)
             timings[name].append((time.perf_counter() - start) * 1000)
+    anon = _status_mb("RssAnon") - anon_before
+    flat_copy = n * dim * 4 / 2**20 if snapshot.settings.ann == "flat" else 0.0
     out: dict[str, Any] = {
         "open_s": open_s,
         "first_query_multihop_s": first_multihop,
         "first_query_fusion_s": first_fusion,
         "serve_rss_mb": _rss_mb(),
+        "serve_anon_mb": anon,
+        "serve_file_mb": _status_mb("RssFile"),
+        "serve_bytes_per_passage": (anon - flat_copy) * 2**20 / n,
     }
     for name, values in timings.items():
         out[f"{name}_p50_ms"] = statistics.median(values)
         out[f"{name}_p95_ms"] = float(np.percentile(values, 95))
+    if snapshot.settings.ann != "flat":
+        out |= _recall(snapshot, np.stack([q.embedding for q in asked[1:]]))
+    return out
+
+
+def _recall(snapshot: Any, queries: np.ndarray) -> dict[str, Any]:
+    """Recall of the ANN's top 1 / 10 / 50 against the exact ones, per ``efSearch``, and
+    the search time per query (after the serving numbers: the exact scan reads every
+    vector). Random vectors are the hard case for an ANN: beyond the query's own passage
+    (its top 1), the neighbours are nearly equidistant."""
+    exact = []
+    for block in range(0, len(queries), 50):
+        scores = queries[block : block + 50] @ np.asarray(snapshot.vectors).T
+        exact.extend(np.argsort(-scores, axis=1, kind="stable")[:, :50].tolist())
+    ids = snapshot.passage_ids
+    truth = [[ids[i] for i in row] for row in exact]
+    dense = snapshot.dense_index
+    out: dict[str, Any] = {}
+    for ef in EF_SEARCH:
+        dense.ef_search = ef
+        for k in (1, 10, 50):
+            start = time.perf_counter()
+            found = [dense.search(q[None, :], k)[1][0] for q in queries]
+            ms = (time.perf_counter() - start) * 1000 / len(queries)
+            hits = [len(set(f) & set(t[:k])) / k for f, t in zip(found, truth, strict=True)]
+            out[f"recall@{k}_ef{ef}"] = float(np.mean(hits))
+            out[f"search{k}_ms_ef{ef}"] = ms
     return out
 
 
@@ -246,11 +301,16 @@ def main() -> None:
         shutil.rmtree(path, ignore_errors=True)
         common = [str(path), str(n), str(args.dim)]
         row: dict[str, Any] = {"passages": n, "dim": args.dim, "ann": args.ann}
-        row |= _child(["build", *common, args.ann])
-        row |= _child(["serve", *common, str(args.queries)])
-        row |= _child(["add", *common])
-        row |= _child(["delete", *common])
-        row["load_average"] = os.getloadavg()[0]
+        for phase, extra in (
+            ("build", [args.ann]),
+            ("serve", [str(args.queries)]),
+            ("add", []),
+            ("delete", []),
+        ):
+            row |= _child([phase, *common, *extra])
+            row[f"{phase}_load_average"] = os.getloadavg()[0]
+            print(json.dumps({"passages": n, "phase": phase, **row}), flush=True)
+        row["load_average"] = os.getloadavg()
         rows.append(row)
         print(json.dumps(row), flush=True)
         shutil.rmtree(path, ignore_errors=True)
@@ -265,6 +325,7 @@ def main() -> None:
         ("open_s", "{:.2f}"),
         ("first_query_multihop_s", "{:.2f}"),
         ("serve_rss_mb", "{:.0f}"),
+        ("serve_bytes_per_passage", "{:.0f}"),
         ("multihop_p50_ms", "{:.1f}"),
         ("multihop_p95_ms", "{:.1f}"),
         ("fusion_p50_ms", "{:.1f}"),

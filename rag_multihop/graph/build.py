@@ -105,8 +105,8 @@ class EntityGraph:
     Build with :func:`build_entity_graph`, load with :meth:`load`.
     """
 
-    passage_ids: tuple[str, ...]
-    entity_names: tuple[str, ...]
+    passage_ids: Sequence[str]
+    entity_names: Sequence[str]
     mentions: sparse.csr_matrix
     title_links: sparse.csr_matrix
     synonyms: sparse.csr_matrix
@@ -146,12 +146,12 @@ class EntityGraph:
         }
 
     @cached_property
-    def entity_index(self) -> dict[str, int]:
+    def entity_index(self) -> Mapping[str, int]:
         """Normalised entity name -> entity number (add ``n_passages`` for its node)."""
         return {name: i for i, name in enumerate(self.entity_names)}
 
     @cached_property
-    def passage_index(self) -> dict[str, int]:
+    def passage_index(self) -> Mapping[str, int]:
         return {pid: i for i, pid in enumerate(self.passage_ids)}
 
     @cached_property

@@ -64,6 +64,13 @@ def transition_matrix(adjacency: sparse.spmatrix | np.ndarray) -> Transition:
 
     Raises ``ValueError`` for a non-square matrix or negative / non-finite weights.
     """
+    stochastic, dangling = row_stochastic(adjacency)
+    return Transition(sparse.csr_matrix(stochastic.T), dangling)
+
+
+def row_stochastic(adjacency: sparse.spmatrix | np.ndarray) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """``D^-1 A`` (CSR) and the dangling-node mask of a non-negative square adjacency (the
+    walk :func:`transition_matrix` transposes; the forward push reads it as it is)."""
     matrix = sparse.csr_matrix(adjacency, dtype=np.float64)
     if matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"adjacency must be square, got shape {matrix.shape}")
@@ -72,8 +79,7 @@ def transition_matrix(adjacency: sparse.spmatrix | np.ndarray) -> Transition:
     out_weight = np.asarray(matrix.sum(axis=1)).ravel()
     dangling = out_weight == 0
     inverse = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=~dangling)
-    stochastic = sparse.diags(inverse) @ matrix
-    return Transition(sparse.csr_matrix(stochastic.T), dangling)
+    return sparse.csr_matrix(sparse.diags(inverse) @ matrix), dangling
 
 
 def personalized_pagerank(

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from rag_multihop.graph.ppr import Transition
+from rag_multihop.graph.ppr import Transition, row_stochastic
 from rag_multihop.validation import check_positive_int
 
 DEFAULT_EPSILON = 1e-5
@@ -52,10 +52,19 @@ class PushGraph:
 
     @classmethod
     def from_transition(cls, transition: Transition) -> PushGraph:
-        forward = sparse.csr_matrix(transition.transposed.T)
+        return cls._of(sparse.csr_matrix(transition.transposed.T), transition.dangling)
+
+    @classmethod
+    def from_adjacency(cls, adjacency: sparse.spmatrix | np.ndarray) -> PushGraph:
+        """The same walk as ``from_transition(transition_matrix(adjacency))``, without making
+        the transposed transition (one copy of the edges less at its peak)."""
+        return cls._of(*row_stochastic(adjacency))
+
+    @classmethod
+    def _of(cls, forward: sparse.csr_matrix, dangling: np.ndarray) -> PushGraph:
         forward.sort_indices()
         degree_floor = np.maximum(np.diff(forward.indptr), 1).astype(np.float64)
-        return cls(forward, degree_floor, transition.dangling)
+        return cls(forward, degree_floor, dangling)
 
     @property
     def n_nodes(self) -> int:

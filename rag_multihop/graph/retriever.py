@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -53,6 +55,20 @@ logger = logging.getLogger(__name__)
 
 PUSH_MIN_NODES = 200_000
 """``ppr="auto"`` runs the local push from this many graph nodes up."""
+
+_WALKS: weakref.WeakKeyDictionary[EntityGraph, dict[Any, Any]] = weakref.WeakKeyDictionary()
+"""Per graph, its walk matrices by kind and edge weights: every retriever over one graph
+(a multihop tail and a fusion's graph child) shares one copy."""
+
+_T = TypeVar("_T")
+
+
+def _shared_walk(graph: EntityGraph, key: tuple[str, EdgeWeights], make: Callable[[], _T]) -> _T:
+    walks = _WALKS.setdefault(graph, {})
+    if key not in walks:
+        walks[key] = make()
+    found: _T = walks[key]
+    return found
 
 
 class GraphRetriever:
@@ -137,10 +153,16 @@ class GraphRetriever:
 
     @property
     def transition(self) -> Transition:
-        """The walk's transition matrix (built on first use)."""
+        """The walk's transition matrix (built on first use, shared by the retrievers over
+        the same graph and edge weights)."""
         if self._transition is None:
-            self._transition = transition_matrix(self.graph.adjacency(self.settings.weights))
+            self._transition = _shared_walk(
+                self.graph, ("transition", self.settings.weights), self._new_transition
+            )
         return self._transition
+
+    def _new_transition(self) -> Transition:
+        return transition_matrix(self.graph.adjacency(self.settings.weights))
 
     @property
     def uses_push(self) -> bool:
@@ -150,9 +172,15 @@ class GraphRetriever:
 
     @property
     def push_graph(self) -> PushGraph:
-        """The forward walk for :func:`push_pagerank` (built on first use)."""
+        """The forward walk for :func:`push_pagerank` (built on first use from the
+        adjacency, without the transposed transition; shared like :attr:`transition`)."""
         if self._push_graph is None:
-            self._push_graph = PushGraph.from_transition(self.transition)
+            weights = self.settings.weights
+            self._push_graph = _shared_walk(
+                self.graph,
+                ("push", weights),
+                lambda: PushGraph.from_adjacency(self.graph.adjacency(weights)),
+            )
         return self._push_graph
 
     def query_entities(self, text: str) -> list[str]:

@@ -200,13 +200,22 @@ class DenseRetriever:
     Query embeddings given on the :class:`~rag_multihop.types.Query` are used as they are;
     otherwise the encoder embeds the query text. :meth:`search` answers several queries with
     one encoder call and one FAISS search (the batched
-    :class:`~rag_multihop.protocols.Searcher` protocol).
+    :class:`~rag_multihop.protocols.Searcher` protocol). ``check_ids=False`` skips checking
+    that every id of the index is in the corpus (a reader of one persisted index, whose
+    corpus and dense search come from the same version, skips the O(corpus) scan).
     """
 
-    def __init__(self, corpus: Corpus, index: DenseIndex, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        index: DenseIndex,
+        encoder: Encoder | None = None,
+        *,
+        check_ids: bool = True,
+    ) -> None:
         if len(index) != len(corpus):
             raise ValueError(f"index holds {len(index)} passages but the corpus has {len(corpus)}")
-        unknown = [pid for pid in index.ids if pid not in corpus]
+        unknown = [pid for pid in index.ids if pid not in corpus] if check_ids else []
         if unknown:
             raise ValueError(
                 f"the index was built over other passages: {len(unknown)} of its ids are not in "
@@ -227,7 +236,7 @@ class DenseRetriever:
 
     def with_encoder(self, encoder: Encoder | None) -> DenseRetriever:
         """The same corpus and index with another query encoder (e.g. one without a cache)."""
-        return DenseRetriever(self.corpus, self.index, encoder)
+        return DenseRetriever(self.corpus, self.index, encoder, check_ids=False)
 
     def query_vector(self, query: Query) -> np.ndarray:
         """The ``(1, dim)`` vector searched for ``query`` (the index normalises it)."""

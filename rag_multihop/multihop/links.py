@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,18 +146,81 @@ def passage_links(
     ...  "Alfred Hitchcock.", titles)]
     [(1, 1.0, ['direc', 'rope'])]
     """
-    found = titles.mentions(text)
+    tokens, links = passage_link_spans(row, text, titles)
+    return [(c, w, span_context(tokens, spans, window)) for c, w, spans in links]
+
+
+SPAN_COMPLETE = 1
+"""Span flag: every passage the span's key names is one of its referents."""
+SPAN_CLEAR = 2
+"""Span flag: no other key found in the text overlaps the span."""
+SPAN_SELF = 4
+"""Span flag: the source passage itself is one of the span's referents (no link to it)."""
+
+
+def passage_link_spans(
+    row: int, text: str, titles: TitleIndex
+) -> tuple[tuple[str, ...], list[tuple[int, float, list[tuple[int, int, int]]]]]:
+    """:func:`passage_links` with each link's name spans ``(start, end, flags)`` (token
+    ``[start, end)`` in the text's normalised tokens, returned first; ``flags`` of
+    :data:`SPAN_COMPLETE`, :data:`SPAN_CLEAR`, :data:`SPAN_SELF`) instead of its context
+    stems: what an index stores. The context is :func:`span_context` of the spans; the
+    links sharing a span are its referents, so an index applies the deletion of some of
+    them to the weights without the text (:mod:`rag_multihop.store.patch`).
+
+    >>> tokens, links = passage_link_spans(0, "Rope is by Alfred Hitchcock.",
+    ...                                    TitleIndex(["Rope", "Alfred Hitchcock"]))
+    >>> links
+    [(1, 1.0, [(3, 5, 3)])]
+    """
+    found, details = titles.matches(text)
     weights: dict[int, float] = {}
-    contexts: dict[int, set[str]] = {}
-    for mention in found.mentions:
-        around = found.tokens[max(0, mention.start - window) : mention.start]
-        around += found.tokens[mention.end : mention.end + window]
+    spans: dict[int, list[tuple[int, int, int]]] = {}
+    for mention, (complete, clear) in zip(found.mentions, details, strict=True):
+        flags = (
+            SPAN_COMPLETE * complete + SPAN_CLEAR * clear + SPAN_SELF * (row in mention.referents)
+        )
         for c, weight in mention.referents.items():
             if c == row:
                 continue
             weights[c] = weights.get(c, 0.0) + weight
-            contexts.setdefault(c, set()).update(stems(around))
-    return [(c, min(weights[c], 1.0), frozenset(contexts[c])) for c in sorted(weights)]
+            spans.setdefault(c, []).append((mention.start, mention.end, flags))
+    return found.tokens, [(c, min(weights[c], 1.0), spans[c]) for c in sorted(weights)]
+
+
+def span_context(
+    tokens: Sequence[str], spans: Iterable[Sequence[int]], window: int = DEFAULT_WINDOW
+) -> frozenset[str]:
+    """The stems within ``window`` tokens either side of each span ``[start, end)`` of
+    ``tokens`` (a link's context, :func:`passage_links`).
+
+    >>> sorted(span_context(["rope", "was", "directed", "by", "alfred", "hitchcock"], [(4, 6)]))
+    ['direc', 'rope']
+    """
+    return window_context(token_stems(tokens), spans, window)
+
+
+def token_stems(tokens: Sequence[str]) -> tuple[str | None, ...]:
+    """Each token's stem, ``None`` for a stopword or a number (what :func:`stems` keeps, by
+    position: a reader computes it once per text and asks :func:`window_context` often).
+
+    >>> token_stems(["directed", "by", "1998"])
+    ('direc', None, None)
+    """
+    return tuple(
+        None if token in STOPWORDS or token.isdigit() else token[:STEM_CHARS] for token in tokens
+    )
+
+
+def window_context(
+    per_token: Sequence[str | None], spans: Iterable[Sequence[int]], window: int = DEFAULT_WINDOW
+) -> frozenset[str]:
+    """:func:`span_context` from :func:`token_stems`."""
+    found: set[str | None] = set()
+    for start, end, *_ in spans:
+        found.update(per_token[max(0, start - window) : start])
+        found.update(per_token[end : end + window])
+    return frozenset(stem for stem in found if stem is not None)
 
 
 DEFAULT_MAX_ENTITY_PASSAGES = 50

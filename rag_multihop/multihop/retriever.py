@@ -57,7 +57,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -296,8 +296,8 @@ class MultiHopRetriever:
                 f"index holds {len(self.index)} vectors of dimension {self.index.dim}, expected "
                 f"{len(corpus)} of dimension {self.vectors.shape[1]}"
             )
-        self._ids = corpus.ids
-        self._row = {pid: i for i, pid in enumerate(self._ids)}
+        self._ids: Sequence[str] = corpus.ids
+        self._row: Mapping[str, int] = {pid: i for i, pid in enumerate(self._ids)}
         unknown = [pid for pid in self.index.ids[:1000] if pid not in self._row]
         if unknown:
             raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
@@ -415,8 +415,8 @@ class MultiHopRetriever:
         self.corpus = snapshot.corpus
         self.vectors = snapshot.vectors
         self.index = snapshot.dense_index
-        self._ids = self.corpus.ids
-        self._row = {pid: i for i, pid in enumerate(self._ids)}
+        self._ids = snapshot.passage_ids
+        self._row = snapshot.id_positions
         self.encoder = encoder
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         self.titles = snapshot.title_index

@@ -56,12 +56,9 @@ def title_tokens(text: str) -> list[tuple[str, str]]:
     >>> title_tokens("Will &amp; Grace's 2011–12")
     [('Will', 'will'), ('&', 'and'), ('Grace', 'grace'), ('s', 's'), ('2011', '2011'), ('12', '12')]
     """
-    pairs = []
-    for match in _WORD.finditer(html.unescape(text)):
-        token = "and" if match.group() == "&" else normalize_word(match.group())
-        if token:
-            pairs.append((match.group(), token))
-    return pairs
+    words = _WORD.findall(html.unescape(text))
+    pairs = [(word, "and" if word == "&" else normalize_word(word)) for word in words]
+    return [pair for pair in pairs if pair[1]]
 
 
 def name_key(text: str) -> str:
@@ -159,6 +156,18 @@ class TitleIndex:
 
     def mentions(self, text: str) -> TextMentions:
         """The spans of ``text`` that name titles, in text order, and its tokens."""
+        return self.matches(text)[0]
+
+    def matches(self, text: str) -> tuple[TextMentions, tuple[tuple[bool, bool], ...]]:
+        """:meth:`mentions` and, per mention, ``(complete, clear)``: every passage its key
+        names is a referent (none lost on qualifiers), and no other key found in the text
+        overlaps it (it suppressed nothing). An index patches a passage's links without
+        reading its text when a referent of such a mention is deleted.
+
+        >>> found, flags = TitleIndex(["Ed Wood", "Wood"]).matches("Ed Wood was born.")
+        >>> [m.text for m in found.mentions], flags
+        (['ed wood'], ((True, False),))
+        """
         pairs = title_tokens(text)
         tokens = tuple(token for _, token in pairs)
         found: list[tuple[int, int, str]] = []
@@ -177,9 +186,14 @@ class TitleIndex:
             if any(taken[start:end]):
                 continue
             taken[start:end] = [True] * (end - start)
-            chosen.append(Mention(start, end, key, _referents(self._by_key[key], padded)))
-        chosen.sort(key=lambda mention: mention.start)
-        return TextMentions(tuple(chosen), tokens)
+            candidates = self._by_key[key]
+            referents = _referents(candidates, padded)
+            clear = all(e <= start or s >= end or (s, e) == (start, end) for s, e, _ in found)
+            flags = (len(referents) == len(candidates), clear)
+            chosen.append((Mention(start, end, key, referents), flags))
+        chosen.sort(key=lambda pair: pair[0].start)
+        mentions = tuple(mention for mention, _ in chosen)
+        return TextMentions(mentions, tokens), tuple(flags for _, flags in chosen)
 
     def find(self, text: str) -> list[Mention]:
         """The spans of ``text`` that name titles (:meth:`mentions` without the tokens)."""

@@ -18,7 +18,9 @@ column):
 - :func:`entity_arrays`: ``ment.ptr``/``ment.ent`` (each passage's entities, CSR, global
   entity numbers), the ``ents`` column of new names and ``ent`` (name → number);
 - :func:`link_arrays`, :func:`graph_link_arrays`: the title links of given rows (``link.*``
-  with weights and context stems, ``glink.*`` for the entity graph).
+  with weights and each link's name spans in its source's tokens, ``link.nspan`` spans
+  per link in ``link.span`` with their ``link.sflag`` flags; ``glink.*`` for the entity
+  graph).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 from rag_multihop.graph.build import LINK_WORD, passage_entities, passage_title_links
 from rag_multihop.graph.extract import EntityExtractor
 from rag_multihop.multihop import subjects as subject_names
-from rag_multihop.multihop.links import passage_links
+from rag_multihop.multihop.links import passage_link_spans
 from rag_multihop.multihop.titles import TitleIndex, title_tokens, title_variants
 from rag_multihop.store.tables import Postings, build_postings, key_hashes, pack_strings
 from rag_multihop.store.views import QUALIFIER_SEPARATOR
@@ -195,27 +197,60 @@ def entity_arrays(
     }
 
 
-def link_arrays(
-    rows: Sequence[int], texts: Sequence[str], titles: TitleIndex, window: int
-) -> Arrays:
-    """The title links of passages ``rows`` (texts ``texts``) against ``titles``."""
+Links = list[tuple[int, float, list[tuple[int, int, int]]]]
+"""One passage's title links: ``(target, weight, spans)``, spans ``(start, end, flags)``."""
+
+
+def link_arrays(rows: Sequence[int], texts: Sequence[str], titles: TitleIndex) -> Arrays:
+    """The title links of passages ``rows`` (texts ``texts``) against ``titles``: targets,
+    weights, and each link's name spans in its source's tokens with their flags (the
+    context is read from the text around them when a query asks,
+    :func:`~rag_multihop.multihop.links.span_context`)."""
+    found = [
+        passage_link_spans(row, text, titles)[1] for row, text in zip(rows, texts, strict=True)
+    ]
+    return link_table(rows, found)
+
+
+def link_table(rows: Sequence[int], links: Sequence[Links]) -> Arrays:
+    """The ``link.*`` arrays of passages ``rows`` with the given links each."""
     pointers = np.zeros(len(rows) + 1, dtype=np.int64)
     targets: list[int] = []
     weights: list[float] = []
-    contexts: list[str] = []
-    for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
-        for target, weight, context in passage_links(row, text, titles, window=window):
+    counts: list[int] = []
+    spans: list[tuple[int, int]] = []
+    flags: list[int] = []
+    for i, found in enumerate(links):
+        for target, weight, where in found:
             targets.append(target)
             weights.append(weight)
-            contexts.append(" ".join(sorted(context)))
+            counts.append(len(where))
+            spans.extend((start, end) for start, end, _ in where)
+            flags.extend(flag for _, _, flag in where)
         pointers[i + 1] = len(targets)
     return {
         "link.rows": np.array(rows, dtype=np.int32),
         "link.ptr": pointers,
         "link.dst": np.array(targets, dtype=np.int32),
         "link.w": np.array(weights, dtype=np.float64),
-        **_column("link.ctx", contexts),
+        "link.nspan": np.array(counts, dtype=np.int32),
+        "link.span": np.array(spans, dtype=np.int32).reshape(-1, 2),
+        "link.sflag": np.array(flags, dtype=np.uint8),
     }
+
+
+def concat_tables(prefix: str, first: Arrays, second: Arrays) -> Arrays:
+    """Two ``<prefix>.*`` CSR tables (rows, pointers, per-entry columns) as one (the
+    ``<prefix>.*`` arrays of ``first``; other arrays in it are left out)."""
+    out: Arrays = {}
+    for key, value in first.items():
+        if not key.startswith(f"{prefix}."):
+            continue
+        if key == f"{prefix}.ptr":
+            out[key] = np.concatenate([value, second[key][1:] + value[-1]])
+        else:
+            out[key] = np.concatenate([value, second[key]])
+    return out
 
 
 def graph_link_arrays(

@@ -6,9 +6,10 @@ graph's title links), as memory-mapped arrays in segments (see ``docs/index.md``
 
 - :meth:`CorpusIndex.add` / :meth:`~CorpusIndex.delete` / :meth:`~CorpusIndex.upsert`
   write one new segment each, holding the new passages, tombstones for deleted ones, and
-  the recomputed links of the old passages the change touches (found through the
-  ``piece`` postings, never by reading the whole corpus); :meth:`~CorpusIndex.compact`
-  rewrites the live passages as one segment;
+  the new links of the old passages the change touches (recomputed for those that can name
+  an added title, found through the ``piece`` postings; patched from their stored spans for
+  those that linked to a deleted page; never by reading the whole corpus);
+  :meth:`~CorpusIndex.compact` rewrites the live passages as one segment;
 - every write is one new version (a manifest; ``CURRENT`` moves last, atomically);
   :meth:`~CorpusIndex.snapshot` pins the version current when it is called, and a writer
   working meanwhile never changes what that snapshot sees;
@@ -50,6 +51,7 @@ from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.multihop.titles import TitleIndex
 from rag_multihop.store import derive
+from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
     Segment,
@@ -72,7 +74,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
@@ -356,9 +358,13 @@ class CorpusIndex:
         pending = Segment("pending", (r0, r0 + n), (e0, e1), arrays)
         view = SegmentSet([*state.segments, pending], alive)
 
-        touched = set(linking_rows(state.segments, alive, dead))
+        touched: set[int] = set()
         for key in derive.changed_keys(names, (p.title for p in passages)):
             touched.update(view.rows_with_pieces(key.split()).tolist())
+        sources = linked_sources(state.segments, alive, dead)
+        sources = sources[~np.isin(sources, np.fromiter(touched, np.int64, len(touched)))]
+        patched_rows, patched, recompute = patch_links(state.segments, alive, sources)
+        touched.update(recompute.tolist())
         old = sorted(row for row in touched if row < r0)
         rows = [*old, *range(r0, r0 + n)]
         texts = [state.view.string("texts", row) for row in old] + [p.text for p in passages]
@@ -380,15 +386,16 @@ class CorpusIndex:
                 if title_key(passage.title):
                     by_key[title_key(passage.title)].append(row)
             rows_of = lambda key: by_key.get(key, ())  # noqa: E731
-        arrays |= derive.link_arrays(rows, texts, titles, settings.context_window)
+        arrays |= derive.link_arrays(rows, texts, titles)
+        if patched:
+            arrays |= derive.concat_tables("link", arrays, patched)
         arrays |= derive.graph_link_arrays(rows, texts, rows_of, settings.graph_max_title_words)
-        if settings.ann != "flat" and n:
-            arrays["ann"] = _ann_bytes(settings.ann, unit)
+        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
 
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
-        name = write_segment(self.path, version, arrays)
-        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays).describe()
+        name = write_segment(self.path, version, arrays, ann)
+        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann).describe()
         manifest.update(
             version=version,
             created=time.time(),
@@ -399,45 +406,19 @@ class CorpusIndex:
         )
         write_manifest(self.path, manifest)
         logger.info(
-            "index %s version %d: +%d passages, -%d, %d links recomputed",
+            "index %s version %d: +%d passages, -%d, links of %d recomputed, %d patched",
             self.path,
             version,
             n,
             len(dead),
             len(old),
+            len(patched_rows),
         )
         return version
 
 
-def linking_rows(segments: Sequence[Segment], alive: np.ndarray, dead: Sequence[int]) -> np.ndarray:
-    """The live rows whose current title links (either kind) reach a ``dead`` row.
-
-    Deleting a page changes the links of exactly these passages: a name of the page in a
-    text that did not link to it was either overlapped by a longer name or resolved to
-    other pages, and neither changes when it goes. One vectorised scan of the stored links.
-    """
-    if not len(dead) or not segments:
-        return np.zeros(0, dtype=np.int64)
-    doomed = np.asarray(sorted(dead), dtype=np.int64)
-    found = []
-    for prefix in ("link", "glink"):
-        owner = np.full(alive.shape[0], -1, dtype=np.int64)
-        for i, segment in enumerate(segments):
-            owner[np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)] = i
-        for i, segment in enumerate(segments):
-            targets = np.asarray(segment[f"{prefix}.dst"], dtype=np.int64)
-            hits = np.flatnonzero(np.isin(targets, doomed))
-            if hits.size == 0:
-                continue
-            pointers = np.asarray(segment[f"{prefix}.ptr"])
-            local = np.searchsorted(pointers, hits, side="right") - 1
-            rows = np.asarray(segment[f"{prefix}.rows"], dtype=np.int64)[np.unique(local)]
-            found.append(rows[(owner[rows] == i) & alive[rows]])
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-
-
-def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:
-    """A FAISS index of ``factory`` over ``vectors`` (inner product), serialised."""
+def build_ann(factory: str, vectors: np.ndarray) -> Any:
+    """A FAISS index of ``factory`` over ``vectors`` (inner product)."""
     import faiss  # deferred: importing FAISS costs ~0.3 s
 
     try:
@@ -447,7 +428,7 @@ def _ann_bytes(factory: str, vectors: np.ndarray) -> np.ndarray:
     if not ann.is_trained:
         ann.train(vectors)
     ann.add(vectors)
-    return np.asarray(faiss.serialize_index(ann), dtype=np.uint8)
+    return ann
 
 
 class _State:

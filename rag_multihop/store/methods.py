@@ -40,7 +40,7 @@ DEFAULT_CHILD_K = 50
 
 def dense_retriever(snapshot: IndexSnapshot, encoder: Encoder | None = None) -> DenseRetriever:
     """Dense retrieval over the snapshot's segments."""
-    return DenseRetriever(snapshot.corpus, snapshot.dense_index, encoder)
+    return DenseRetriever(snapshot.corpus, snapshot.dense_index, encoder, check_ids=False)
 
 
 def graph_retriever(

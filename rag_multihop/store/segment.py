@@ -35,6 +35,11 @@ import numpy as np
 from rag_multihop._atomic import ArtifactError, read_json_file
 from rag_multihop.store.tables import Postings
 
+ANN_FILE = "ann.faiss"
+"""A segment's stored ANN index (when ``IndexSettings.ann`` is not ``"flat"``): a FAISS
+index file, memory-mapped when read. An HNSW over flat vectors holds the segment's vectors
+(``vectors`` is then a view of its storage, not a second copy)."""
+
 POINTER = "CURRENT"
 LOCK = "LOCK"
 MANIFESTS = "manifests"
@@ -55,12 +60,14 @@ class Segment:
         rows: the global rows ``[start, end)`` of the passages it adds.
         entities: the global entity numbers ``[start, end)`` of the names it adds.
         arrays: array name → array (see :mod:`rag_multihop.store.derive` for the names).
+        ann: the stored FAISS ANN index over its vectors (``None`` for ``ann="flat"``).
     """
 
     name: str
     rows: tuple[int, int]
     entities: tuple[int, int]
     arrays: Mapping[str, np.ndarray]
+    ann: Any = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]
@@ -71,16 +78,28 @@ class Segment:
         return Postings(a[f"{prefix}.hash"], a[f"{prefix}.ptr"], a[f"{prefix}.val"])
 
     def describe(self) -> dict[str, Any]:
-        """The manifest's entry: name, ranges, and each file's shape and dtype."""
+        """The manifest's entry: name, ranges, and each file's shape and dtype (``"file":
+        "ann.faiss"`` for the vectors an ANN index holds)."""
+        files: dict[str, Any] = {
+            key: {"shape": list(value.shape), "dtype": value.dtype.str}
+            for key, value in sorted(self.arrays.items())
+        }
+        if self.ann is not None:
+            files["vectors"]["file"] = ANN_FILE if holds_vectors(self.ann) else None
         return {
             "name": self.name,
             "rows": list(self.rows),
             "entities": list(self.entities),
-            "files": {
-                key: {"shape": list(value.shape), "dtype": value.dtype.str}
-                for key, value in sorted(self.arrays.items())
-            },
+            "files": files,
         }
+
+
+def holds_vectors(ann: Any) -> bool:
+    """Whether a FAISS index keeps the vectors themselves (an HNSW over a flat storage)."""
+    import faiss  # deferred: importing FAISS costs ~0.3 s
+
+    storage = getattr(ann, "storage", None)
+    return storage is not None and isinstance(faiss.downcast_index(storage), faiss.IndexFlat)
 
 
 def fsync_directory(folder: Path) -> None:
@@ -91,17 +110,30 @@ def fsync_directory(folder: Path) -> None:
         os.close(descriptor)
 
 
-def write_segment(root: Path, version: int, arrays: Mapping[str, np.ndarray]) -> str:
-    """Write ``arrays`` as a new segment folder under ``root/segments``; its name."""
+def write_segment(
+    root: Path, version: int, arrays: Mapping[str, np.ndarray], ann: Any = None
+) -> str:
+    """Write ``arrays`` (and ``ann``, a FAISS index over the vectors, as ``ann.faiss``; the
+    vectors then only there when it holds them) as a new segment folder under
+    ``root/segments``; its name."""
     folder = root / SEGMENTS
     folder.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex[:12]
     staging = folder / f"{TEMP_PREFIX}{token}"
     staging.mkdir()
+    in_ann = ann is not None and holds_vectors(ann)
     for key, value in arrays.items():
+        if key == "vectors" and in_ann:
+            continue
         with open(staging / f"{key}.npy", "wb") as handle:
             np.save(handle, np.ascontiguousarray(value), allow_pickle=False)
             handle.flush()
+            os.fsync(handle.fileno())
+    if ann is not None:
+        import faiss
+
+        faiss.write_index(ann, str(staging / ANN_FILE))
+        with open(staging / ANN_FILE, "rb") as handle:
             os.fsync(handle.fileno())
     fsync_directory(staging)
     name = f"s-{version:06d}-{token}"
@@ -143,7 +175,47 @@ def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
         raise ArtifactError(f"{path} is truncated ({size} bytes); the segment is corrupt")
     if int(np.prod(shape)) == 0:
         return np.empty(shape, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+    # a plain ndarray view of the map: np.memmap's subclass hooks cost microseconds per slice
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape).view(np.ndarray)
+
+
+def _load_ann(path: Path, vectors: Mapping[str, Any]) -> tuple[Any, np.ndarray | None]:
+    """The FAISS index ``path`` (its flat storage memory-mapped, not copied) and, when the
+    manifest says it holds the vectors, a read-only view of them."""
+    import faiss  # deferred: importing FAISS costs ~0.3 s
+
+    shape = tuple(int(x) for x in vectors["shape"])
+    try:
+        ann = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
+    except RuntimeError as exc:
+        raise ArtifactError(f"{path} is missing or not a FAISS index: {exc}") from None
+    if (ann.ntotal, ann.d) != shape:
+        raise ArtifactError(
+            f"{path} indexes {ann.ntotal} vectors of dimension {ann.d}, not the manifest's "
+            f"{list(shape)}; the segment is corrupt"
+        )
+    if vectors.get("file") != ANN_FILE:
+        return ann, None
+    if not holds_vectors(ann):
+        raise ArtifactError(f"{path} does not hold the segment's vectors; the segment is corrupt")
+    hnsw: Any = ann
+    storage: Any = faiss.downcast_index(hnsw.storage)
+    address = int(storage.codes.data())
+    return ann, np.asarray(_StorageView(ann, address, shape))
+
+
+class _StorageView:
+    """The float32 vectors a FAISS flat storage holds, for ``np.asarray`` (read-only; the
+    array keeps this object, and so the index and its mapping, alive)."""
+
+    def __init__(self, ann: Any, address: int, shape: tuple[int, ...]) -> None:
+        self.ann = ann
+        self.__array_interface__ = {
+            "data": (address, True),
+            "shape": shape,
+            "typestr": "<f4",
+            "version": 3,
+        }
 
 
 def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:
@@ -152,9 +224,21 @@ def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:
     folder = root / SEGMENTS / name
     if not folder.is_dir():
         raise ArtifactError(f"segment {folder} named by the manifest is missing")
-    arrays = {key: _load_array(folder / f"{key}.npy", spec) for key, spec in entry["files"].items()}
+    files = entry["files"]
+    arrays = {
+        key: _load_array(folder / f"{key}.npy", spec)
+        for key, spec in files.items()
+        if not (key == "vectors" and "file" in spec and spec["file"])
+    }
+    ann = None
+    if "file" in files.get("vectors", {}):
+        ann, vectors = _load_ann(folder / ANN_FILE, files["vectors"])
+        if vectors is not None:
+            arrays["vectors"] = vectors
     rows, entities = entry["rows"], entry["entities"]
-    return Segment(name, (int(rows[0]), int(rows[1])), (int(entities[0]), int(entities[1])), arrays)
+    return Segment(
+        name, (int(rows[0]), int(rows[1])), (int(entities[0]), int(entities[1])), arrays, ann
+    )
 
 
 def manifest_name(version: int) -> str:

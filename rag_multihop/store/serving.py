@@ -5,25 +5,27 @@ search, the stored link contexts.
   from the memory-mapped string columns on demand (no passage objects built at open);
 - :class:`SegmentedDenseIndex` answers ``search`` like
   :class:`~rag_multihop.index.dense.DenseIndex`: each segment's FAISS index (exact flat, or
-  the ANN stored in the segment) is searched for ``k`` plus its dead rows, the dead ones are
-  dropped and the lists merged by score, so a flat search equals one FAISS search over the
-  live passages;
+  the ANN stored in the segment) is searched for ``k`` of its live rows (the dead ones
+  skipped inside FAISS) and the lists merged by score, so a flat search equals one FAISS
+  search over the live passages;
 - :class:`LinkContexts` maps a link ``(source, target)`` to its context stems, read from
-  the segment that stored the link.
+  the name spans the segment that stored the link keeps and the source's text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from functools import cached_property
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
+from rag_multihop.multihop.links import token_stems, window_context
+from rag_multihop.multihop.titles import title_tokens
 from rag_multihop.store.segment import Segment
-from rag_multihop.store.tables import unpack_string, unpack_strings
+from rag_multihop.store.tables import unpack_string
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -66,25 +68,13 @@ class IndexCorpus(Corpus):
             key = key.id
         return isinstance(key, str) and key in self._by_id
 
-    @cached_property
-    def _ids(self) -> list[str]:
-        snapshot = self._snapshot
-        ids: list[str] = []
-        for segment in snapshot.segments.segments:
-            start, end = segment.rows
-            if end > start:
-                column = unpack_strings(segment["ids.blob"], segment["ids.off"])
-                keep = snapshot.segments.alive[start:end]
-                ids.extend(i for i, alive in zip(column, keep.tolist(), strict=True) if alive)
-        return ids
-
-    @cached_property
-    def _by_id(self) -> dict[str, int]:
-        return {pid: i for i, pid in enumerate(self._ids)}
+    @property
+    def _by_id(self) -> Mapping[str, int]:
+        return self._snapshot.id_positions
 
     @property
     def ids(self) -> list[str]:
-        return list(self._ids)
+        return list(self._snapshot.passage_ids)
 
     def index_of(self, passage_id: str) -> int:
         try:
@@ -106,27 +96,54 @@ class IndexCorpus(Corpus):
         )
 
 
+DEFAULT_EF_SEARCH = 128
+"""HNSW's ``efSearch`` (candidates kept while walking the graph; at least ``k`` is used)."""
+
+
 class SegmentedDenseIndex(DenseIndex):
     """Dense search over a snapshot's segments (:class:`DenseIndex`'s search; it is saved
-    as part of its index, so :meth:`save` refuses)."""
+    as part of its index, so :meth:`save` refuses).
 
-    def __init__(self, snapshot: IndexSnapshot) -> None:  # no DenseIndex.__init__: no one index
+    A segment's deleted rows are skipped inside FAISS (an ``IDSelectorBitmap`` of its live
+    rows), so a search asks each segment for ``k`` whatever was deleted. ``ef_search`` sets
+    an HNSW segment's ``efSearch`` (recall against time; :data:`DEFAULT_EF_SEARCH`).
+    """
+
+    def __init__(
+        self, snapshot: IndexSnapshot, *, ef_search: int = DEFAULT_EF_SEARCH
+    ) -> None:  # no DenseIndex.__init__: no one index
         import faiss  # deferred: importing FAISS costs ~0.3 s
 
+        self._faiss = faiss
         self._snapshot = snapshot
-        self._parts: list[tuple[Any, int, np.ndarray]] = []
+        self._parts: list[tuple[Any, int, np.ndarray, Any]] = []
         alive = snapshot.segments.alive
         for segment in snapshot.segments.segments:
             start, end = segment.rows
-            if alive[start:end].any():
-                self._parts.append((_segment_ann(faiss, segment), start, alive[start:end]))
+            live = alive[start:end]
+            if not live.any():
+                continue
+            selector = None
+            if not live.all():
+                bits = np.packbits(live, bitorder="little")
+                selector = (faiss.IDSelectorBitmap(len(live), faiss.swig_ptr(bits)), bits)
+            self._parts.append((_segment_ann(faiss, segment), start, live, selector))
         self._dim = snapshot.dim
         self.factory = snapshot.settings.ann
         self.normalize = True
+        self.ef_search = check_positive_int(ef_search, "ef_search")
+
+    def _params(self, ann: Any, selector: Any, k: int) -> Any:
+        """FAISS search parameters: the live-row selector, and ``efSearch`` for an HNSW."""
+        faiss = self._faiss
+        sel = selector[0] if selector is not None else None
+        if isinstance(ann, faiss.IndexHNSW):
+            return faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k), sel=sel)
+        return faiss.SearchParameters(sel=sel) if sel is not None else None
 
     @property
-    def ids(self) -> list[str]:  # type: ignore[override]
-        return self._snapshot.corpus.ids
+    def ids(self) -> Sequence[str]:  # type: ignore[override]
+        return self._snapshot.passage_ids
 
     def save(self, directory: object) -> None:
         raise TypeError(
@@ -147,12 +164,12 @@ class SegmentedDenseIndex(DenseIndex):
         matrix = l2_normalize(as_embedding_matrix(queries, name="query vectors", dim=self.dim))
         k = min(k, len(self))
         positions = self._snapshot.positions
-        ids = self._snapshot.corpus.ids
+        ids = self._snapshot.passage_ids
         found: list[list[tuple[float, int]]] = [[] for _ in range(len(matrix))]
         with faiss_threads(1 if len(matrix) <= SMALL_SEARCH else None):
-            for ann, start, alive in self._parts:
-                depth = min(k + int((~alive).sum()), len(alive))
-                scores, local = ann.search(matrix, depth)
+            for ann, start, alive, selector in self._parts:
+                depth = min(k, len(alive))
+                scores, local = ann.search(matrix, depth, params=self._params(ann, selector, k))
                 for q in range(len(matrix)):
                     keep = local[q] >= 0
                     rows, values = local[q][keep], scores[q][keep]
@@ -171,8 +188,8 @@ class SegmentedDenseIndex(DenseIndex):
 
 def _segment_ann(faiss: Any, segment: Segment) -> Any:
     """The segment's stored ANN, or an exact inner-product index over its vectors."""
-    if "ann" in segment.arrays:
-        return faiss.deserialize_index(np.asarray(segment["ann"]))
+    if segment.ann is not None:
+        return segment.ann
     vectors = np.ascontiguousarray(segment["vectors"], dtype=np.float32)
     flat = faiss.IndexFlatIP(vectors.shape[1])
     flat.add(vectors)
@@ -181,7 +198,10 @@ def _segment_ann(faiss: Any, segment: Segment) -> Any:
 
 class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
     """``(source, target)`` (live positions) → the stems around the target's name in the
-    source, read from the segment that stored the link."""
+    source: the name spans stored with the link (by the segment that stored it), read
+    against the source's tokens (:func:`~rag_multihop.multihop.links.span_context`; the
+    last 4,096 sources' token stems are cached, as a query asks about the same source
+    repeatedly)."""
 
     def __init__(
         self,
@@ -190,10 +210,27 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         segment_of: np.ndarray,
         entry_of: np.ndarray,
         segments: Sequence[Segment],
+        text_of: Callable[[int], str],
+        window: int,
     ) -> None:
         self._indptr, self._indices = indptr, indices
         self._segment_of, self._entry_of = segment_of, entry_of
         self._segments = segments
+        self._window = window
+        self._stems = lru_cache(maxsize=4096)(
+            lambda source: token_stems([token for _, token in title_tokens(text_of(source))])
+        )
+
+    @cached_property
+    def _span_pointers(self) -> list[np.ndarray]:
+        """Per segment, where each stored link's spans start in its ``link.span``."""
+        out = []
+        for segment in self._segments:
+            counts = np.asarray(segment["link.nspan"], dtype=np.int64)
+            pointers = np.zeros(len(counts) + 1, dtype=np.int64)
+            np.cumsum(counts, out=pointers[1:])
+            out.append(pointers)
+        return out
 
     def __getitem__(self, key: tuple[int, int]) -> frozenset[str]:
         source, target = key
@@ -201,11 +238,10 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         j = start + int(np.searchsorted(self._indices[start:end], target))
         if j >= end or self._indices[j] != target:
             raise KeyError(key)
-        segment = self._segments[int(self._segment_of[j])]
-        text = unpack_string(
-            segment["link.ctx.blob"], segment["link.ctx.off"], int(self._entry_of[j])
-        )
-        return frozenset(text.split())
+        i, entry = int(self._segment_of[j]), int(self._entry_of[j])
+        pointers = self._span_pointers[i]
+        spans = self._segments[i]["link.span"][pointers[entry] : pointers[entry + 1]]
+        return window_context(self._stems(source), spans.tolist(), self._window)
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         for source in range(len(self._indptr) - 1):

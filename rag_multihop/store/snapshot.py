@@ -19,7 +19,8 @@ vectorised gathers: no text is read, tokenised or extracted again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,11 @@ from scipy import sparse
 
 from rag_multihop.graph.build import EntityGraph
 from rag_multihop.multihop.links import LinkGraph, specificity
+from rag_multihop.store.columns import EntityNames, EntityNumbers, IdPositions, PassageIds
 from rag_multihop.store.segment import Segment, current_manifest_path, read_segment
 from rag_multihop.store.serving import IndexCorpus, LinkContexts, SegmentedDenseIndex
 from rag_multihop.store.settings import IndexSettings
-from rag_multihop.store.tables import gather_csr, unpack_strings
+from rag_multihop.store.tables import gather_csr
 from rag_multihop.store.views import SegmentSet, StoredTitleIndex
 
 
@@ -42,6 +44,23 @@ def alive_mask(segments: Sequence[Segment], n_rows: int) -> np.ndarray:
     for segment in segments:
         alive[np.asarray(segment["dead"], dtype=np.int64)] = False
     return alive
+
+
+@dataclass(frozen=True, eq=False)
+class StoredEntityGraph(EntityGraph):
+    """An :class:`EntityGraph` whose passage ids and entity names are read from the index's
+    columns and whose look-ups are hashed searches (no per-passage dict)."""
+
+    id_positions: Mapping[str, int] = field(default_factory=dict)
+    entity_numbers: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def entity_index(self) -> Mapping[str, int]:
+        return self.entity_numbers
+
+    @property
+    def passage_index(self) -> Mapping[str, int]:
+        return self.id_positions
 
 
 class IndexSnapshot:
@@ -69,6 +88,16 @@ class IndexSnapshot:
         return current_manifest_path(self.root).name == Path(f"v-{self.version:06d}.json").name
 
     # ------------------------------------------------------------------ passages, vectors
+
+    @cached_property
+    def passage_ids(self) -> PassageIds:
+        """The live passages' ids by position, read from the id columns on demand."""
+        return PassageIds(self.segments, self.live_rows)
+
+    @cached_property
+    def id_positions(self) -> IdPositions:
+        """Passage id → live position, by a hashed search of the stored ids."""
+        return IdPositions(self.segments, self.positions, self.passage_ids.recent)
 
     @cached_property
     def corpus(self) -> IndexCorpus:
@@ -199,6 +228,8 @@ class IndexSnapshot:
             segment_of[keep],
             entry_of[keep],
             self.segments.segments,
+            lambda position: self.segments.string("texts", int(self.live_rows[position])),
+            self.settings.context_window,
         )
         return LinkGraph(weights, specificity(in_links, n), contexts)
 
@@ -208,10 +239,21 @@ class IndexSnapshot:
         owner, local = self._home()
         indptr, cols, _, _ = self._gather(owner, local, "ment.ptr", ["ment.ent"])
         flat = cols.get("ment.ent", np.zeros(0, dtype=np.int32)).astype(np.int64)
-        unique, first = np.unique(flat, return_index=True)
-        order = unique[np.argsort(first, kind="stable")]
-        number = np.full(self.segments.n_entities, -1, dtype=np.int64)
-        number[order] = np.arange(len(order))
+        segments = self.segments.segments
+        n_entities = self.segments.n_entities
+        if (
+            len(segments) == 1
+            and self.n_live == self.segments.n_rows
+            and segments[0].entities == (0, n_entities)
+        ):
+            # one segment, nothing deleted (a build or a compaction): its entities were
+            # numbered by first mention when written, so no sort is needed
+            order = np.arange(n_entities, dtype=np.int64)
+        else:
+            unique, first = np.unique(flat, return_index=True)
+            order = unique[np.argsort(first, kind="stable")]
+        number = np.full(n_entities, -1, dtype=np.int32)
+        number[order] = np.arange(len(order), dtype=np.int32)
         mentions = sparse.csr_matrix(
             (np.ones(len(flat)), number[flat].astype(np.int32), indptr), shape=(n, len(order))
         )
@@ -222,9 +264,10 @@ class IndexSnapshot:
         title_links = sparse.csr_matrix(
             (np.ones(len(g_targets)), g_targets.astype(np.int32), g_indptr), shape=(n, n)
         )
-        return EntityGraph(
-            tuple(self.corpus.ids),
-            tuple(self._entity_names(order)),
+        names = EntityNames(self.segments, order)
+        return StoredEntityGraph(
+            self.passage_ids,
+            names,
             mentions,
             title_links,
             sparse.csr_matrix((len(order), len(order))),
@@ -234,12 +277,6 @@ class IndexSnapshot:
                 "encoder": None,
                 "max_title_words": self.settings.graph_max_title_words,
             },
+            id_positions=self.id_positions,
+            entity_numbers=EntityNumbers(names, number),
         )
-
-    def _entity_names(self, numbers: np.ndarray) -> list[str]:
-        """The names of global entity ``numbers``, in that order."""
-        names: list[str] = []
-        for segment in self.segments.segments:
-            if segment.entities[1] > segment.entities[0]:
-                names.extend(unpack_strings(segment["ents.blob"], segment["ents.off"]))
-        return [names[i] for i in numbers.tolist()]

@@ -129,3 +129,30 @@ def test_unknown_ppr_method_lists_the_choices():
         GraphRetriever(graph, CORPUS, ppr="pagerank")
     with pytest.raises(ValueError, match="push_epsilon must be a finite number > 0"):
         GraphRetriever(graph, CORPUS, push_epsilon=-1)
+
+
+def test_the_push_graph_from_the_adjacency_is_the_one_from_the_transition() -> None:
+    rng = np.random.default_rng(5)
+    rows, cols = rng.integers(0, 300, size=(2, 2000))
+    weights = rng.choice([0.5, 1.0, 2.0], size=2000)
+    keep = rows != 7  # a dangling node
+    adjacency = sparse.coo_matrix(
+        (weights[keep], (rows[keep], cols[keep])), shape=(300, 300)
+    ).tocsr()  # with duplicate entries
+    direct = PushGraph.from_adjacency(adjacency)
+    made = PushGraph.from_transition(transition_matrix(adjacency))
+    for name in ("data", "indices", "indptr"):
+        assert np.array_equal(getattr(direct.forward, name), getattr(made.forward, name))
+    assert np.array_equal(direct.degree_floor, made.degree_floor)
+    assert np.array_equal(direct.dangling, made.dangling) and direct.dangling[7]
+
+
+def test_retrievers_over_one_graph_share_one_walk() -> None:
+    corpus = Corpus(
+        [Passage(f"p{i}", f"Rex Nolan met Ada Byron in Lyon {i}.", f"T{i}") for i in range(6)]
+    )
+    graph = build_entity_graph(corpus)
+    first = GraphRetriever(graph, corpus, ppr="push")
+    second = GraphRetriever(graph, corpus, ppr="push")
+    assert first.push_graph is second.push_graph
+    assert GraphRetriever(graph, corpus).transition is GraphRetriever(graph, corpus).transition

@@ -83,7 +83,13 @@ def _assert_same(snapshot, live_passages, vectors_by_id, encoder, questions) -> 
     assert dict(stored.links.contexts) == dict(fresh_links.contexts)
     graph = build_entity_graph(Corpus(live_passages))
     stored_graph = snapshot.entity_graph
-    assert stored_graph.entity_names == graph.entity_names
+    assert tuple(stored_graph.entity_names) == graph.entity_names
+    assert tuple(stored_graph.passage_ids) == graph.passage_ids
+    for number in (0, len(graph.entity_names) // 2, len(graph.entity_names) - 1):
+        name = graph.entity_names[number]
+        assert stored_graph.entity_index[name] == number
+    assert "no such entity" not in stored_graph.entity_index
+    assert all(stored_graph.passage_index[pid] == i for i, pid in enumerate(graph.passage_ids))
     assert (stored_graph.mentions != graph.mentions).nnz == 0
     assert (stored_graph.title_links != graph.title_links).nnz == 0
     assert _rankings(stored, questions, encoder) == _rankings(fresh, questions, encoder)

@@ -40,11 +40,11 @@ def test_a_reopened_index_holds_what_was_written(
     assert list(reopened.corpus) == polish_wedding
     raw = _vectors(hashing_encoder, polish_wedding)
     assert np.array_equal(reopened.vectors, l2_normalize(raw))
-    assert isinstance(reopened.vectors, np.memmap)  # one segment, nothing deleted: no copy
+    assert isinstance(reopened.vectors.base, np.memmap)  # one segment, nothing deleted: no copy
     assert reopened.corpus["rope"].title == "Rope"
     assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
     manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
-    assert manifest["format_version"] == 2 and manifest["live"] == len(polish_wedding)
+    assert manifest["format_version"] == 3 and manifest["live"] == len(polish_wedding)
     assert manifest["settings"] == IndexSettings().to_dict()
     assert not list((tmp_path / "idx").rglob("*.pkl"))
 
@@ -253,7 +253,11 @@ def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> N
     )
     index.delete(["p3"])
     snapshot = index.snapshot()
-    assert "ann" in snapshot.segments.segments[0].arrays
+    segment = snapshot.segments.segments[0]
+    assert segment.ann is not None and not segment["vectors"].flags.owndata
+    assert np.allclose(segment["vectors"], vectors / np.linalg.norm(vectors, axis=1)[:, None])
+    folder = tmp_path / "idx" / "segments" / segment.name
+    assert (folder / "ann.faiss").is_file() and not (folder / "vectors.npy").exists()
     scores, ids = snapshot.dense_index.search(vectors[3:5], k=3)
     assert ids[0][0] != "p3" and ids[1][0] == "p4"
     assert len(ids[0]) == 3 and scores[1][0] == pytest.approx(1.0, abs=1e-5)
@@ -285,10 +289,13 @@ def test_a_mismatched_subjects_setting_is_refused(index) -> None:
         IndexSettings(subjects="yes")  # type: ignore[arg-type]
 
 
-def test_an_index_of_the_titles_only_format_is_refused_naming_the_fix(tmp_path, index) -> None:
+@pytest.mark.parametrize("old", [1, 2])
+def test_an_index_of_an_older_format_is_refused_naming_the_fix(tmp_path, index, old) -> None:
+    # 1 stored titles only; 2 stored each link's context stems as strings
     manifest = tmp_path / "idx" / "manifests" / "v-000001.json"
-    manifest.write_text(manifest.read_text().replace('"format_version": 2', '"format_version": 1'))
-    with pytest.raises(ArtifactError, match="version 1; .* 2: rebuild the index"):
+    text = manifest.read_text().replace('"format_version": 3', f'"format_version": {old}')
+    manifest.write_text(text)
+    with pytest.raises(ArtifactError, match=f"version {old}; .* 3: rebuild the index"):
         CorpusIndex(tmp_path / "idx")
 
 
@@ -322,3 +329,59 @@ def test_a_shared_name_splits_and_rejoins_as_pages_come_and_go(tmp_path, hashing
     assert index.snapshot().link_graph.targets(0) == {1: 1.0}
     index.add([film], _vectors(hashing_encoder, [film]))
     assert index.snapshot().link_graph.targets(0) == {1: 0.5, 2: 0.5}
+
+
+TRICKY = [
+    Passage("review", "A review of Ed Wood by Boston critics in Lincolnshire.", "Review"),
+    Passage("tour", "Shelly Beach, New South Wales and Boston are on the tour of Ed Wood.", "Tour"),
+    Passage("person", "Ed Wood was a director who loved New South Wales.", "Ed Wood"),
+    Passage("film", "Ed Wood is a 1994 film about Ed Wood.", "Ed Wood (film)"),
+    Passage("boston", "Boston is a city in the United States.", "Boston"),
+    Passage("boston-l", "Boston is a town of Lincolnshire.", "Boston, Lincolnshire"),
+    Passage("nsw", "New South Wales is a state.", "New South Wales"),
+    Passage(
+        "shelly", "Shelly Beach is a beach of New South Wales.", "Shelly Beach, New South Wales"
+    ),
+    Passage("wales", "Wales is a country.", "Wales"),
+]
+
+
+@pytest.mark.parametrize(
+    "deleted",
+    [["film"], ["person", "film"], ["boston-l"], ["boston"], ["nsw"], ["shelly"], ["wales"]],
+)
+def test_deletes_patch_links_like_a_fresh_build(tmp_path, hashing_encoder, deleted, caplog) -> None:
+    # shared names, qualifiers, names inside longer names, a page naming itself: the links of
+    # the passages that named a deleted page equal a fresh build's, patched without their text
+    # where the stored spans allow it
+    vectors = _vectors(hashing_encoder, TRICKY)
+    index = CorpusIndex.create(tmp_path / "idx", dim=vectors.shape[1])
+    index.add(TRICKY[:5], vectors[:5])  # two segments: sources' links defined in either
+    index.add(TRICKY[5:], vectors[5:])
+    with caplog.at_level("INFO", logger="rag_multihop.store.index"):
+        index.delete(deleted)
+    live = [p for p in TRICKY if p.id not in deleted]
+    fresh = CorpusIndex.build(
+        tmp_path / "fresh",
+        live,
+        np.stack([v for p, v in zip(TRICKY, vectors, strict=True) if p in live]),
+    )
+    stored, expected = index.snapshot().link_graph, fresh.snapshot().link_graph
+    assert (stored.weights != expected.weights).nnz == 0
+    assert dict(stored.contexts) == dict(expected.contexts)
+    assert np.array_equal(stored.specificity, expected.specificity)
+    assert "patched" in caplog.text
+
+
+def test_a_delete_patches_a_clear_unique_name_without_reading_text(
+    tmp_path, hashing_encoder, caplog
+) -> None:
+    passages = [
+        Passage(f"s{i}", f"Source {i} was made by Rex Nolan.", f"Source {i}") for i in range(5)
+    ]
+    passages.append(Passage("rex", "Rex Nolan is a maker.", "Rex Nolan"))
+    index = CorpusIndex.build(tmp_path / "idx", passages, _vectors(hashing_encoder, passages))
+    with caplog.at_level("INFO", logger="rag_multihop.store.index"):
+        index.delete(["rex"])
+    assert "links of 0 recomputed, 5 patched" in caplog.text
+    assert index.snapshot().link_graph.n_links == 0
