@@ -52,7 +52,7 @@ def names_mentioned(
     occurs in ``text`` as whole words, else 0.0; a name that is only a part of one of
     ``part_of`` (the bridge's names) does not count.
 
-    >>> names_mentioned([("doc-1", "Ed Wood"), ("doc-2", "Tim Burton")],
+    >>> names_mentioned([("doc-2", "Wood"), ("doc-3", "Tim Burton")],
     ...                 "Ed Wood is a film by Tim Burton.", part_of=("doc-1", "Ed Wood")).tolist()
     [0.0, 1.0]
     """
