@@ -1,16 +1,22 @@
-"""A Haystack chat over rag-multihop's components: one retrieval-and-answer pipeline,
-multi-turn, citations from ``AnswerBuilder``'s referenced documents.
+"""A Haystack chat over rag-multihop's components: a retrieval pipeline, then an answer
+pipeline, multi-turn, citations from ``AnswerBuilder``'s referenced documents.
 
-    text_embedder -> retrieval (our components, by --method) -> ChatPromptBuilder
-                  -> chat generator (streaming) -> AnswerBuilder(reference_pattern=[n])
+    retrieval: text_embedder -> our components (by --method) -> documents, trace
+    answer:    ChatPromptBuilder -> chat generator (streaming)
+               -> AnswerBuilder(reference_pattern=[n])
 
-A follow-up is first rewritten into a standalone question by a small condense pipeline
-(``ChatPromptBuilder`` -> generator). The generator is Haystack's ``OpenAIChatGenerator``
-pointed at the OpenAI-compatible endpoint of the embedded local model (the one
-``rag-multihop llm serve`` prints) by default, or at ``--api-base`` with ``--llm
+A follow-up is first made standalone (:class:`chatkit.Conversation`: without a model for the
+bundled one or one marked ``--small-model``, the previous answer's subjects carried in; else a
+small condense pipeline, ``ChatPromptBuilder`` -> generator, whose rewrite is checked). The
+retrieved documents are put in the reasoning chain's order (read from the component's
+``trace`` output) before the answer pipeline numbers them, so the model's ``[n]`` and the
+cards agree; the answer shown first is extractive (the best sentence of hop 1 and hop 2,
+cited), the model's answer streams beside it. The generator is Haystack's
+``OpenAIChatGenerator`` pointed at the OpenAI-compatible endpoint of the embedded local model
+(the one ``rag-multihop llm serve`` prints) by default, or at ``--api-base`` with ``--llm
 openai/<name>``; any other litellm model string (``anthropic/...``, ``ollama/...``) goes
-through ``RagMultihopChatGenerator``, the Haystack integration's generator over rag-multihop's
-``LLMClient``. The evidence chain reads the retrieval component's ``trace`` output.
+through ``RagMultihopChatGenerator``, the Haystack integration's generator over
+rag-multihop's ``LLMClient``.
 
 With ``--llm-object`` that ``OpenAIChatGenerator`` (the app's own generator object) is given
 to ``RagMultihopChatGenerator``, so rag-multihop's client drives it: timeout, retries and the
@@ -25,7 +31,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +42,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import chatkit
 import folders
 import llm_objects
-from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
+from chatkit import TOP_K, ChatCorpus, Source, TurnAccount, TurnStream
 from folders import Section, UnreadableFile
 from haystack import Document, Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
@@ -61,7 +67,7 @@ from haystack_integrations.components.retrievers.rag_multihop import (
 )
 
 from rag_multihop.llm import LLMAccount, LLMSettings
-from rag_multihop.llm.local import ensure_local_server, is_local_model
+from rag_multihop.llm.local import REPEAT_PENALTY, ensure_local_server, is_local_model
 
 ANSWER_TEMPLATE = [
     ChatMessage.from_system(chatkit.SYSTEM_PROMPT),
@@ -72,13 +78,8 @@ ANSWER_TEMPLATE = [
         "{% endfor %}\nQuestion: {{ question }}\nAnswer with citations like [1]."
     ),
 ]
-CONDENSE_TEMPLATE = [
-    ChatMessage.from_user(
-        chatkit.CONDENSE_PROMPT.replace("{history}", "{{ history }}").replace(
-            "{question}", "{{ question }}"
-        )
-    )
-]
+CONDENSE_TEMPLATE = [ChatMessage.from_user("{{ prompt }}")]
+"""The condense prompt arrives whole (``rag_multihop.conversation.condense_prompt``)."""
 
 
 HTML_EXTRACTION = {"output_format": "markdown", "include_formatting": True, "favor_recall": True}
@@ -143,13 +144,18 @@ class HaystackFolderReader:
 
 
 def chat_generator(settings: LLMSettings) -> Any:
-    """``OpenAIChatGenerator`` for the local model and OpenAI-compatible servers, else
+    """``OpenAIChatGenerator`` for the local model (with llama.cpp's ``repeat_penalty``, as
+    rag-multihop's local transport sends it) and OpenAI-compatible servers, else
     ``RagMultihopChatGenerator`` (the Haystack integration's generator over ``LLMClient``)."""
-    kwargs = {"max_tokens": settings.max_tokens, "temperature": settings.temperature}
+    kwargs: dict[str, Any] = {
+        "max_tokens": settings.max_tokens,
+        "temperature": settings.temperature,
+    }
     key: Secret | None = None
     if is_local_model(settings.model):
         server = ensure_local_server()  # it requires its own random key
         model, api_base, key = server.alias, server.base_url, Secret.from_token(server.api_key)
+        kwargs["extra_body"] = {"repeat_penalty": REPEAT_PENALTY}
     elif settings.model.startswith("openai/"):
         model, api_base = settings.model.removeprefix("openai/"), settings.api_base
         if not api_base or os.environ.get("OPENAI_API_KEY"):  # a server may need one too
@@ -168,8 +174,8 @@ def chat_generator(settings: LLMSettings) -> Any:
         model=model,
         api_base_url=api_base,
         generation_kwargs={**kwargs, "stream_options": {"include_usage": True}},
-        timeout=settings.timeout,
-        max_retries=settings.max_retries,
+        timeout=settings.call_timeout,
+        max_retries=settings.retries,
     )
 
 
@@ -270,19 +276,21 @@ RETRIEVAL: dict[str, Callable[[Pipeline, HaystackStack], Wiring]] = {
 chatkit.check_builders(RETRIEVAL, "haystack_chat")
 
 
-def build_pipeline(stack: HaystackStack, method: str, generator: Any) -> tuple[Pipeline, Wiring]:
-    """Retrieval for ``method``, then prompt, generator and ``AnswerBuilder``."""
+def build_retrieval(stack: HaystackStack, method: str) -> tuple[Pipeline, Wiring]:
+    """The retrieval pipeline of ``method``: its documents socket and its question inputs."""
     pipeline = Pipeline()
-    documents, question_inputs = RETRIEVAL[chatkit.get_method(method).name](pipeline, stack)
+    return pipeline, RETRIEVAL[chatkit.get_method(method).name](pipeline, stack)
+
+
+def answer_pipeline(generator: Any) -> Pipeline:
+    """Prompt (the numbered documents), generator, ``AnswerBuilder``."""
+    pipeline = Pipeline()
     pipeline.add_component("prompt_builder", ChatPromptBuilder(ANSWER_TEMPLATE))
     pipeline.add_component("llm", generator)
     pipeline.add_component("answer_builder", AnswerBuilder(reference_pattern=r"\[(\d+)\]"))
-    pipeline.connect(documents, "prompt_builder.documents")
     pipeline.connect("prompt_builder.prompt", "llm.messages")
     pipeline.connect("llm.replies", "answer_builder.replies")
-    pipeline.connect(documents, "answer_builder.documents")
-    question_inputs = [*question_inputs, "prompt_builder.question", "answer_builder.query"]
-    return pipeline, (documents, question_inputs)
+    return pipeline
 
 
 def condense_pipeline(generator: Any) -> Pipeline:
@@ -312,7 +320,10 @@ def _inputs(sockets: Sequence[str], value: Any, data: dict[str, dict[str, Any]])
 
 
 class HaystackChat:
-    """One conversation: its history, its generators and the chosen method."""
+    """One conversation: its history, its generators and the chosen method.
+
+    ``small_model``: condense follow-ups without the model (default: for the local model).
+    """
 
     def __init__(
         self,
@@ -321,53 +332,54 @@ class HaystackChat:
         method: str = chatkit.DEFAULT_METHOD,
         *,
         generator_factory: Callable[[LLMSettings], Any] = chat_generator,
+        small_model: bool | None = None,
     ) -> None:
         self.stack = stack
         self.settings = settings
         self.method = chatkit.get_method(method).name
-        self._generator_factory = generator_factory
+        self.conversation = chatkit.Conversation(chatkit.uses_llm_condense(settings, small_model))
         self._condense = condense_pipeline(generator_factory(settings))
-        self._pipelines: dict[str, tuple[Pipeline, Wiring]] = {}
-        self.history: list[tuple[str, str]] = []
+        self._answer = answer_pipeline(generator_factory(settings))
+        self._retrieval: dict[str, tuple[Pipeline, Wiring]] = {}
 
     def reset(self) -> None:
-        self.history.clear()
+        self.conversation.reset()
 
-    def pipeline(self) -> tuple[Pipeline, Wiring]:
-        if self.method not in self._pipelines:
-            generator = self._generator_factory(self.settings)
-            self._pipelines[self.method] = build_pipeline(self.stack, self.method, generator)
-        return self._pipelines[self.method]
+    def retrieval(self) -> tuple[Pipeline, Wiring]:
+        if self.method not in self._retrieval:
+            self._retrieval[self.method] = build_retrieval(self.stack, self.method)
+        return self._retrieval[self.method]
 
     def stream(self, message: str) -> TurnStream:
         return TurnStream(self._turn(chatkit.check_question(message, self.settings)))
 
-    def _history_text(self) -> str:
-        return "\n".join(f"User: {q}\nAssistant: {a}" for q, a in self.history[-3:])
-
-    def _turn(self, question: str) -> chatkit.TurnEvents:
-        start = time.perf_counter()
-        condense, standalone = LLMAccount(), question
-        if self.history:
-            out = self._condense.run(
-                {"prompt_builder": {"history": self._history_text(), "question": question}}
-            )
-            reply = out["llm"]["replies"][0]
-            condense = reply_account(reply, self.settings)
-            standalone = (reply.text or "").strip() or question
-        pipeline, (documents, sockets) = self.pipeline()
-        data: dict[str, dict[str, Any]] = {"prompt_builder": {"history": self._history_text()}}
+    def _retrieve(self, standalone: str) -> tuple[list[Document], chatkit.Trace | None]:
+        pipeline, (documents, sockets) = self.retrieval()
+        data: dict[str, dict[str, Any]] = {}
         _inputs(sockets, standalone, data)
+        component = documents.partition(".")[0]
+        out = pipeline.run(data, include_outputs_from={component})[component]
+        return list(out["documents"]), out.get("trace")  # the trace, when it has one
+
+    def _generate(self, question: str, documents: list[Document]) -> Iterator[str]:
+        """The model's answer in pieces (the pipeline runs in a thread; its error is raised
+        here); ``self._reply`` holds its reply when it ends."""
         pieces: queue.Queue[Any] = queue.Queue()
         finished: dict[str, Any] = {}
+        data = {
+            "prompt_builder": {
+                "documents": documents,
+                "question": question,
+                "history": self.conversation.history_text(),
+            },
+            "answer_builder": {"documents": documents, "query": question},
+            "llm": {"streaming_callback": lambda c: pieces.put(c.content)},
+        }
 
         def run() -> None:
             try:
-                finished["out"] = pipeline.run(
-                    {**data, "llm": {"streaming_callback": lambda c: pieces.put(c.content)}},
-                    include_outputs_from={documents.partition(".")[0], "llm"},
-                )
-            except Exception as exc:  # handed to the reader, re-raised there
+                finished["out"] = self._answer.run(data, include_outputs_from={"llm"})
+            except Exception as exc:  # handed to the reader, raised there
                 finished["error"] = exc
             finally:
                 pieces.put(None)
@@ -378,19 +390,43 @@ class HaystackChat:
                 yield piece
         if "error" in finished:
             raise finished["error"]
-        out = finished["out"]
-        answer = out["answer_builder"]["answers"][0]
-        retrieved = out[documents.partition(".")[0]]  # its trace too, when it has one
-        sources = tuple(map(to_source, retrieved["documents"]))
-        retrieval = Retrieval(question, standalone, sources, self.method, retrieved.get("trace"))
+        self._reply = finished["out"]["llm"]["replies"][0]
+
+    def _turn(self, question: str) -> chatkit.TurnEvents:
+        start = time.perf_counter()
+        condense = LLMAccount()
+
+        def rewrite(prompt: str) -> str:
+            nonlocal condense
+            reply = self._condense.run({"prompt_builder": {"prompt": prompt}})["llm"]["replies"][0]
+            condense = reply_account(reply, self.settings)
+            return reply.text or ""
+
+        condensed = self.conversation.condense(question, rewrite)
+        retrieved_from = time.perf_counter()
+        documents, trace = self._retrieve(condensed.standalone)
+        by_id = {d.id: d for d in documents}
+        retrieval = chatkit.make_retrieval(
+            condensed, [to_source(d) for d in documents], self.method, trace
+        )
+        retrieval_s = time.perf_counter() - retrieved_from
         yield retrieval
-        self.history.append((question, answer.data or ""))
+        self._reply: ChatMessage | None = None
+        ordered = [by_id[s.id] for s in retrieval.sources]  # numbered as the cards are
+        generated, error = yield from chatkit.generate(
+            self._generate(condensed.standalone, ordered)
+        )
         account = TurnAccount(
             condense=condense,
-            answer=reply_account(out["llm"]["replies"][0], self.settings),
+            answer=LLMAccount()
+            if self._reply is None
+            else reply_account(self._reply, self.settings),
+            retrieval_s=retrieval_s,
             latency_s=time.perf_counter() - start,
         )
-        return chatkit.finish_turn(retrieval, answer.data or "", account)
+        result = chatkit.finish_turn(retrieval, generated, account, error)
+        self.conversation.record(result)
+        return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -412,7 +448,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     factory = chat_generator
     if args.llm_object:  # an OpenAI-compatible endpoint, so chat_generator's OpenAIChatGenerator
         factory = lambda s: llm_objects.haystack_generator(chat_generator(s), s)  # noqa: E731
-    chat = HaystackChat(HaystackStack(corpus), settings, args.method, generator_factory=factory)
+    chat = HaystackChat(
+        HaystackStack(corpus),
+        settings,
+        args.method,
+        generator_factory=factory,
+        small_model=args.small_model,
+    )
     print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
     print(chatkit.model_note(settings))
     if args.llm_object:

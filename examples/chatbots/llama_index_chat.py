@@ -1,15 +1,19 @@
 """A LlamaIndex chat over rag-multihop's retrievers: ``CondensePlusContextChatEngine``,
-streamed answers, cited source nodes.
+an answer quoted from the passages, the model's answer streamed beside it.
 
-Each turn the engine rewrites a follow-up into a standalone question with the history, asks
+Each turn a follow-up is first made standalone (:class:`chatkit.Conversation`: without a
+model for the bundled one or one marked ``--small-model``, the previous answer's subjects
+carried in; else the model's rewrite, checked), then the engine (``skip_condense=True``) asks
 the chosen retriever (the LLM-free multi-hop retriever by default; dense, graph fusion,
-BridgeRAG, AAR or CoopRAG's RaLa by ``--method``), numbers the nodes it puts in the context
-(:class:`CitationNumbers`) and streams the answer. LlamaIndex chat engines return the nodes
-they retrieved, not the ones the answer cites: :func:`cited_nodes` returns those. The model is
-the embedded local one unless ``--llm`` (or ``RAG_MULTIHOP_CHAT_LLM``) names a litellm model
-string; every call goes through
+BridgeRAG, AAR or CoopRAG's RaLa by ``--method``), puts the nodes in the reasoning chain's
+order (:class:`ChainOrder`, read from the retriever's ``last_trace``), numbers them
+(:class:`CitationNumbers`) and streams the model's answer. The answer shown first is
+extractive: the best sentence of hop 1 and hop 2, cited with the same numbers.
+LlamaIndex chat engines return the nodes they retrieved, not the ones an answer cites:
+:func:`cited_nodes` returns those. The model is the embedded local one unless ``--llm`` (or
+``RAG_MULTIHOP_CHAT_LLM``) names a litellm model string; every call goes through
 rag-multihop's ``LLMClient`` (``RagMultihopLLM`` of the LlamaIndex integration), which counts
-calls, tokens and cost. The evidence chain reads the retriever's trace (``last_trace``).
+calls, tokens and cost.
 
 With ``--llm-object`` the answers come from a LlamaIndex ``LLM`` object of the app's own
 (:mod:`llm_objects`: a ``CustomLLM`` over the model's OpenAI-compatible endpoint), which
@@ -25,13 +29,14 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import chatkit
 import llm_objects
-from chatkit import TOP_K, ChatCorpus, Retrieval, Source, TurnAccount, TurnStream
+from chatkit import TOP_K, ChatCorpus, Source, TurnAccount, TurnStream
 from folders import Section, UnreadableFile
 from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -52,11 +57,33 @@ from llama_index.retrievers.rag_multihop import (
     EntityGraphRetriever,
     PITFusionRetriever,
 )
+from pydantic import PrivateAttr
 
 from rag_multihop.llm import LLMAccount, LLMClient, LLMSettings
 
 CONTEXT_PROMPT = "Numbered passages:\n\n{context_str}\n\nAnswer with citations like [1]."
-CONDENSE_PROMPT = chatkit.CONDENSE_PROMPT.replace("{history}", "{chat_history}")
+
+
+class ChainOrder(BaseNodePostprocessor):
+    """The nodes in the reasoning chain's display order (hop 1, hop 2, related), read from
+    the retriever's trace by ``trace()``, so the numbers the model sees are the cards'."""
+
+    method: str
+    _trace: Callable[[], chatkit.Trace | None] = PrivateAttr()
+
+    def __init__(self, method: str, trace: Callable[[], chatkit.Trace | None]) -> None:
+        super().__init__(method=method)
+        self._trace = trace
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChainOrder"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        order = chatkit.chain_order([to_source(n) for n in nodes], self._trace(), self.method)
+        return [nodes[i] for i in order]
 
 
 READERS_MISSING = (
@@ -251,7 +278,10 @@ chatkit.check_builders(RETRIEVERS, "llama_index_chat")
 
 
 class LlamaIndexChat:
-    """One conversation: its memory, its LLM client (its account) and the chosen method."""
+    """One conversation: its memory, its LLM client (its account) and the chosen method.
+
+    ``small_model``: condense follow-ups without the model (default: for the local model).
+    """
 
     def __init__(
         self,
@@ -260,6 +290,7 @@ class LlamaIndexChat:
         method: str = chatkit.DEFAULT_METHOD,
         *,
         client: LLMClient | None = None,
+        small_model: bool | None = None,
     ) -> None:
         self.stack = stack
         self.settings = settings
@@ -268,6 +299,7 @@ class LlamaIndexChat:
         window = chatkit.context_tokens(settings)
         self.llm = RagMultihopLLM(self.client, context_window=window)
         self.memory = ChatMemoryBuffer.from_defaults(token_limit=window // 2)
+        self.conversation = chatkit.Conversation(chatkit.uses_llm_condense(settings, small_model))
 
     def engine(self) -> CondensePlusContextChatEngine:
         retriever, postprocessors = self.stack.retriever(self.method)
@@ -277,8 +309,12 @@ class LlamaIndexChat:
             memory=self.memory,
             system_prompt=chatkit.SYSTEM_PROMPT,
             context_prompt=CONTEXT_PROMPT,
-            condense_prompt=CONDENSE_PROMPT,
-            node_postprocessors=[*postprocessors, CitationNumbers()],
+            skip_condense=True,  # the question arrives standalone (chatkit.Conversation)
+            node_postprocessors=[
+                *postprocessors,
+                ChainOrder(self.method, self._trace),
+                CitationNumbers(),
+            ],
         )
 
     def stream(self, message: str) -> TurnStream:
@@ -286,29 +322,31 @@ class LlamaIndexChat:
 
     def reset(self) -> None:
         self.memory.reset()
+        self.conversation.reset()
 
     def _trace(self) -> chatkit.Trace | None:
         """The trace of this thread's last retrieval (bridge and multi-hop retrievers keep it
         as ``last_trace``, per thread), as JSON."""
         retriever, _ = self.stack.retriever(self.method)
-        trace = getattr(retriever, "last_trace", None)
+        trace: Any = getattr(retriever, "last_trace", None)
         return None if trace is None else trace.to_dict()
+
+    def _rewrite(self, prompt: str) -> str:
+        return self.llm.complete(prompt).text
 
     def _turn(self, question: str) -> chatkit.TurnEvents:
         start, history = time.perf_counter(), list(self.memory.get_all())
         self.llm.calls.clear()
-        response = self.engine().stream_chat(question)
+        condensed = self.conversation.condense(question, self._rewrite)
+        response = self.engine().stream_chat(condensed.standalone)
         retrieved_at = time.perf_counter()
-        standalone = str(response.sources[0].raw_input["message"]).strip() or question
         sources = tuple(to_source(n) for n in response.source_nodes)
-        retrieval = Retrieval(question, standalone, sources, self.method, self._trace())
+        retrieval = chatkit.make_retrieval(condensed, sources, self.method, self._trace())
         yield retrieval
-        try:
-            yield from response.response_gen
-        except BaseException:
-            self.memory.set(history)  # a failed turn leaves no half question in the history
-            raise
-        if response.write_response_to_history_thread is not None:
+        generated, error = yield from chatkit.generate(response.response_gen)
+        if error is not None:
+            self.memory.set(history)  # a failed answer leaves no half exchange in the memory
+        elif response.write_response_to_history_thread is not None:
             response.write_response_to_history_thread.join()  # the answer's account is in
         condense = sum((a for kind, a in self.llm.calls if kind == "complete"), LLMAccount())
         account = TurnAccount(
@@ -317,7 +355,9 @@ class LlamaIndexChat:
             retrieval_s=max(0.0, retrieved_at - start - condense.wall_time_s),
             latency_s=time.perf_counter() - start,
         )
-        return chatkit.finish_turn(retrieval, str(response), account)
+        result = chatkit.finish_turn(retrieval, generated, account, error)
+        self.conversation.record(result)
+        return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -337,7 +377,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except chatkit.ChatInputError as exc:
         parser.error(str(exc))
     client = llm_objects.llama_index_client(settings) if args.llm_object else None
-    chat = LlamaIndexChat(LlamaIndexStack(corpus), settings, args.method, client=client)
+    chat = LlamaIndexChat(
+        LlamaIndexStack(corpus),
+        settings,
+        args.method,
+        client=client,
+        small_model=args.small_model,
+    )
     print(f"{corpus.name}: {len(corpus.corpus)} passages · method {chat.method}")
     print(chatkit.model_note(settings))
     if client is not None:

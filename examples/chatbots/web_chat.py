@@ -1,14 +1,17 @@
 """A browser chat (Gradio) that shows why each passage was used.
 
-Served on 127.0.0.1: a question box, the answer streamed with numbered citations, a side
-panel with the retrieved passages as the reasoning chain read from the method's trace (hop 1,
-hop 2, related) and each passage's signals as bars labelled in plain words, the turn's account
-(LLM calls, tokens, cost, latency), a method switcher and the answering model named plainly.
-Every browser tab is its own conversation. The chat behind it is the LlamaIndex one
-(``--framework haystack`` for the Haystack one, its readers too); the page loads nothing from
-outside 127.0.0.1. A ``--corpus`` folder is indexed in the background (:class:`FolderIndexing`)
-while the page answers from the demo corpus and shows a progress line (stage, passages/s,
-ETA); once the folder is ready, new conversations use it.
+Served on 127.0.0.1: a question box, the answer quoted from the passages with numbered
+citations and the model's answer streamed beside it (labelled), a side panel with the
+retrieved passages as cards numbered in display order, grouped by the reasoning chain read
+from the method's trace (hop 1, hop 2 with the name that links it, related) and each
+passage's signals as bars labelled in plain words, the turn's account (LLM calls, tokens,
+cost, latency), a method switcher and the answering model named plainly. Every browser tab
+is its own conversation; a question sent while an answer streams is queued (shown at once,
+answered next), and every error is shown in the chat, which stays usable. The chat behind it
+is the LlamaIndex one (``--framework haystack`` for the Haystack one, its readers too); the
+page loads nothing from outside 127.0.0.1. A ``--corpus`` folder is indexed in the background
+(:class:`FolderIndexing`) while the page answers from the demo corpus and shows a progress
+line (stage, passages/s, ETA); once the folder is ready, new conversations use it.
 
 Run:  bash examples/chatbots/run.sh web [--corpus DIR] [--llm MODEL] [--port 7860]
 """
@@ -21,6 +24,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import chatkit
 import gradio as gr
-from chatkit import Chat, ChatCorpus, Evidence, TurnResult
+from chatkit import Chat, ChatCorpus, Evidence, Retrieval, TurnResult
 from folders import IndexProgress, check_folder
 
 logger = logging.getLogger(__name__)
@@ -39,21 +43,24 @@ MAX_SESSIONS = 64
 
 
 def signal_bar(name: str, meaning: str, value: float) -> str:
-    """One signal as a bar labelled in plain words, its name and exact value on hover (values
-    outside [0, 1] are shown, the bar is clipped)."""
+    """One signal as a bar labelled in plain words, its exact value on hover (values
+    outside [0, 1] are shown, the bar is clipped); the signal's name stays in ``data-signal``
+    for scripts, out of sight."""
     width = round(100 * min(1.0, max(0.0, value)))
     return (
         f'<span class="signal" data-signal="{html.escape(name)}" '
-        f'title="{html.escape(name)} = {value:.4f}">'
+        f'title="{html.escape(meaning)} = {value:.4f}">'
         f'<span class="bar"><span style="width:{width}%"></span></span>'
         f'<span class="signal-value">{value:.2f}</span>'
         f'<span class="signal-name">{html.escape(meaning)}</span></span>'
     )
 
 
-def evidence_html(chain: Sequence[Evidence], method: str, standalone: str = "") -> str:
-    """The side panel: passages grouped by step of the chain, cited ones marked, signals as
-    bars labelled from the method's signal vocabulary."""
+def evidence_html(
+    chain: Sequence[Evidence], method: str, standalone: str = "", trace: chatkit.Trace | None = None
+) -> str:
+    """The side panel: cards numbered in display order, grouped by step of the chain, cited
+    ones marked, signals as bars labelled from the method's signal vocabulary."""
     parts = [f'<div class="evidence" data-method="{html.escape(method)}">']
     if standalone:
         parts.append(f'<div class="searched">searched for: {html.escape(standalone)}</div>')
@@ -66,11 +73,12 @@ def evidence_html(chain: Sequence[Evidence], method: str, standalone: str = "") 
             cited = '<span class="cited">cited</span>' if e.cited else ""
             signals = "".join(
                 signal_bar(name, meaning, value)
-                for name, meaning, value in chatkit.signal_items(e.source.signals, method)
+                for name, meaning, value in chatkit.signal_items(e.source.signals, method, trace)
             )
             text = html.escape(e.source.text[:280] + ("…" if len(e.source.text) > 280 else ""))
             parts.append(
-                f'<div class="passage" data-id="{html.escape(e.source.id)}">'
+                f'<div class="passage" data-id="{html.escape(e.source.id)}" '
+                f'data-number="{e.number}" data-step="{html.escape(e.step)}">'
                 f'<div class="passage-head"><b>[{e.number}]</b> '
                 f"{html.escape(e.source.title or e.source.id)} {cited}</div>"
                 f'<div class="role">{html.escape(e.role)}</div>'
@@ -80,14 +88,33 @@ def evidence_html(chain: Sequence[Evidence], method: str, standalone: str = "") 
     return "".join(parts)
 
 
-def answer_markdown(result: TurnResult) -> str:
-    """The answer followed by its numbered sources (cited ones in bold)."""
-    by_number = sorted(result.evidence, key=lambda e: e.number)
-    sources = " · ".join(
-        f"**[{e.number}] {e.source.title}**" if e.cited else f"[{e.number}] {e.source.title}"
-        for e in by_number
-    )
-    return f"{result.answer.strip() or '(no answer)'}\n\n<small>Sources: {sources}</small>"
+WAITING = "⏳ waiting for the answer above…"
+
+
+def answer_markdown(
+    retrieval: Retrieval,
+    label: str,
+    generated: str = "",
+    *,
+    streaming: bool = False,
+    error: str | None = None,
+) -> str:
+    """The answer from the passages and the cards it cites ("Sources:" lists only those),
+    then the model's answer, labelled as generated (streaming: with a cursor), and the
+    model's failure when it failed."""
+    parts = [f"**From the passages:** {retrieval.answer.text or chatkit.NO_PASSAGE}"]
+    cited = sorted((e for e in retrieval.evidence if e.cited), key=lambda e: e.number)
+    if cited:
+        sources = " · ".join(f"[{e.number}] {e.source.title or e.source.id}" for e in cited)
+        parts.append(f"<small>Sources: {sources}</small>")
+    if generated.strip() or streaming:
+        cursor = " ▍" if streaming else ""
+        parts.append(f"**Model's answer** ({label}; generated, unchecked): {generated}{cursor}")
+    if error:
+        parts.append(
+            f"⚠️ **The model failed:** {error}. The answer from the passages stands; ask again."
+        )
+    return "\n\n".join(parts)
 
 
 def account_markdown(result: TurnResult, turn: int) -> str:
@@ -114,6 +141,26 @@ CSS = """
 .evidence .bar span {display:block; height:100%; background:#3f7fbf}
 .evidence .text {font-size:12px; color:#333}
 """
+
+
+@dataclass
+class Session:
+    """One browser tab: its chat, the messages shown (queued questions included), its turn
+    count, and a lock that lets one turn run at a time (a question sent meanwhile waits)."""
+
+    chat: Chat
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
+    turn_lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def shown(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [dict(m) for m in self.messages]
+
+    def set(self, index: int, content: str) -> None:
+        with self.lock:
+            self.messages[index] = {"role": "assistant", "content": content}
 
 
 class FolderIndexing:
@@ -185,7 +232,7 @@ class WebChat:
         self.title = title
         self.note = note
         self.indexing = indexing
-        self._sessions: OrderedDict[str, Chat] = OrderedDict()
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
 
     def switch(self, make_chat: Callable[[], Chat], title: str) -> None:
@@ -204,59 +251,78 @@ class WebChat:
     def header(self) -> str:
         return f"## {self.title}\n**Model:** {self.note}"
 
-    def session(self, key: str) -> Chat:
+    def session(self, key: str) -> Session:
         with self._lock:
             if key not in self._sessions:
-                self._sessions[key] = self.make_chat()
+                self._sessions[key] = Session(self.make_chat())
                 if len(self._sessions) > MAX_SESSIONS:
                     self._sessions.popitem(last=False)
             self._sessions.move_to_end(key)
             return self._sessions[key]
 
-    def respond(
-        self, message: str, history: list[dict[str, Any]], method: str, request: gr.Request
-    ) -> Iterator[tuple[Any, ...]]:
-        """Stream one turn: (question box, chat, passage panel, account)."""
-        chat = self.session(request.session_hash or "default")
-        chat.method = chatkit.get_method(method).name
+    def respond(self, message: str, method: str, request: gr.Request) -> Iterator[tuple[Any, ...]]:
+        """Stream one turn: (question box, chat, passage panel, account). The question shows
+        at once; while another turn of this tab runs it waits, marked as queued, and is
+        answered next. The box is cleared once, when the question is taken."""
+        session = self.session(request.session_hash or "default")
         try:
-            stream = chat.stream(message)
+            question = chatkit.check_question(message, session.chat.settings)
         except chatkit.ChatInputError as exc:
             gr.Warning(str(exc))
-            yield message, history, gr.skip(), gr.skip()
+            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
             return
-        history = [
-            *history,
-            {"role": "user", "content": message},
-            {"role": "assistant", "content": ""},
-        ]
-        answer, panel = "", '<div class="evidence">retrieving…</div>'
-        yield "", history, panel, "…"
+        with session.lock:
+            session.messages += [
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": WAITING},
+            ]
+            slot = len(session.messages) - 1
+        yield "", session.shown(), gr.skip(), gr.skip()
+        with session.turn_lock:
+            session.turns += 1
+            yield from self._turn(session, slot, question, method)
+
+    def _turn(
+        self, session: Session, slot: int, question: str, method: str
+    ) -> Iterator[tuple[Any, ...]]:
+        chat, turn = session.chat, session.turns
+        label = chatkit.model_label(chat.settings)
+        session.set(slot, "retrieving…")
+        yield gr.skip(), session.shown(), '<div class="evidence">retrieving…</div>', "…"
         try:
+            chat.method = chatkit.get_method(method).name
+            stream = chat.stream(question)
+            generated, panel = "", ""
             for piece in stream:
-                answer += piece
-                if stream.retrieval is not None and panel.endswith("retrieving…</div>"):
-                    r = stream.retrieval
-                    chain = chatkit.evidence_chain(r.sources, r.method, trace=r.trace)
-                    panel = evidence_html(chain, r.method)
-                history[-1] = {"role": "assistant", "content": answer}
-                yield "", history, panel, "answering…"
+                generated += piece
+                r = stream.retrieval
+                assert r is not None
+                if not panel:
+                    panel = evidence_html(r.evidence, r.method, r.standalone, r.trace)
+                session.set(slot, answer_markdown(r, label, generated, streaming=True))
+                yield gr.skip(), session.shown(), panel, "answering…"
+            result = stream.result
+            assert result is not None
         except Exception as exc:  # shown in the chat; the page stays usable
             logger.exception("the turn failed")
-            history[-1] = {
-                "role": "assistant",
-                "content": f"{answer}\n\n⚠️ **The model failed:** {exc}\n\nAsk again.",
-            }
-            yield "", history, panel, f"**Turn {len(history) // 2}** · ⚠️ failed (see the chat)"
+            session.set(slot, f"⚠️ **The turn failed:** {chatkit.error_line(exc)}\n\nAsk again.")
+            yield (
+                gr.skip(),
+                session.shown(),
+                gr.skip(),
+                f"**Turn {turn}** · ⚠️ failed (see the chat)",
+            )
             return
-        result = stream.result
-        assert result is not None
-        history[-1] = {"role": "assistant", "content": answer_markdown(result)}
-        panel = evidence_html(result.evidence, result.retrieval.method, result.retrieval.standalone)
-        yield "", history, panel, account_markdown(result, len(history) // 2)
+        r = result.retrieval
+        session.set(slot, answer_markdown(r, label, result.generated, error=result.error))
+        panel = evidence_html(result.evidence, r.method, r.standalone, r.trace)
+        yield gr.skip(), session.shown(), panel, account_markdown(result, turn)
 
     def clear(self, request: gr.Request) -> tuple[list[Any], str, str]:
-        self.session(request.session_hash or "default").reset()
+        session = self.session(request.session_hash or "default")
+        with session.turn_lock, session.lock:
+            session.chat.reset()
+            session.messages.clear()
         return [], "", ""
 
     def build(self) -> gr.Blocks:
@@ -292,8 +358,8 @@ class WebChat:
                     account = gr.Markdown(elem_id="account")
                     panel = gr.HTML(label="Reasoning chain", elem_id="panel")
             outputs = [box, chatbot, panel, account]
-            box.submit(self.respond, [box, chatbot, method], outputs)
-            send.click(self.respond, [box, chatbot, method], outputs)
+            for event in (box.submit, send.click):  # a question sent mid-answer is queued
+                event(self.respond, [box, method], outputs, trigger_mode="multiple")
             clear.click(self.clear, None, [chatbot, panel, account])
         return demo
 
@@ -309,7 +375,7 @@ def make_app(args: Any) -> WebChat:
 
         def chats(corpus: ChatCorpus) -> Callable[[], Chat]:
             stack = HaystackStack(corpus)
-            return lambda: HaystackChat(stack, settings, args.method)
+            return lambda: HaystackChat(stack, settings, args.method, small_model=args.small_model)
 
     else:
         from llama_index_chat import LlamaIndexChat, LlamaIndexFolderReader, LlamaIndexStack
@@ -318,7 +384,9 @@ def make_app(args: Any) -> WebChat:
 
         def chats(corpus: ChatCorpus) -> Callable[[], Chat]:
             stack = LlamaIndexStack(corpus)
-            return lambda: LlamaIndexChat(stack, settings, args.method)
+            return lambda: LlamaIndexChat(
+                stack, settings, args.method, small_model=args.small_model
+            )
 
     def title(corpus: ChatCorpus) -> str:
         n = len(corpus.corpus)

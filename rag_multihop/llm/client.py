@@ -156,7 +156,7 @@ class LLMClient:
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
         self._total = LLMAccount()
-        self._thread_slots = threading.BoundedSemaphore(self.settings.max_concurrency)
+        self._thread_slots = threading.BoundedSemaphore(self.settings.concurrency)
         self._loop_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._loop_slots = weakref.WeakKeyDictionary()
         self._loop_thread: LoopThread | None = None
@@ -224,7 +224,7 @@ class LLMClient:
             try:
                 with self._thread_slots:
                     raw = self.transport.complete(
-                        sent, api_key=api_key, timeout=self.settings.timeout
+                        sent, api_key=api_key, timeout=self.settings.call_timeout
                     )
                 break
             except Exception as exc:
@@ -264,7 +264,7 @@ class LLMClient:
             try:
                 async with self._slot():
                     raw = await self.transport.acomplete(
-                        sent, api_key=api_key, timeout=self.settings.timeout
+                        sent, api_key=api_key, timeout=self.settings.call_timeout
                     )
                 break
             except Exception as exc:
@@ -382,7 +382,7 @@ class LLMClient:
             try:
                 with self._thread_slots:
                     for delta in transport.stream(
-                        sent, api_key=api_key, timeout=self.settings.timeout
+                        sent, api_key=api_key, timeout=self.settings.call_timeout
                     ):
                         if collected.add(delta):
                             yield delta.text
@@ -413,7 +413,7 @@ class LLMClient:
             try:
                 async with self._slot():
                     async for delta in transport.astream(
-                        sent, api_key=api_key, timeout=self.settings.timeout
+                        sent, api_key=api_key, timeout=self.settings.call_timeout
                     ):
                         if collected.add(delta):
                             yield delta.text
@@ -454,7 +454,7 @@ class LLMClient:
         the client's own bound on requests in flight still holds inside ``fn``. The first
         error cancels the remaining items and propagates.
         """
-        bound = check_int(self.settings.max_concurrency if limit is None else limit, "limit", low=1)
+        bound = check_int(self.settings.concurrency if limit is None else limit, "limit", low=1)
         slots = asyncio.Semaphore(bound)
 
         async def one(item: T) -> R:
@@ -612,7 +612,7 @@ class LLMClient:
                 model=s.model,
                 attempts=attempt + 1,
             ) from exc
-        if attempt >= s.max_retries:
+        if attempt >= s.retries:
             raise LLMCallError(
                 f"{s.model!r} failed after {attempt + 1} attempt(s) (max_retries="
                 f"{s.max_retries}, timeout={s.timeout:g} s); last error: "
@@ -645,7 +645,7 @@ class LLMClient:
         with self._lock:
             semaphore = self._loop_slots.get(loop)
             if semaphore is None:
-                semaphore = asyncio.Semaphore(self.settings.max_concurrency)
+                semaphore = asyncio.Semaphore(self.settings.concurrency)
                 self._loop_slots[loop] = semaphore
         async with semaphore:
             yield

@@ -32,6 +32,7 @@ import contextlib
 import importlib
 import importlib.util
 import logging
+import math
 import os
 import secrets
 import signal
@@ -252,6 +253,63 @@ class LocalServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+
+
+LOCAL_MAX_TOKENS = 160
+"""Reply cap of the local model: a few cited sentences fit; a reply that loops stops here
+instead of at the slot's context (SmolLM2-135M repeats itself when it does not know)."""
+REPEAT_PENALTY = 1.15
+"""llama.cpp's ``repeat_penalty`` sent with every local request (its default is 1.0, off):
+tokens of the last 64 are made less likely, which breaks the tiny model's loops."""
+PROMPT_TOKENS_PER_S = 50.0
+OUTPUT_TOKENS_PER_S = 4.0
+"""Rates one slot is assumed to reach when every slot is busy on a small, shared CPU (on an
+idle 4-core laptop SmolLM2-135M is an order of magnitude faster); the timeout is sized on them."""
+TIMEOUT_MARGIN_S = 15.0
+
+
+@dataclass(frozen=True)
+class LocalDefaults:
+    """What ``LLMSettings("local")`` uses when a field is left ``None``.
+
+    Args:
+        max_tokens: the reply cap (:data:`LOCAL_MAX_TOKENS`).
+        max_concurrency: the server's slots: more requests would wait in its queue while
+            their timeout runs.
+        max_retries: 1: a timed-out local call retried only waits as long again.
+        prompt_tokens: the longest prompt one slot takes (context / slots).
+        repeat_penalty: sent as llama.cpp's ``repeat_penalty`` (:data:`REPEAT_PENALTY`).
+
+    >>> d = local_defaults(ServerOptions(context=8192, slots=4))
+    >>> d.max_concurrency, d.prompt_tokens, d.timeout_for(160)
+    (4, 2048, 96.0)
+    """
+
+    max_tokens: int
+    max_concurrency: int
+    max_retries: int
+    prompt_tokens: int
+    repeat_penalty: float
+
+    def timeout_for(self, max_tokens: int) -> float:
+        """Seconds for one call: a full slot's prompt and ``max_tokens`` of reply at the
+        assumed rates (:data:`PROMPT_TOKENS_PER_S`, :data:`OUTPUT_TOKENS_PER_S`), plus a
+        margin, rounded up to whole seconds."""
+        seconds = self.prompt_tokens / PROMPT_TOKENS_PER_S + max_tokens / OUTPUT_TOKENS_PER_S
+        return float(math.ceil(seconds + TIMEOUT_MARGIN_S))
+
+
+def local_defaults(options: ServerOptions | None = None) -> LocalDefaults:
+    """The local model's call defaults for a server run with ``options`` (default: how
+    :func:`ensure_local_server` runs it)."""
+    o = options or ServerOptions()
+    return LocalDefaults(
+        max_tokens=LOCAL_MAX_TOKENS,
+        max_concurrency=o.slots,
+        max_retries=1,
+        prompt_tokens=o.context // o.slots,
+        repeat_penalty=REPEAT_PENALTY,
+    )
 
 
 _servers: dict[str, LocalServer] = {}

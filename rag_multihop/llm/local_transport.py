@@ -22,7 +22,12 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from rag_multihop.llm.local import ensure_local_server, is_local_model, local_model_name
+from rag_multihop.llm.local import (
+    REPEAT_PENALTY,
+    ensure_local_server,
+    is_local_model,
+    local_model_name,
+)
 from rag_multihop.llm.transport import (
     LiteLLMTransport,
     RawReply,
@@ -53,9 +58,17 @@ class LocalTransport:
 
     def route(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """The request as the server takes it and the server's key (starting the server
-        the first time)."""
+        the first time). A free-text request also carries llama.cpp's ``repeat_penalty``
+        (:data:`~rag_multihop.llm.local.REPEAT_PENALTY`, in litellm's ``extra_body``); a
+        JSON request does not, its grammar already bounds it."""
         server = ensure_local_server(local_model_name(str(request["model"])))
-        return {**request, "model": server.model, "api_base": server.base_url}, server.api_key
+        routed = {**request, "model": server.model, "api_base": server.base_url}
+        if "response_format" not in request:
+            routed["extra_body"] = {
+                "repeat_penalty": REPEAT_PENALTY,
+                **request.get("extra_body", {}),
+            }
+        return routed, server.api_key
 
     def complete(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float

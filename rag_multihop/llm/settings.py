@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, cast
 
-from rag_multihop.llm.local import is_local_model, local_model_name
+from rag_multihop.llm.local import is_local_model, local_defaults, local_model_name
 from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.validation import check_int, check_number
 
@@ -28,12 +28,17 @@ class LLMSettings:
             ``None``: the provider's own variable (``OPENAI_API_KEY``, ...); with
             ``api_base`` and no such variable set, a placeholder key is sent.
         timeout: seconds per attempt (litellm's default is 6000 s, so it is always set).
-        max_retries: retries after the first attempt on 429, 5xx, timeouts, connection errors.
+            ``None``: 60 s, or for the local model a time sized to its output
+            (:func:`~rag_multihop.llm.local.local_defaults`).
+        max_retries: retries after the first attempt on 429, 5xx, timeouts, connection errors
+            (``None``: 3; the local model 1, a retry of a timed-out local call only waits again).
         backoff_base: seconds before the first retry; doubles per retry, jittered to 50-100 %.
         backoff_max: cap on any wait, ``Retry-After`` included.
         temperature: sampling temperature, 0 for repeatable judging.
-        max_tokens: cap on reply tokens (``None``: the provider's default).
-        max_concurrency: requests in flight at once per client (sync and async counted apart).
+        max_tokens: cap on reply tokens (``None``: the provider's default; the local model
+            :data:`~rag_multihop.llm.local.LOCAL_MAX_TOKENS`, so a looping reply stops).
+        max_concurrency: requests in flight at once per client (sync and async counted
+            apart; ``None``: 8, the local model as many as its server has slots).
         json_mode: ask for JSON in JSON calls (``response_format``); turn off for servers
             that reject any response format (parsing is defensive either way).
         json_schema: with ``json_mode``, send the reply's JSON schema so the provider decodes
@@ -46,6 +51,9 @@ class LLMSettings:
     >>> s = LLMSettings("openai/gpt-4o-mini", timeout=20)
     >>> LLMSettings.from_dict(s.to_dict()) == s
     True
+    >>> local = LLMSettings("local")
+    >>> local.max_tokens, local.max_concurrency, local.max_retries, local.timeout
+    (160, 4, 1, 96.0)
     >>> LLMSettings("openai/gpt-4o-mini", timeout=0)
     Traceback (most recent call last):
     ...
@@ -55,13 +63,13 @@ class LLMSettings:
     model: str
     api_base: str | None = None
     api_key_env: str | None = None
-    timeout: float = 60.0
-    max_retries: int = 3
+    timeout: float | None = None
+    max_retries: int | None = None
     backoff_base: float = 1.0
     backoff_max: float = 30.0
     temperature: float = 0.0
     max_tokens: int | None = None
-    max_concurrency: int = 8
+    max_concurrency: int | None = None
     json_mode: bool = True
     json_schema: bool | None = None
     input_cost_per_token: float | None = None
@@ -76,6 +84,7 @@ class LLMSettings:
                     f"api_base must be None for the local model {self.model!r}: the library "
                     "starts its server and knows its address"
                 )
+        self._resolve_defaults()
         if self.api_base is not None and not (
             isinstance(self.api_base, str) and self.api_base.startswith(("http://", "https://"))
         ):
@@ -104,6 +113,39 @@ class LLMSettings:
         ):
             if price is not None:
                 check_number(price, name, low=0, high=1)
+
+    def _resolve_defaults(self) -> None:
+        """Fill the fields left ``None`` with the model's defaults (set once, so the
+        settings stay frozen, round-trip and compare as the values they use)."""
+        defaults: dict[str, Any] = {"timeout": 60.0, "max_retries": 3, "max_concurrency": 8}
+        if is_local_model(self.model):
+            local = local_defaults()
+            if self.max_tokens is None:
+                object.__setattr__(self, "max_tokens", local.max_tokens)
+            tokens = self.max_tokens if isinstance(self.max_tokens, int) else local.max_tokens
+            defaults = {
+                "timeout": local.timeout_for(tokens),
+                "max_retries": local.max_retries,
+                "max_concurrency": local.max_concurrency,
+            }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+
+    @property
+    def call_timeout(self) -> float:
+        """``timeout`` as resolved (always set after construction)."""
+        return cast(float, self.timeout)
+
+    @property
+    def retries(self) -> int:
+        """``max_retries`` as resolved (always set after construction)."""
+        return cast(int, self.max_retries)
+
+    @property
+    def concurrency(self) -> int:
+        """``max_concurrency`` as resolved (always set after construction)."""
+        return cast(int, self.max_concurrency)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, JSON-ready. The key itself is never part of the settings."""

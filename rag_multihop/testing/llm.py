@@ -163,12 +163,15 @@ class FakeOpenAIServer:
     request asks to stream, word by word as server-sent events, then the finish reason and a
     usage chunk, as OpenAI sends them. A request whose last message holds ``break_on`` gets
     two pieces, then the connection drops in the middle of the chunked body (a broken
-    stream). It records the request bodies.
+    stream); one holding ``slow_on`` gets its pieces ``piece_seconds`` apart (an answer
+    that takes a while). It records the request bodies.
 
     Args:
         reply: the answer text of a request's ``messages``.
         prompt_tokens, completion_tokens: the usage every reply reports.
         break_on: a text that breaks the stream of a request holding it.
+        slow_on, piece_seconds: a text that slows the stream of a request holding it, and
+            the pause before each of its pieces.
 
     Example:
         >>> import urllib.request
@@ -189,6 +192,8 @@ class FakeOpenAIServer:
         prompt_tokens: int = 40,
         completion_tokens: int = 9,
         break_on: str | None = None,
+        slow_on: str | None = None,
+        piece_seconds: float = 0.5,
     ) -> None:
         self.reply = reply
         self.usage = {
@@ -197,6 +202,8 @@ class FakeOpenAIServer:
             "total_tokens": prompt_tokens + completion_tokens,
         }
         self.break_on = break_on
+        self.slow_on = slow_on
+        self.piece_seconds = piece_seconds
         self.requests: list[dict[str, Any]] = []
         self._server: ThreadingHTTPServer | None = None
 
@@ -255,8 +262,10 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if request.get("stream"):
             marker = owner.break_on
-            broken = marker is not None and bool(messages) and marker in json.dumps(messages[-1])
-            self._stream(text, base, broken)
+            last = json.dumps(messages[-1]) if messages else ""
+            broken = marker is not None and marker in last
+            slow = owner.slow_on is not None and owner.slow_on in last
+            self._stream(text, base, broken, owner.piece_seconds if slow else 0.0)
             return
         message = {"role": "assistant", "content": text}
         body = json.dumps(
@@ -280,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _event(self, payload: dict[str, Any]) -> None:
         self._chunk(f"data: {json.dumps(payload)}\n\n".encode())
 
-    def _stream(self, text: str, base: dict[str, Any], broken: bool) -> None:
+    def _stream(self, text: str, base: dict[str, Any], broken: bool, pause: float) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -293,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             delta = {"content": (" " if i else "") + word}
+            time.sleep(pause)
             self._event({**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
         self._event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         usage = {**chunk, "choices": [], "usage": self.server_owner.usage}

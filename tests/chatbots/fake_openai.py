@@ -7,6 +7,8 @@
   asked to stream, with a final usage chunk as OpenAI sends it).
 - A question containing ``FAIL-MIDSTREAM`` gets two pieces, then the connection drops in the
   middle of the chunked body (the client sees a broken stream).
+- A question containing ``SLOW-ANSWER`` gets its pieces 0.6 s apart (an answer still
+  streaming when the next question is sent).
 
 Run it alone (for a manual web chat session): ``python tests/chatbots/fake_openai.py``.
 """
@@ -22,6 +24,7 @@ from rag_multihop.testing import FakeOpenAIServer
 ANSWER = "The answer is in [1] and [2]."
 STANDALONE = "Standalone:"
 FAIL = "FAIL-MIDSTREAM"
+SLOW = "SLOW-ANSWER"
 PROMPT_TOKENS, COMPLETION_TOKENS = 40, 9
 
 
@@ -40,6 +43,8 @@ def start() -> tuple[FakeOpenAIServer, str]:
         prompt_tokens=PROMPT_TOKENS,
         completion_tokens=COMPLETION_TOKENS,
         break_on=FAIL,
+        slow_on=SLOW,
+        piece_seconds=0.6,
     )
     return server, server.start()
 

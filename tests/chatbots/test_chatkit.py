@@ -113,32 +113,69 @@ def _source(i: str, **signals: float) -> Source:
 def test_evidence_chain_reads_the_bridge_trace() -> None:
     sources = [
         _source("bridge", bridge=1.0, dense=0.8),
-        _source("second", judge=0.9, judge_cal=0.8),
         _source("fill", backfill=1.0, dense=0.4),
+        _source("pooled", judge=0.2, retrieval=0.5),
+        _source("second", judge=0.9, judge_cal=0.8, search_e1=0.7),
     ]
-    trace = {"bridge_id": "bridge", "pool_ids": ["second", "other"]}
+    trace = {"bridge_id": "bridge", "pool_ids": ["second", "pooled"], "entities": ["Bo Lind"]}
     chain = chatkit.evidence_chain(sources, "bridge", "Because [2], see [9].", trace)
-    assert [(e.number, e.step, e.cited) for e in chain] == [
-        (1, "hop 1", False),
-        (3, "hop 1", False),
-        (2, "hop 2", True),
+    assert [(e.number, e.source.id, e.step, e.cited) for e in chain] == [
+        (1, "bridge", "hop 1", False),
+        (2, "second", "hop 2", True),
+        (3, "fill", "related", False),
+        (4, "pooled", "related", False),
+    ]  # numbered in display order; a pool passage no search from hop 1 found is related
+    assert [e.role for e in chain] == [
+        "the bridge: best match for the question",
+        "reached from hop 1 via Bo Lind",
+        "a hop-1 match kept to fill the list",
+        "found by the search for the question",
     ]
-    assert chain[0].role.startswith("the bridge") and "fill" in chain[1].role
     # the signals alone say nothing about hops: without the trace the chain has none
     assert {e.step for e in chatkit.evidence_chain(sources, "bridge")} == {"ranked"}
+    shown = chatkit.signal_items(dict(sources[3].signals), "bridge", trace)
+    assert ("search_e1", "score in the search for “Bo Lind”, a name in hop 1", 0.7) in shown
 
 
 def test_evidence_chain_reads_the_multihop_trace() -> None:
     sources = [
-        _source("b", named=0.0, link=0.9, pair=2.1),
-        _source("a", named=1.0, pair=2.1),
+        Source("b", "Bo Lind", "Bo Lind was born in Arle.", 0.5, {"link": 0.9, "pair": 2.1}),
+        Source("a", "Film A", "Film A was directed by Bo Lind.", 0.5, {"named": 1.0}),
         _source("tail", fill=3.0, fill_cal=0.5, graph=0.01, graph_cal=0.9),
+        _source("near", dense=0.4),
     ]
     trace = {"pair": ["a", "b"], "mentions": [["Film A", ["a"]]]}
     chain = chatkit.evidence_chain(sources, "multihop", trace=trace)
-    assert [(e.number, e.step) for e in chain] == [(2, "hop 1"), (1, "hop 2"), (3, "related")]
-    assert "named in the question" in chain[0].role and "named" not in chain[1].role
-    assert chain[2].role == "listed by fill and graph"
+    assert [(e.number, e.source.id, e.step) for e in chain] == [
+        (1, "a", "hop 1"),
+        (2, "b", "hop 2"),
+        (3, "tail", "related"),
+        (4, "near", "related"),
+    ]
+    assert chain[0].role == "first passage of the best pair (its title is named in the question)"
+    assert chain[1].role == "reached from hop 1 via Bo Lind"
+    assert chain[2].role == "reached through the entity graph from the pair"
+    assert chain[3].role == "similar to the question"  # not "reached from hop 1"
+    unlinked = [Source("x", "X", "x", 0, {}), Source("y", "Y", "y", 0, {})]
+    assert chatkit.evidence_chain(unlinked, "multihop", trace={"pair": ["x", "y"]})[1].role == (
+        "second passage of the best pair"
+    )
+
+
+def test_the_answer_cites_cards_by_their_display_number() -> None:
+    sources = [
+        Source("b", "Bo Lind", "Bo Lind was born in Arle.", 0.5, {}),
+        Source("a", "Film A", "Film A was directed by Bo Lind.", 0.5, {}),
+    ]
+    condensed = chatkit.condense("Where was the director of Film A born?", [])
+    retrieval = chatkit.make_retrieval(condensed, sources, "multihop", {"pair": ["a", "b"]})
+    assert [s.id for s in retrieval.sources] == ["a", "b"]
+    assert (
+        retrieval.answer.text == "Film A was directed by Bo Lind [1]. Bo Lind was born in Arle [2]."
+    )
+    assert [(e.number, e.cited) for e in retrieval.evidence] == [(1, True), (2, True)]
+    nothing = chatkit.make_retrieval(condensed, [], "dense")
+    assert nothing.answer.text == "" and nothing.evidence == ()
 
 
 def test_methods_without_hops_rank_and_name_their_fused_systems() -> None:
@@ -185,6 +222,96 @@ def test_account_adds_up() -> None:
     unknown = TurnAccount(answer=LLMAccount(calls=1, cost=None))
     assert "cost unknown" in unknown.summary()
     assert chatkit.spent(condense, condense + answer) == answer
+
+
+def test_a_small_model_never_rewrites_and_a_capable_ones_rewrite_is_checked() -> None:
+    asked: list[str] = []
+
+    def statement(prompt: str) -> str:
+        asked.append(prompt)
+        return "Condensed question: Marit Hallendor was born in Brennick."
+
+    first = chatkit.Turn(
+        "Who founded Veldmark Ropeworks?", (chatkit.Subject("Marit Hallendor", True),)
+    )
+    small = chatkit.Conversation(llm_condense=False)
+    small.turns.append(first)
+    assert (
+        small.condense("When did she die?", statement).standalone == "When did Marit Hallendor die?"
+    )
+    assert asked == []
+    capable = chatkit.Conversation(llm_condense=True)
+    capable.turns.append(first)
+    refused = capable.condense("When did she die?", statement)
+    assert refused.standalone == "When did Marit Hallendor die?" and len(asked) == 1
+    assert refused.how.startswith("model rewrite refused: not a question")
+
+    def timeout(prompt: str) -> str:
+        raise TimeoutError("no reply in 96 s")
+
+    failed = capable.condense("When did she die?", timeout)
+    assert failed.standalone == "When did Marit Hallendor die?"
+    assert failed.how == "model rewrite failed (TimeoutError: no reply in 96 s); refers back: she"
+    assert chatkit.uses_llm_condense(LOCAL, None) is False
+    assert chatkit.uses_llm_condense(LLMSettings("openai/gpt-4o-mini"), True) is False
+
+
+def _events(answer_pieces: list[str], fail: bool = False) -> chatkit.TurnEvents:
+    source = Source("a", "Film A", "Film A was directed by Bo Lind.", 0.5, {"dense": 0.5})
+    condensed = chatkit.Condensed("Who directed it?", "Who directed Film A?", ("Film A",), "x")
+    retrieval = chatkit.make_retrieval(condensed, [source], "dense")
+    yield retrieval
+
+    def pieces():
+        yield from answer_pieces
+        if fail:
+            raise TimeoutError("the model took longer than 96 s")
+
+    generated, error = yield from chatkit.generate(pieces())
+    return chatkit.finish_turn(retrieval, generated, TurnAccount(), error)
+
+
+def test_a_terminal_turn_prints_the_passage_answer_then_the_model_and_survives_a_timeout() -> None:
+    out: list[str] = []
+    result = chatkit.print_turn(
+        chatkit.TurnStream(_events(["It ", "was ", "Bo."], fail=True)), "m", out.append
+    )
+    text = "".join(out)
+    assert text.startswith(
+        "Film A was directed by Bo Lind [1].\n  (searched for: Who directed Film A?)"
+    )
+    assert "  m (generated)> It was Bo.\n" in text
+    assert "! the model failed: TimeoutError: the model took longer than 96 s" in text
+    assert (
+        result.answer == "Film A was directed by Bo Lind [1]." and result.generated == "It was Bo."
+    )
+    assert [e.cited for e in result.evidence] == [True]
+
+
+class Failing:
+    method, settings = "dense", LOCAL
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def stream(self, message: str) -> chatkit.TurnStream:
+        self.asked += 1
+        if self.asked == 1:
+            raise TimeoutError("condense call timed out\nTraceback (most recent call last): ...")
+        return chatkit.TurnStream(_events(["ok"]))
+
+    def reset(self) -> None:
+        pass
+
+
+def test_the_repl_prints_one_line_for_a_failed_turn_and_goes_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    chat = Failing()
+    assert chatkit.repl(chat, ["first?", "second?"]) == 0
+    out = capsys.readouterr().out
+    assert "! the turn failed: TimeoutError: condense call timed out. Ask again." in out
+    assert "Traceback" not in out and chat.asked == 2 and "Bo Lind [1]" in out
 
 
 def test_model_note_says_the_local_model_is_tiny() -> None:

