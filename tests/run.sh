@@ -13,6 +13,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST
 . .venv/bin/activate
 python -c "import torch" 2>/dev/null || pip install --quiet torch==2.13.0
 pip install --quiet -e '.[dev]' -e 'integrations/llama-index[test]' -e 'integrations/haystack[test]'
+pip install --quiet -e '.[ray]'  # Ray Data: index build --engine ray (tests/store/test_ray_build.py)
 bash scripts/install-local-llm.sh
 # the example chats' web UI and its end-to-end tests (marker e2e): Gradio, Playwright's Python
 # driver (no browser download) and Debian's Chromium

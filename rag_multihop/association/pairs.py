@@ -38,6 +38,7 @@ import numpy as np
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.io import read_records
+from rag_multihop.multihop.subjects import passage_names
 from rag_multihop.text import MentionIndex, strip_disambiguation, word_tokens
 
 logger = logging.getLogger(__name__)
@@ -217,13 +218,15 @@ MAX_NAME_TOKENS = 12
 
 
 def corpus_names(corpus: Corpus, *, min_chars: int, max_passages: int) -> MentionIndex[str]:
-    """Passage names (titles, and titles without their disambiguation) as case-sensitive
-    word tokens, mapped to passage ids; names shorter than ``min_chars``, longer than
+    """Passage names (titles, titles without their disambiguation and, for a passage whose
+    text holds no word of its title, the subjects read from its text:
+    :func:`~rag_multihop.multihop.subjects.passage_names`) as case-sensitive word tokens,
+    mapped to passage ids; names shorter than ``min_chars``, longer than
     :data:`MAX_NAME_TOKENS` tokens or shared by more than ``max_passages`` passages are
     left out."""
     by_name: dict[tuple[str, ...], list[str]] = {}
     for passage in corpus:
-        for name in {passage.title, strip_disambiguation(passage.title)}:
+        for name in {*passage_names(passage), strip_disambiguation(passage.title)}:
             tokens = tuple(word_tokens(name))
             if len(name) >= min_chars and 0 < len(tokens) <= MAX_NAME_TOKENS:
                 by_name.setdefault(tokens, []).append(passage.id)
@@ -283,7 +286,9 @@ def corpus_pairs(
     """Label-free pairs from titles named in passage texts (no questions, no labels).
 
     A passage's names are its title and its title without a trailing parenthetical
-    (``"Cape Fear (1962 film)"`` -> ``"Cape Fear"``), matched case-sensitively on whole
+    (``"Cape Fear (1962 film)"`` -> ``"Cape Fear"``) and, where the title is opaque (a file
+    name, a document id), the subjects read from its text (``"Ed Wood is a 1994 film"`` ->
+    ``"Ed Wood"``), matched case-sensitively on whole
     tokens in other passages' texts. Names shorter than ``min_name_chars``, shared by more
     than ``max_passages_per_name`` passages, or named by more than ``max_name_share`` of the
     corpus (hubs such as a country) are skipped; a passage naming more than ``max_mentions``

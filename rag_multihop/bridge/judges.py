@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from rag_multihop.bridge.features import mentions, to_unit
+from rag_multihop.bridge.features import names_mentioned, to_unit
 from rag_multihop.bridge.queries import check_on_error
+from rag_multihop.multihop.subjects import passage_names
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_number, check_positive_int, loggable
 from rag_multihop.vectors import PassageVectors
@@ -195,11 +196,29 @@ def combine_signals(
 def _mention_signals(
     query: Query, bridge: Passage, candidates: Sequence[Passage]
 ) -> tuple[np.ndarray, np.ndarray]:
-    titles = [p.title for p in candidates]
+    """Each candidate named (by its title or a subject read from its text) in the bridge,
+    and in the question; a name that is a part of one of the bridge's names does not count."""
+    names = [passage_names(p) for p in candidates]
+    own = passage_names(bridge)
     return (
-        mentions(titles, bridge.text, part_of=bridge.title),
-        mentions(titles, query.text, part_of=bridge.title),
+        names_mentioned(names, bridge.text, part_of=own),
+        names_mentioned(names, query.text, part_of=own),
     )
+
+
+def name_links(query: Query, bridge: Passage, candidates: Sequence[Passage]) -> np.ndarray:
+    """Whether a name connects each candidate to hop 1: the bridge or the question names it
+    (the LLM-free judges' name signals; see :func:`BridgeRetriever.run
+    <rag_multihop.bridge.pipeline.BridgeRetriever.run>`'s kept first stage).
+
+    >>> bridge = Passage("b", "Polish Wedding was directed by Theresa Connelly.", "doc-1")
+    >>> name_links(Query("Who directed Polish Wedding?"), bridge, [
+    ...     Passage("c", "Theresa Connelly is a director.", "doc-2"),
+    ...     Passage("d", "A wedding is a ceremony.", "doc-3")]).tolist()
+    [True, False]
+    """
+    in_bridge, in_question = _mention_signals(query, bridge, candidates)
+    return np.asarray((in_bridge > 0) | (in_question > 0), dtype=bool)
 
 
 class EmbeddingJudge:
@@ -243,6 +262,10 @@ class EmbeddingJudge:
         candidates: Sequence[Passage],
     ) -> np.ndarray:
         return self.score(query, bridge, entities, candidates)
+
+    def links(self, query: Query, bridge: Passage, candidates: Sequence[Passage]) -> np.ndarray:
+        """:func:`name_links`: the name signals this judge reads (the kept first stage's test)."""
+        return name_links(query, bridge, candidates)
 
 
 class AssociationJudge:
@@ -318,6 +341,10 @@ class AssociationJudge:
         candidates: Sequence[Passage],
     ) -> np.ndarray:
         return self.score(query, bridge, entities, candidates)
+
+    def links(self, query: Query, bridge: Passage, candidates: Sequence[Passage]) -> np.ndarray:
+        """:func:`name_links`: the name signals this judge reads (the kept first stage's test)."""
+        return name_links(query, bridge, candidates)
 
 
 class LLMJudge:

@@ -16,6 +16,11 @@ For a question q (:meth:`BridgeRetriever.run`):
    rank 1 and the fused pool follows; with ``"judged"`` b joins the pool and is judged like
    any candidate. Hop-1 results outside the pool fill up to ``k`` (score 0.0, signal
    ``"backfill"``).
+7. **Kept first stage**: an LLM-free judge reads names; when neither the bridge nor the
+   question names any pool candidate (by its title or a subject read from its text, as on a
+   corpus titled by file names), the judge is not called and the output is hop 1's order
+   and scores, signal ``"first_stage"`` (``BridgeSettings.keep_first_stage``; an LLM judge
+   is never gated).
 
 Scores: fused pool scores lie in (0, 1]; the bridge placed first scores :data:`BRIDGE_SCORE`
 (2.0, above every fused score); backfilled passages score 0.0. Each call also returns a
@@ -112,6 +117,8 @@ class BridgeTrace:
     account: LLMAccount | None
     fallbacks: int
     seconds: float
+    kept_first_stage: bool = False
+    """No name connected a pool candidate to hop 1, so hop 1's order was returned."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the account as its ``to_dict()``)."""
@@ -125,6 +132,7 @@ class BridgeTrace:
             "account": None if self.account is None else self.account.to_dict(),
             "fallbacks": self.fallbacks,
             "seconds": round(self.seconds, 4),
+            "kept_first_stage": self.kept_first_stage,
         }
 
 
@@ -181,6 +189,31 @@ def assemble(
     ]
 
 
+def keeps_first_stage(
+    judge: object,
+    settings: BridgeSettings,
+    query: Query,
+    bridge: Passage,
+    others: Sequence[Passage],
+) -> bool:
+    """Whether to keep the first stage's order: ``settings.keep_first_stage`` is on, the
+    judge reads names (it has ``links``, as the LLM-free judges do) and no candidate in
+    ``others`` is named by the bridge or the question: the judge could only reshuffle them
+    by similarity, which is what the first stage already did."""
+    links = getattr(judge, "links", None)
+    if not settings.keep_first_stage or links is None or not others:
+        return False
+    return not bool(np.any(links(query, bridge, others)))
+
+
+def first_stage(hop1: Sequence[Candidate], k: int) -> list[Candidate]:
+    """The top ``k`` of ``hop1`` in its own order and scores, marked ``first_stage``."""
+    return [
+        Candidate(c.passage, c.score, rank, {**c.signals, "first_stage": 1.0})
+        for rank, c in enumerate(hop1[:k], start=1)
+    ]
+
+
 class BridgeRetriever:
     """BridgeRAG: bridge-conditioned expansion and judging (see the module docstring).
 
@@ -192,7 +225,8 @@ class BridgeRetriever:
         judge: scores pool candidates (see :mod:`rag_multihop.bridge.judges`).
         settings: :class:`~rag_multihop.bridge.settings.BridgeSettings`.
         alpha, entity_k, query_k, pool_cap, bridge_position, entities, templates,
-            judge_weights: override the same-named field of ``settings`` (``None`` keeps it).
+            judge_weights, keep_first_stage: override the same-named field of ``settings``
+            (``None`` keeps it).
 
     Use :meth:`llm_free` or :meth:`with_llm` to build one from a dense retriever.
     """
@@ -212,6 +246,7 @@ class BridgeRetriever:
         entities: int | None = None,
         templates: Sequence[str] | None = None,
         judge_weights: JudgeWeights | None = None,
+        keep_first_stage: bool | None = None,
     ) -> None:
         if not isinstance(judge, Judge):
             raise TypeError(f"judge must implement score and ascore, got {type(judge).__name__}")
@@ -227,6 +262,7 @@ class BridgeRetriever:
             entities=entities,
             templates=templates,
             judge_weights=judge_weights,
+            keep_first_stage=keep_first_stage,
         )
         self.writer: QueryWriter = writer if writer is not None else self.settings.template_writer()
         if not isinstance(self.writer, QueryWriter):
@@ -252,6 +288,7 @@ class BridgeRetriever:
         entities: int | None = None,
         templates: Sequence[str] | None = None,
         judge_weights: JudgeWeights | None = None,
+        keep_first_stage: bool | None = None,
     ) -> BridgeRetriever:
         """Template queries and the :class:`EmbeddingJudge`; no LLM, no key.
 
@@ -276,6 +313,7 @@ class BridgeRetriever:
             entities=entities,
             templates=templates,
             judge_weights=judge_weights,
+            keep_first_stage=keep_first_stage,
         )
         judge = EmbeddingJudge(vectors, weights=settings.judge_weights)
         return cls(base, judge=judge, writer=writer, settings=settings)
@@ -297,6 +335,7 @@ class BridgeRetriever:
         entities: int | None = None,
         templates: Sequence[str] | None = None,
         judge_weights: JudgeWeights | None = None,
+        keep_first_stage: bool | None = None,
     ) -> BridgeRetriever:
         """BridgeRAG with an LLM for entities, SVO queries and the judge.
 
@@ -321,6 +360,7 @@ class BridgeRetriever:
             entities=entities,
             templates=templates,
             judge_weights=judge_weights,
+            keep_first_stage=keep_first_stage,
         )
         return cls(base, judge=LLMJudge(client), writer=LLMQueryWriter(client), settings=settings)
 
@@ -383,6 +423,10 @@ class BridgeRetriever:
             pool = [Candidate(bridge.passage, bridge.score, 0, signals), *pool]
         return pool
 
+    def _keeps_first_stage(self, query: Query, bridge: Candidate, pool: list[Candidate]) -> bool:
+        others = [c.passage for c in pool if c.id != bridge.id]
+        return keeps_first_stage(self.judge, self.settings, query, bridge.passage, others)
+
     def _finish(
         self,
         query: Query,
@@ -392,6 +436,7 @@ class BridgeRetriever:
         pool: list[Candidate],
         raw_judgement: Judgement | Sequence[float] | np.ndarray | None,
         start: float,
+        kept: bool = False,
     ) -> BridgeResult:
         if raw_judgement is None:
             judgement = Judgement(np.zeros(0))
@@ -401,7 +446,7 @@ class BridgeRetriever:
             with span("bridge.fuse", pool_size=len(pool), alpha=self.settings.alpha):
                 fused = fuse_pool(pool, judgement, self.settings.alpha)
         first = hop1[0] if self.settings.bridge_position == "first" else None
-        candidates = assemble(first, fused, hop1, k)
+        candidates = first_stage(hop1, k) if kept else assemble(first, fused, hop1, k)
         accounts = [a for a in (plan.account, judgement.account) if a is not None]
         trace = BridgeTrace(
             query_id=query.id,
@@ -414,6 +459,7 @@ class BridgeRetriever:
             account=sum(accounts[1:], start=accounts[0]) if accounts else None,
             fallbacks=plan.fallbacks + judgement.fallbacks,
             seconds=time.perf_counter() - start,
+            kept_first_stage=kept,
         )
         return BridgeResult(candidates, trace)
 
@@ -455,15 +501,17 @@ class BridgeRetriever:
                 hits = self.searcher.search(expansion, depth) if expansion else []
                 pool = self._pool(bridge, plan, hits)
                 stage.set(candidates=sum(len(h) for h in hits), pool_size=len(pool))
-            with span("bridge.judge", candidates=len(pool)):
+            kept = self._keeps_first_stage(query, bridge, pool)
+            with span("bridge.judge", candidates=0 if kept else len(pool), kept_first_stage=kept):
                 judged = (
                     self.judge.score(
                         query, bridge.passage, plan.entities, [c.passage for c in pool]
                     )
-                    if pool
+                    if pool and not kept
                     else None
                 )
-            return _traced(record, self._finish(query, k, hop1, plan, pool, judged, start))
+            result = self._finish(query, k, hop1, plan, pool, judged, start, kept)
+            return _traced(record, result)
 
     async def arun(self, query: Query, k: int = 10) -> BridgeResult:
         """The async twin of :meth:`run` (LLM calls concurrent, searches off the loop)."""
@@ -485,15 +533,17 @@ class BridgeRetriever:
                 hits = await self.searcher.asearch(expansion, depth) if expansion else []
                 pool = self._pool(bridge, plan, hits)
                 stage.set(candidates=sum(len(h) for h in hits), pool_size=len(pool))
-            with span("bridge.judge", candidates=len(pool)):
+            kept = self._keeps_first_stage(query, bridge, pool)
+            with span("bridge.judge", candidates=0 if kept else len(pool), kept_first_stage=kept):
                 judged = (
                     await self.judge.ascore(
                         query, bridge.passage, plan.entities, [c.passage for c in pool]
                     )
-                    if pool
+                    if pool and not kept
                     else None
                 )
-            return _traced(record, self._finish(query, k, hop1, plan, pool, judged, start))
+            result = self._finish(query, k, hop1, plan, pool, judged, start, kept)
+            return _traced(record, result)
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The core ``Retriever`` protocol: :meth:`run` without the trace."""

@@ -38,7 +38,7 @@ from rag_multihop.bridge.judges import (
     LLMJudge,
     check_judgement,
 )
-from rag_multihop.bridge.pipeline import assemble, fuse_pool
+from rag_multihop.bridge.pipeline import assemble, first_stage, fuse_pool, keeps_first_stage
 from rag_multihop.bridge.queries import QueryWriter, make_client
 from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
@@ -62,8 +62,10 @@ class BridgeReranker:
             :class:`~rag_multihop.bridge.queries.TemplateQueryWriter` of ``settings``).
         settings: :class:`~rag_multihop.bridge.settings.BridgeSettings`; the reranker reads
             ``alpha`` (weight of the incoming scores in the PIT fusion), ``bridge_position``
-            (``"first"``: the top candidate stays rank 1, or ``"judged"``) and, for the
-            default writer and judge, the LLM-free knobs.
+            (``"first"``: the top candidate stays rank 1, or ``"judged"``),
+            ``keep_first_stage`` (an LLM-free judge that finds no candidate named by the top
+            one or the question returns the incoming order, signal ``"first_stage"``) and,
+            for the default writer and judge, the LLM-free knobs.
         alpha, bridge_position: override the same-named field of ``settings``.
     """
 
@@ -133,6 +135,10 @@ class BridgeReranker:
             pool.insert(0, bridge.with_score(bridge.score, retrieval=bridge.score, bridge=1.0))
         return bridge, pool
 
+    def _keeps_first_stage(self, query: Query, bridge: Candidate, pool: list[Candidate]) -> bool:
+        others = [c.passage for c in pool if c.id != bridge.id]
+        return keeps_first_stage(self.judge, self.settings, query, bridge.passage, others)
+
     def _finish(
         self,
         bridge: Candidate,
@@ -156,6 +162,10 @@ class BridgeReranker:
         bridge, pool = self._split(candidates)
         if not pool:
             return assemble(bridge, [], [], 1)
+        if self._keeps_first_stage(query, bridge, pool):
+            return first_stage(
+                sorted(candidates, key=lambda c: (-c.score, c.rank or 0)), top_n or len(candidates)
+            )
         plan = self.writer.plan(query, bridge.passage)
         judged = self.judge.score(query, bridge.passage, plan.entities, [c.passage for c in pool])
         return self._finish(bridge, pool, judged, top_n)
@@ -171,6 +181,10 @@ class BridgeReranker:
         bridge, pool = self._split(candidates)
         if not pool:
             return assemble(bridge, [], [], 1)
+        if self._keeps_first_stage(query, bridge, pool):
+            return first_stage(
+                sorted(candidates, key=lambda c: (-c.score, c.rank or 0)), top_n or len(candidates)
+            )
         plan = await self.writer.aplan(query, bridge.passage)
         judged = await self.judge.ascore(
             query, bridge.passage, plan.entities, [c.passage for c in pool]

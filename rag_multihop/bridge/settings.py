@@ -57,6 +57,10 @@ class BridgeSettings:
         templates: the LLM-free writer's query templates (names of
             :data:`~rag_multihop.bridge.queries.QUERY_TEMPLATES`).
         judge_weights: the LLM-free judges' :class:`~rag_multihop.bridge.judges.JudgeWeights`.
+        keep_first_stage: when an LLM-free judge finds no name connecting any pool candidate
+            to hop 1 (neither the bridge nor the question names one), return hop 1's order
+            (signal ``first_stage``): the judge would only reshuffle by similarity. An LLM
+            judge is never gated.
 
     >>> BridgeSettings(alpha=1.5)
     Traceback (most recent call last):
@@ -72,6 +76,7 @@ class BridgeSettings:
     entities: int = LLM_FREE_ENTITIES
     templates: tuple[str, ...] = DEFAULT_TEMPLATES
     judge_weights: JudgeWeights = field(default_factory=JudgeWeights)
+    keep_first_stage: bool = True
 
     def __post_init__(self) -> None:
         check_fraction(self.alpha, "alpha")
@@ -81,6 +86,10 @@ class BridgeSettings:
         check_choice(self.bridge_position, "bridge_position", BRIDGE_POSITIONS)
         check_int(self.entities, "entities", low=0)
         object.__setattr__(self, "templates", check_templates(self.templates))
+        if not isinstance(self.keep_first_stage, bool):
+            raise ValueError(
+                f"keep_first_stage must be True or False, got {self.keep_first_stage!r}"
+            )
         if not isinstance(self.judge_weights, JudgeWeights):
             raise ValueError(
                 f"judge_weights must be JudgeWeights, got {type(self.judge_weights).__name__}"

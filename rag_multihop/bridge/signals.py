@@ -11,6 +11,7 @@ SIGNALS = MappingProxyType(
     {
         "bridge": "1 for the bridge: hop 1's best match for the question",
         "backfill": "1 for a hop-1 match filling the list after the judged passages",
+        "first_stage": "1 when no name connected a candidate to hop 1, so hop 1's order was kept",
         "retrieval": "best search score (hop 1 or an expansion search)",
         "retrieval_cal": "search score calibrated to 0-1 within the pool",
         "judge": "the judge's score given the question and the bridge (0-1)",

@@ -2,13 +2,19 @@
 
 Passages come as JSON Lines (or a JSON list) of ``{"id": str, "text": str, "title": str}``
 records (``title`` optional); vectors from ``--vectors FILE.npy`` (one row per passage, in
-file order) or, without it, from the encoder (``--encoder``, the bundled MiniLM by
-default). Bad input exits with status 2 and a message naming the file, record and field;
-a writer lock held by another process exits with status 1.
+file order) or, without it, from the encoder (``--encoder``; without it the bundled MiniLM,
+on int8 ONNX for a build of more than 2,000 passages when its fingerprint matches fp32,
+:mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input SHARD...`` builds from
+JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector`` column skips
+encoding) with Ray Data (:mod:`rag_multihop.store.ray_build`): a local Ray with
+``--workers`` CPUs, or the cluster at ``--address``. Bad input exits with status 2 and a
+message naming the file, record and field; a writer lock held by another process exits
+with status 1.
 
 Example::
 
     rag-multihop index build --index my.idx --passages corpus.jsonl
+    rag-multihop index build --index big.idx --engine ray --workers 8 --input 'shards/*.parquet'
     rag-multihop index add --index my.idx --passages more.jsonl --upsert
     rag-multihop index delete --index my.idx --ids p1,p7
     rag-multihop index compact --index my.idx
@@ -25,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop.cli.common import add_encoder_argument, encoder_from_args
+from rag_multihop.cli.common import add_encoder_argument, encoder_from_args, int_at_least
 from rag_multihop.io import read_json, read_records
 from rag_multihop.types import Passage
 
@@ -54,7 +60,8 @@ def read_passages(path: Path) -> list[Passage]:
 
 def _vectors(args: argparse.Namespace, passages: list[Passage], encoder: Any) -> np.ndarray:
     if args.vectors is None:
-        return np.asarray(encoder.encode([p.embedding_text for p in passages]))
+        texts = [p.embedding_text for p in passages]
+        return np.asarray(encoder.encode(texts, show_progress=not args.no_progress))
     path = Path(args.vectors)
     if not path.is_file():
         raise FileNotFoundError(f"vectors file not found: {path}")
@@ -82,20 +89,94 @@ def _ids(args: argparse.Namespace) -> list[str]:
     return ids
 
 
+def _check_sources(args: argparse.Namespace) -> None:
+    """``--passages`` for the in-process engine, ``--input`` for Ray (exit status 2)."""
+    if getattr(args, "engine", "inprocess") == "ray":
+        if args.input is None or args.passages is not None or args.vectors is not None:
+            raise ValueError(
+                "--engine ray reads shards: give --input SHARD... (vectors as a 'vector' "
+                "column), not --passages/--vectors"
+            )
+    elif args.passages is None or getattr(args, "input", None) is not None:
+        raise ValueError(
+            "give the passages with --passages FILE (--input SHARD... is for --engine ray)"
+        )
+
+
+def _build_with_ray(args: argparse.Namespace, settings: Any) -> Any:
+    from rag_multihop.encoders.bulk import bulk_encoder_name
+    from rag_multihop.store.progress import progress_bars
+    from rag_multihop.store.ray_build import build_with_ray
+
+    encoder = args.encoder
+    if encoder is None and not _shards_have_vectors(args.input):
+        encoder, reason = bulk_encoder_name(None)
+        print(f"rag-multihop: encoder {encoder}: {reason}", file=sys.stderr)
+    return build_with_ray(
+        args.index,
+        args.input,
+        settings=settings,
+        encoder=encoder,
+        address=args.address,
+        workers=args.workers,
+        progress=progress_bars(enabled=not args.no_progress),
+    )
+
+
+def _shards_have_vectors(inputs: list[str]) -> bool:
+    """Whether the first shard's first record (or Parquet schema) has a ``vector`` field."""
+    from rag_multihop.store.ray_build import expand_inputs
+
+    files, kind, filesystem = expand_inputs(inputs)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return "vector" in pq.read_schema(files[0], filesystem=filesystem).names
+    from pyarrow.fs import LocalFileSystem
+
+    stream = (filesystem or LocalFileSystem()).open_input_stream(files[0], compression="detect")
+    with stream as handle:
+        head = handle.read(1 << 20)  # the first record is within the first MiB
+    try:
+        first = json.loads(head.split(b"\n", 1)[0] or b"{}")
+    except ValueError:  # the record is longer than the MiB read: the workers will tell
+        return False
+    return isinstance(first, dict) and "vector" in first
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings
 
     try:
-        if args.action in ("build", "add"):
-            passages = read_passages(args.passages)
-            encoder = encoder_from_args(args) if args.vectors is None else None
         if args.action == "build":
+            _check_sources(args)
+        if args.action == "build" and args.engine == "ray":
+            settings = IndexSettings(ann=args.ann, subjects=args.subjects)
+            index = _build_with_ray(args, settings)
+        elif args.action == "build":
+            from rag_multihop.encoders.bulk import bulk_encoder_name
+            from rag_multihop.store.progress import progress_bars
+
+            passages = read_passages(args.passages)
+            encoder = None
+            if args.vectors is None:
+                if args.encoder is None:
+                    args.encoder, reason = bulk_encoder_name(len(passages))
+                    print(f"rag-multihop: encoder {args.encoder}: {reason}", file=sys.stderr)
+                encoder = encoder_from_args(args)
             vectors = _vectors(args, passages, encoder)
             settings = IndexSettings(ann=args.ann, subjects=args.subjects)
             index = CorpusIndex.build(
-                args.index, passages, vectors, settings=settings, encoder=encoder
+                args.index,
+                passages,
+                vectors,
+                settings=settings,
+                encoder=encoder,
+                progress=progress_bars(enabled=not args.no_progress),
             )
         elif args.action == "add":
+            passages = read_passages(args.passages)
+            encoder = encoder_from_args(args) if args.vectors is None else None
             index = CorpusIndex(args.index)
             if encoder is not None and not index.encoder_matches(encoder):
                 raise ValueError(
@@ -139,14 +220,44 @@ def add_index_parser(sub: Any) -> None:
         action.add_argument("--index", type=Path, required=True, help="the index folder")
         if name in ("build", "add"):
             action.add_argument(
-                "--passages", type=Path, required=True, help="JSON Lines of {id, text, title}"
+                "--passages",
+                type=Path,
+                required=name == "add",
+                default=None,
+                help="JSON Lines of {id, text, title}",
             )
             action.add_argument(
                 "--vectors", type=Path, default=None, help=".npy of one vector per passage"
             )
             action.add_argument("--cache-dir", type=Path, default=None, help="embedding cache")
             add_encoder_argument(action)
+            action.add_argument("--no-progress", action="store_true", help="hide progress bars")
         if name == "build":
+            action.set_defaults(encoder=None)  # chosen by the corpus size (bulk: int8)
+            action.add_argument(
+                "--engine",
+                choices=("inprocess", "ray"),
+                default="inprocess",
+                help="inprocess (default) or ray: Ray Data over --input shards",
+            )
+            action.add_argument(
+                "--input",
+                nargs="+",
+                default=None,
+                help="--engine ray: JSON Lines / Parquet shards (paths, globs, fsspec URLs) "
+                "with id, text, title and optionally vector",
+            )
+            action.add_argument(
+                "--address",
+                default=None,
+                help="--engine ray: a Ray cluster's address (default: start a local Ray)",
+            )
+            action.add_argument(
+                "--workers",
+                type=int_at_least("--workers", 1),
+                default=2,
+                help="--engine ray: worker actors per pass (a local Ray gets this many CPUs)",
+            )
             action.add_argument(
                 "--ann",
                 default="flat",

@@ -10,8 +10,14 @@
 Passage token states come from a :class:`~rag_multihop.coop.store.PassageStates` built at
 indexing time when one is given, else the encoder computes them for the candidates at query
 time. The query's states are computed per query. Every output candidate keeps its incoming
-signals and gains ``"rala"`` (its new score) and ``"maxsim"``, plus ``"gap_weight"`` and
+signals and gains ``"rala"`` (its RaLa score) and ``"maxsim"``, plus ``"gap_weight"`` and
 ``"premature_layer"`` for the gap-weighted scoring.
+
+Never below the first stage where the token-level contrast is weak (:func:`margin_order`):
+RaLa takes a rank from the first stage's order only when its best remaining candidate leads
+the first stage's by ``first_stage_margin`` (0.02 in MaxSim); a rank the first stage kept is
+marked ``"first_stage"``. Scores are the RaLa scores, lowered where needed so that they
+decrease with rank.
 
 Example (needs the ``encoders`` extra; the bundled MiniLM):
     >>> from rag_multihop.encoders.sentence_transformer import default_encoder
@@ -155,6 +161,37 @@ def state_layout(settings: RaLaSettings, n_layers: int) -> StateLayout:
     )
 
 
+def margin_order(
+    first: Sequence[int], rala: np.ndarray, ids: Sequence[str], margin: float
+) -> list[tuple[int, bool]]:
+    """The output order as (candidate position, kept by the first stage) pairs.
+
+    ``first`` lists the candidates' positions in the first stage's order. At each rank the
+    first stage's best remaining candidate keeps the rank unless the remaining candidate
+    with the highest RaLa score (ties by passage id) leads it by at least ``margin``; then
+    that one takes it. ``margin`` 0 is the plain RaLa order; ``True`` marks a rank where
+    the first stage's candidate stayed although RaLa preferred another.
+
+    >>> margin_order([0, 1, 2], np.array([0.50, 0.51, 0.60]), ["a", "b", "c"], 0.02)
+    [(2, False), (0, True), (1, False)]
+    """
+    by_rala = sorted(range(len(ids)), key=lambda i: (-float(rala[i]), ids[i]))
+    used = [False] * len(ids)
+    out: list[tuple[int, bool]] = []
+    d = r = 0
+    for _ in range(len(ids)):
+        while used[first[d]]:
+            d += 1
+        while used[by_rala[r]]:
+            r += 1
+        kept, best = first[d], by_rala[r]
+        take_best = float(rala[best]) >= float(rala[kept]) + margin
+        pick = best if take_best else kept
+        used[pick] = True
+        out.append((pick, not take_best and best != kept))
+    return out
+
+
 class RaLaReranker:
     """Reranks candidates by contrasting layers (see the module docstring).
 
@@ -163,8 +200,8 @@ class RaLaReranker:
             accepts (a sentence-transformers model, its path, a ``SentenceTransformerEncoder``).
         settings: a :class:`~rag_multihop.coop.settings.RaLaSettings`.
         scoring, layer, buckets, candidate_layers, seed, pooling, token_weighting,
-            drop_punctuation, candidates: override the same-named field of ``settings``
-            (``None`` keeps it).
+            drop_punctuation, candidates, first_stage_margin: override the same-named field
+            of ``settings`` (``None`` keeps it).
         store: passage states precomputed with this reranker's :attr:`layout` and encoder;
             candidates missing from it are encoded at query time (counted in
             ``encoded_at_query_time``). A store is checked when it is first used (given here
@@ -189,6 +226,7 @@ class RaLaReranker:
         drop_punctuation: bool | None = None,
         candidates: int | None = None,
         codec: str | None = None,
+        first_stage_margin: float | None = None,
         store: PassageStates | None = None,
     ) -> None:
         self.settings = resolve_settings(
@@ -204,6 +242,7 @@ class RaLaReranker:
             drop_punctuation=drop_punctuation,
             candidates=candidates,
             codec=codec,
+            first_stage_margin=first_stage_margin,
         )
         self.encoder = (
             encoder if isinstance(encoder, HiddenStateEncoder) else HiddenStateEncoder(encoder)
@@ -368,7 +407,19 @@ class RaLaReranker:
             if position is not None:
                 signals["premature_layer"] = float(early[int(position) - 1])
             rescored.append(candidate.with_score(signals["rala"], **signals))
-        return rank_candidates(rescored, top_n)
+        margin = self.settings.first_stage_margin
+        if margin == 0:
+            return rank_candidates(rescored, top_n)
+        first = sorted(range(len(candidates)), key=lambda i: -candidates[i].score)
+        order = margin_order(first, arrays["rala"], ids, margin)[:top_n]
+        out: list[Candidate] = []
+        for rank, (i, kept) in enumerate(order, start=1):
+            candidate = rescored[i]
+            # scores decrease with rank: a rank kept by the first stage scores below the last
+            score = min(candidate.score, out[-1].score - 1e-6) if out else candidate.score
+            signals = {**candidate.signals, **({"first_stage": 1.0} if kept else {})}
+            out.append(Candidate(candidate.passage, score, rank, signals))
+        return out
 
 
 class RaLaRetriever(RerankedRetriever):

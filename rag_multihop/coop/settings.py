@@ -32,6 +32,9 @@ TOKEN_WEIGHTINGS = ("pool-idf", "uniform")
 DEFAULT_CANDIDATES = 100
 """K, the first-stage depth RaLa reranks (the paper reranks a top-100)."""
 
+DEFAULT_FIRST_STAGE_MARGIN = 0.02
+"""RaLa's score lead (MaxSim, a mean cosine) needed to take a rank from the first stage."""
+
 UAR_MODES = ("concatenate", "sub-questions")
 """How UAR searches: the unrolled question as one text, or one search per sub-question."""
 
@@ -90,6 +93,12 @@ class RaLaSettings:
         codec: how a store built by the reranker packs its token vectors, one of
             :data:`~rag_multihop.coop.codecs.CODEC_NAMES` (default ``"float16"``;
             ``"residual-2bit"`` is 7× smaller at a small recall cost, docs/coop.md).
+        first_stage_margin: RaLa takes a rank from the first stage only by this much: at
+            each rank the first stage's best remaining candidate keeps it unless another
+            remaining candidate's RaLa score is at least this much higher (then the highest
+            takes it). Where the token-level contrast is weak, the first stage's order stays
+            (signal ``first_stage``); 0 is the plain RaLa order. Chosen on 2Wiki's tune halves
+            (docs/benchmarks.md, corpus views).
     """
 
     scoring: str = "maxsim"
@@ -102,10 +111,12 @@ class RaLaSettings:
     drop_punctuation: bool = True
     candidates: int = DEFAULT_CANDIDATES
     codec: str = DEFAULT_CODEC
+    first_stage_margin: float = DEFAULT_FIRST_STAGE_MARGIN
 
     def __post_init__(self) -> None:
         check_choice(self.scoring, "scoring", SCORING_NAMES)
         check_choice(self.codec, "codec", CODEC_NAMES)
+        check_number(self.first_stage_margin, "first_stage_margin", low=0.0)
         if self.layer is not None:
             check_int(self.layer, "layer", low=1)
         check_int(self.buckets, "buckets", low=1, high=64)

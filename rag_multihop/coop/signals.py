@@ -12,6 +12,7 @@ SIGNALS = MappingProxyType(
         "rala": "token-level match with the question (RaLa, the reranking score)",
         "maxsim": "token-level match on the encoder's last layer (MaxSim)",
         "gap_weight": "RaLa's weight from the gap between the last and an earlier layer",
+        "first_stage": "1 where RaLa's lead was too small to take the rank from the first stage",
         "premature_layer": "the earlier encoder layer RaLa contrasted with the last",
         "last_similarity": "pooled similarity to the question on the last layer",
         "premature_similarity": "pooled similarity to the question on the earlier layer",

@@ -26,9 +26,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from rag_multihop.multihop.titles import name_key
 from rag_multihop.types import Passage
+
+NAMES_CACHE_SIZE = 65536
+"""Passages whose names :func:`known_names` remembers."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
@@ -156,11 +160,16 @@ def title_named_in_text(title: str, text: str) -> bool:
 
 def passage_names(passage: Passage) -> tuple[str, ...]:
     """The names a passage is known by: its title, plus the subjects read from its text when
-    the text holds no word of the title."""
-    title = passage.title
-    if title and title_named_in_text(title, passage.text):
+    the text holds no word of the title (remembered by title and text: the bridge judge asks
+    for the same candidates' names query after query)."""
+    return _names(passage.title, passage.text)
+
+
+@lru_cache(maxsize=NAMES_CACHE_SIZE)
+def _names(title: str, text: str) -> tuple[str, ...]:
+    if title and title_named_in_text(title, text):
         return (title,)
-    subjects = tuple(s for s in text_subjects(passage.text) if s != title)
+    subjects = tuple(s for s in text_subjects(text) if s != title)
     return (title, *subjects) if title else subjects
 
 

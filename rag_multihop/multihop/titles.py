@@ -147,6 +147,24 @@ class TitleIndex:
         self._first_words = frozenset(key.split(" ", 1)[0] for key in self._by_key)
         self.size = len(titles)
 
+    @classmethod
+    def from_keys(
+        cls,
+        by_key: dict[str, list[tuple[int, tuple[str, ...]]]],
+        size: int,
+        *,
+        max_words: int = DEFAULT_MAX_WORDS,
+    ) -> TitleIndex:
+        """The index whose keys ``by_key`` already holds (key → ``(row, qualifiers)`` in
+        row order, as the constructor makes them from ``size`` passages' names): an
+        indexing engine builds it from the keys its workers read, without re-reading names.
+        """
+        index = cls([], max_words=max_words)
+        index._by_key = by_key
+        index._first_words = frozenset(key.split(" ", 1)[0] for key in by_key)
+        index.size = size
+        return index
+
     def __len__(self) -> int:
         return self.size
 

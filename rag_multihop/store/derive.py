@@ -21,7 +21,10 @@ column):
   with weights and each link's name spans in its source's tokens, ``link.nspan`` spans
   per link in ``link.span`` with their ``link.sflag`` flags; ``glink.*`` for the entity
   graph).
-"""
+
+The ``entry_arrays``, ``hashed_piece_arrays``, ``link_table`` and ``graph_link_table``
+variants lay out what workers already computed per passage
+(:mod:`rag_multihop.store.batches`), so every engine writes the one layout defined here."""
 
 from __future__ import annotations
 
@@ -88,26 +91,45 @@ def name_arrays(passages: Sequence[Passage], names: Sequence[Sequence[str]]) -> 
     }
 
 
+def name_entries(known: Sequence[str]) -> list[tuple[str, str]]:
+    """The title dictionary entries of one passage known by the names ``known``: each
+    variant key once (the first name's qualifiers kept, as
+    :class:`~rag_multihop.multihop.titles.TitleIndex` does) with its qualifiers joined by
+    ``\x1f``.
+
+    >>> name_entries(["Cape Fear (1962 film)"])
+    [('cape fear 1962 film', ''), ('cape fear', '1962 film')]
+    """
+    seen: set[str] = set()
+    entries = []
+    for name in known:
+        for key, quals in title_variants(name).items():
+            if key not in seen:
+                seen.add(key)
+                entries.append((key, QUALIFIER_SEPARATOR.join(quals)))
+    return entries
+
+
 def title_arrays(names: Sequence[Sequence[str]], titles: Sequence[str], first_row: int) -> Arrays:
-    """The title dictionary entries of passages known by ``names`` (each passage's names,
-    a key counted once per passage, the first name's qualifiers kept, as
-    :class:`~rag_multihop.multihop.titles.TitleIndex` does) and the entity graph's title
-    keys of their ``titles`` (rows from ``first_row``)."""
+    """The title dictionary entries of passages known by ``names`` (:func:`name_entries`)
+    and the entity graph's title keys of their ``titles`` (rows from ``first_row``)."""
+    return entry_arrays([name_entries(known) for known in names], titles, first_row)
+
+
+def entry_arrays(
+    entries: Sequence[Sequence[tuple[str, str]]], titles: Sequence[str], first_row: int
+) -> Arrays:
+    """:func:`title_arrays` of passages whose :func:`name_entries` are ``entries``."""
     keys: list[str] = []
     rows: list[int] = []
     qualifiers: list[str] = []
     graph_keys: list[str] = []
     graph_rows: list[int] = []
-    for i, (known, title) in enumerate(zip(names, titles, strict=True)):
-        seen: set[str] = set()
-        for name in known:
-            for key, quals in title_variants(name).items():
-                if key in seen:
-                    continue
-                seen.add(key)
-                keys.append(key)
-                rows.append(first_row + i)
-                qualifiers.append(QUALIFIER_SEPARATOR.join(quals))
+    for i, (found, title) in enumerate(zip(entries, titles, strict=True)):
+        for key, quals in found:
+            keys.append(key)
+            rows.append(first_row + i)
+            qualifiers.append(quals)
         key = title_key(title)
         if key:
             graph_keys.append(key)
@@ -146,15 +168,22 @@ def text_pieces(text: str) -> set[str]:
     return pieces
 
 
+def piece_hashes(text: str) -> np.ndarray:
+    """The key hashes of :func:`text_pieces` of ``text``, in sorted piece order."""
+    return key_hashes(sorted(text_pieces(text)))
+
+
 def piece_arrays(texts: Sequence[str], first_row: int) -> Arrays:
     """The word → rows postings of ``texts`` (rows from ``first_row``)."""
-    pieces: list[str] = []
-    rows: list[int] = []
-    for i, text in enumerate(texts):
-        found = sorted(text_pieces(text))
-        pieces.extend(found)
-        rows.extend([first_row + i] * len(found))
-    return _table("piece", build_postings(key_hashes(pieces), np.array(rows, dtype=np.int32)))
+    return hashed_piece_arrays([piece_hashes(text) for text in texts], first_row)
+
+
+def hashed_piece_arrays(hashes: Sequence[np.ndarray], first_row: int) -> Arrays:
+    """:func:`piece_arrays` of texts whose :func:`piece_hashes` are ``hashes``."""
+    counts = np.array([len(h) for h in hashes], dtype=np.int64)
+    rows = np.repeat(np.arange(first_row, first_row + len(hashes), dtype=np.int32), counts)
+    flat = np.concatenate(hashes) if len(hashes) else np.zeros(0, dtype=np.uint64)
+    return _table("piece", build_postings(flat.astype(np.uint64), rows))
 
 
 def extract_entities(
@@ -260,13 +289,21 @@ def graph_link_arrays(
     max_title_words: int,
 ) -> Arrays:
     """The entity graph's title links of passages ``rows`` (``rows_of(key)``: live rows)."""
+    return graph_link_table(
+        rows,
+        [
+            passage_title_links(row, text, rows_of, max_title_words)
+            for row, text in zip(rows, texts, strict=True)
+        ],
+    )
+
+
+def graph_link_table(rows: Sequence[int], targets: Sequence[Sequence[int]]) -> Arrays:
+    """The ``glink.*`` arrays of passages ``rows`` linking to ``targets`` (per passage)."""
     pointers = np.zeros(len(rows) + 1, dtype=np.int64)
-    targets: list[int] = []
-    for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
-        targets.extend(passage_title_links(row, text, rows_of, max_title_words))
-        pointers[i + 1] = len(targets)
+    np.cumsum([len(found) for found in targets], out=pointers[1:])
     return {
         "glink.rows": np.array(rows, dtype=np.int32),
         "glink.ptr": pointers,
-        "glink.dst": np.array(targets, dtype=np.int32),
+        "glink.dst": np.array([t for found in targets for t in found], dtype=np.int32),
     }

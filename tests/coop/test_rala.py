@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 
@@ -108,7 +109,8 @@ def test_rerank_puts_the_bridge_first_keeps_signals_and_leaves_inputs_alone(
     assert ranked[0].id == "polish-wedding"
     assert [c.rank for c in ranked] == list(range(1, 6))
     assert all({"dense", "rala", "maxsim"} <= set(c.signals) for c in ranked)
-    assert all(c.score == c.signals["rala"] for c in ranked)
+    assert all(c.score <= c.signals["rala"] for c in ranked)  # lowered where the first stage kept
+    assert all(a.score > b.score for a, b in itertools.pairwise(ranked))
     if scoring == "gap-weighted":
         layers = {c.signals["premature_layer"] for c in ranked}
         assert layers <= {1.0, 3.0, 4.0}  # the default draw for 6 layers and 3 buckets
@@ -314,3 +316,29 @@ def test_a_store_saved_without_a_fingerprint_is_checked_by_name_with_a_warning(
     other = RaLaReranker(HiddenStateEncoder(minilm, name="other"), store=store)
     with pytest.raises(ValueError, match="has no encoder fingerprint .* only names can be"):
         _ = other.layout
+
+
+def test_rala_takes_a_rank_from_the_first_stage_only_by_a_clear_lead(
+    states_encoder: HiddenStateEncoder, polish_wedding: list[Passage]
+) -> None:
+    # an untitled corpus: file-like titles, as a user's chunks carry
+    untitled = [dataclasses.replace(p, title=f"doc-{i:04d}") for i, p in enumerate(polish_wedding)]
+    candidates = _candidates(untitled[::-1])
+    query = Query(POLISH_WEDDING_QUESTION)
+    plain = RaLaReranker(states_encoder, first_stage_margin=0.0).rerank(query, candidates)
+    assert all(c.score == c.signals["rala"] for c in plain)
+    assert not any("first_stage" in c.signals for c in plain)
+    rala = {c.id: c.signals["rala"] for c in plain}
+    for margin in (0.01, 0.05, 0.2, 1.0):
+        ranked = RaLaReranker(states_encoder, first_stage_margin=margin).rerank(query, candidates)
+        remaining = [c.id for c in candidates]
+        for c in ranked:  # each rank: the first stage's candidate, unless RaLa leads by margin
+            best = max(remaining, key=lambda i: rala[i])
+            expected = best if rala[best] >= rala[remaining[0]] + margin else remaining[0]
+            assert c.id == expected
+            assert ("first_stage" in c.signals) == (expected != best)
+            remaining.remove(c.id)
+    never = RaLaReranker(states_encoder, first_stage_margin=1.0).rerank(query, candidates)
+    assert [c.id for c in never] == [c.id for c in candidates]  # a cosine mean never leads by 1
+    with pytest.raises(ValueError, match="first_stage_margin must be"):
+        RaLaSettings(first_stage_margin=-0.1)

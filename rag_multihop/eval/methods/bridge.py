@@ -28,7 +28,8 @@ query-independent expansion texts with the run's disk-cached encoder, see
 
 ``bench_extras()`` reports the settings, the pool (mean size, coverage = share of gold
 passages in bridge + pool, the same share for a dense top list of the same size, how often
-the bridge is gold, entities found), the per-question-type table (R@2/R@5 of the method and
+the bridge is gold, entities found), the share of questions that kept the first stage (no
+name connected a pool candidate to hop 1), the per-question-type table (R@2/R@5 of the method and
 of its own hop-1 dense ranking, pool coverage; datasets without types report one
 ``untyped`` group), the same table by number of gold passages (in 2WikiMultiHopQA the
 4-passage questions are its bridge-comparison, parallel-chain ones) and, in LLM mode,
@@ -53,6 +54,7 @@ from rag_multihop.bridge.judges import (
     JudgeWeights,
     LLMJudge,
     judge_name,
+    name_links,
 )
 from rag_multihop.bridge.pipeline import BridgeRetriever, BridgeTrace
 from rag_multihop.bridge.queries import LLMQueryWriter, QueryWriter, TemplateQueryWriter
@@ -156,6 +158,10 @@ class FoldedJudge:
         self, query: Query, bridge: Passage, entities: Sequence[str], candidates: Sequence[Passage]
     ) -> Any:
         return await self.judges.route(query).ascore(query, bridge, entities, candidates)
+
+    def links(self, query: Query, bridge: Passage, candidates: Sequence[Passage]) -> Any:
+        """The routed judge's name links (the kept first stage's test)."""
+        return name_links(query, bridge, candidates)
 
 
 def _vectors(context: BenchContext) -> PassageVectors:
@@ -266,6 +272,7 @@ class BridgeBenchRetriever:
                 "no_entities_share": percent([float(not t.entities) for t in self.traces]),
                 "queries": summarize([len(t.queries) for t in self.traces]),
             },
+            "kept_first_stage_share": percent([float(t.kept_first_stage) for t in self.traces]),
         }
         extras["by_type"], extras["by_gold_count"] = self._groups()
         if not any(

@@ -1,0 +1,53 @@
+"""The encoder for embedding a corpus in bulk: int8 ONNX MiniLM when it is the same model.
+
+For more than :data:`BULK_PASSAGES` passages, :func:`bulk_encoder_name` picks
+``minilm-int8`` (about 4× the passages/s of fp32 on CPU) when its fingerprint
+(:mod:`~rag_multihop.encoders.fingerprint`) matches the fp32 model's within
+:data:`~rag_multihop.encoders.fingerprint.FINGERPRINT_TOLERANCE`; otherwise, or when
+ONNX Runtime is missing, the fp32 default, with the reason logged.
+
+Example:
+    >>> bulk_encoder_name(100)
+    ('minilm', '100 passages is not a bulk job (more than 2000): the fp32 default')
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
+from rag_multihop.encoders.registry import DEFAULT_ENCODER, make_encoder
+
+logger = logging.getLogger(__name__)
+
+BULK_PASSAGES = 2000
+"""More passages than this are embedded with the int8 encoder when it passes the check."""
+
+BULK_ENCODER = "minilm-int8"
+
+
+def bulk_encoder_name(n_passages: int | None, *, threshold: int = BULK_PASSAGES) -> tuple[str, str]:
+    """The encoder name for embedding ``n_passages`` (``None``: unknown, a bulk job) and
+    why it was chosen."""
+    if n_passages is not None and n_passages <= threshold:
+        return DEFAULT_ENCODER, (
+            f"{n_passages} passages is not a bulk job (more than {threshold}): the fp32 default"
+        )
+    try:
+        similarity = EncoderFingerprint.of(make_encoder(DEFAULT_ENCODER)).similarity(
+            make_encoder(BULK_ENCODER)
+        )
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        reason = f"the int8 encoder is unavailable ({type(exc).__name__}: {exc}); using fp32"
+        logger.warning(reason)
+        return DEFAULT_ENCODER, reason
+    if similarity < 1.0 - FINGERPRINT_TOLERANCE:
+        reason = (
+            f"the int8 encoder's fingerprint differs from fp32 (lowest probe cosine "
+            f"{similarity:.4f} < {1.0 - FINGERPRINT_TOLERANCE}); using fp32"
+        )
+        logger.warning(reason)
+        return DEFAULT_ENCODER, reason
+    reason = f"bulk job: int8 ONNX, fingerprint matches fp32 (lowest probe cosine {similarity:.4f})"
+    logger.info(reason)
+    return BULK_ENCODER, reason

@@ -1,0 +1,279 @@
+"""Index build throughput: in-process vs Ray Data (local workers), and fp32 vs int8 bulk embedding.
+
+``--sizes``: for each N, the synthetic titled corpus of ``scripts/index_scale.py`` (vectors
+given, so only the encoder-free stages run) is written as Parquet shards; each engine builds
+the index from them in its own process (read, both passes, merge, write; the Ray column
+also shows the Ray start-up inside it); peak RSS is the largest sum over the build's process
+tree (driver, Ray's daemons and workers), sampled from /proc every 0.2 s; the two indexes
+are compared array by array.
+
+``--embed N``: bulk-embedding passages/s of the first N passages of the shared 2Wiki corpus
+with the fp32 (``minilm``) and int8 (``minilm-int8``) encoders, uncached, one after the other
+in one process, and the int8 encoder's fingerprint similarity to fp32.
+
+Prints a markdown table and writes JSON (``--out``). The machine's load (``uptime``) is
+recorded with each number: compare ratios within one run. Example::
+
+    python scripts/index_build_bench.py --sizes 10000,100000 --workers 2 --embed 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import index_scale  # the synthetic corpus generator
+
+DIM = 32
+SHARDS = 4
+
+
+def load() -> str:
+    """The 1-minute load average and the CPU count."""
+    return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+
+
+def _tree_rss_mb(root: int) -> float:
+    """The resident memory of process ``root`` and all its descendants, from /proc."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, frontier = 0, [root]
+    while frontier:
+        pid = frontier.pop()
+        total += rss.get(pid, 0)
+        frontier.extend(child for child, parent in parents.items() if parent == pid)
+    return total / 2**20
+
+
+class PeakRss:
+    """Samples the tree's RSS in a thread; ``peak`` in MB."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _tree_rss_mb(os.getpid()))
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _tree_rss_mb(os.getpid()))
+
+
+def write_shards(folder: Path, n: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True)
+    passages = index_scale.passages(0, n, n, seed=n)
+    vectors = index_scale.vectors(0, n, DIM)
+    cuts = np.linspace(0, n, SHARDS + 1).astype(int).tolist()
+    for part in range(SHARDS):
+        a, b = cuts[part], cuts[part + 1]
+        table = pa.table(
+            {
+                "id": [p.id for p in passages[a:b]],
+                "text": [p.text for p in passages[a:b]],
+                "title": [p.title for p in passages[a:b]],
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(vectors[a:b].reshape(-1)), DIM
+                ),
+            }
+        )
+        pq.write_table(table, folder / f"part-{part:03d}.parquet")
+
+
+def phase_inprocess(shards: Path, index: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    from rag_multihop import Passage
+    from rag_multihop.store import CorpusIndex
+
+    with PeakRss() as rss:
+        start = time.perf_counter()
+        table = pq.read_table(sorted(str(f) for f in shards.glob("*.parquet")))
+        passages = [
+            Passage(i, t, title)
+            for i, t, title in zip(
+                table.column("id").to_pylist(),
+                table.column("text").to_pylist(),
+                table.column("title").to_pylist(),
+                strict=True,
+            )
+        ]
+        vectors = table.column("vector").combine_chunks().flatten().to_numpy()
+        CorpusIndex.build(index, passages, vectors.reshape(len(passages), -1))
+        seconds = time.perf_counter() - start
+    return {"build_s": seconds, "peak_rss_mb": rss.peak, "load": load()}
+
+
+def phase_ray(shards: Path, index: Path, workers: int) -> dict[str, Any]:
+    import ray
+
+    from rag_multihop.store.ray_build import build_with_ray
+
+    with PeakRss() as rss:
+        start = time.perf_counter()
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        started = time.perf_counter() - start
+        build_with_ray(index, [str(shards / "*.parquet")], workers=workers)
+        seconds = time.perf_counter() - start
+        ray.shutdown()
+    return {"build_s": seconds, "ray_start_s": started, "peak_rss_mb": rss.peak, "load": load()}
+
+
+def phase_embed(n: int) -> dict[str, Any]:
+    from rag_multihop.encoders import make_encoder
+    from rag_multihop.encoders.fingerprint import EncoderFingerprint
+    from rag_multihop.eval.datasets import load_named
+    from rag_multihop.paths import data_dir
+
+    corpus = load_named("2wiki", data_dir()).corpus
+    texts = [p.embedding_text for p in list(corpus)[:n]]
+    out: dict[str, Any] = {"passages": len(texts)}
+    encoders = {name: make_encoder(name) for name in ("minilm", "minilm-int8")}
+    for name, encoder in encoders.items():
+        encoder.encode(texts[:64])  # load the model and warm up
+        start = time.perf_counter()
+        encoder.encode(texts)
+        seconds = time.perf_counter() - start
+        out[name] = {"seconds": seconds, "passages_per_s": len(texts) / seconds, "load": load()}
+    fingerprint = EncoderFingerprint.of(encoders["minilm"])
+    out["int8_fingerprint_cosine"] = fingerprint.similarity(encoders["minilm-int8"])
+    return out
+
+
+def same_index(a: Path, b: Path) -> bool:
+    from rag_multihop.store.segment import current_manifest_path, read_manifest, read_segment
+
+    left, right = read_manifest(current_manifest_path(a)), read_manifest(current_manifest_path(b))
+    entries = left.pop("segments"), right.pop("segments")
+    left.pop("created"), right.pop("created")
+    if left != right or [e["files"] for e in entries[0]] != [e["files"] for e in entries[1]]:
+        return False
+    for x, y in zip(*entries, strict=True):
+        sa, sb = read_segment(a, x), read_segment(b, y)
+        if not all(np.array_equal(np.asarray(sa[k]), np.asarray(sb[k])) for k in x["files"]):
+            return False
+    return True
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--phase", *args], check=True, capture_output=True, text=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10000", help="comma-separated corpus sizes")
+    parser.add_argument("--workers", type=int, default=2, help="Ray workers (local CPUs)")
+    parser.add_argument("--embed", type=int, default=0, help="passages for fp32 vs int8 (0: skip)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON results file")
+    parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        name, *rest = args.phase
+        if name == "inprocess":
+            result = phase_inprocess(Path(rest[0]), Path(rest[1]))
+        elif name == "ray":
+            result = phase_ray(Path(rest[0]), Path(rest[1]), int(rest[2]))
+        else:
+            result = phase_embed(int(rest[0]))
+        print(json.dumps(result))
+        return
+    results: dict[str, Any] = {"builds": [], "machine": load()}
+    rows = [
+        "| passages | engine | build s | passages/s | peak RSS MB | load | identical |",
+        "|---:|---|---:|---:|---:|---|---|",
+    ]
+    for n in [int(s) for s in args.sizes.split(",") if s]:
+        root = Path(tempfile.mkdtemp(prefix="index-build-bench-"))
+        try:
+            write_shards(root / "shards", n)
+            local = _child(["inprocess", str(root / "shards"), str(root / "local.idx")])
+            distributed = _child(
+                ["ray", str(root / "shards"), str(root / "ray.idx"), str(args.workers)]
+            )
+            identical = same_index(root / "local.idx", root / "ray.idx")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        speedup = local["build_s"] / distributed["build_s"]
+        results["builds"].append(
+            {
+                "passages": n,
+                "inprocess": local,
+                "ray": distributed,
+                "identical": identical,
+                "speedup": speedup,
+                "workers": args.workers,
+            }
+        )
+        for engine, found in (
+            ("in-process", local),
+            (f"Ray ({args.workers} workers)", distributed),
+        ):
+            extra = f" (Ray start {found['ray_start_s']:.1f} s)" if "ray_start_s" in found else ""
+            rows.append(
+                f"| {n:,} | {engine} | {found['build_s']:.1f}{extra} | "
+                f"{n / found['build_s']:.0f} | {found['peak_rss_mb']:.0f} | {found['load']} | "
+                f"{identical} |"
+            )
+        rows.append(f"| {n:,} | speed-up | {speedup:.2f}× | | | | |")
+        print(rows[-3], rows[-2], rows[-1], sep="\n", flush=True)
+    if args.embed:
+        results["embed"] = _child(["embed", str(args.embed)])
+        embed = results["embed"]
+        rows += [
+            "",
+            "| encoder | passages | seconds | passages/s | load |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for name in ("minilm", "minilm-int8"):
+            e = embed[name]
+            rows.append(
+                f"| {name} | {embed['passages']} | {e['seconds']:.1f} | "
+                f"{e['passages_per_s']:.0f} | {e['load']} |"
+            )
+        rows.append(f"int8 fingerprint: lowest probe cosine {embed['int8_fingerprint_cosine']:.4f}")
+    print("\n".join(rows))
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
