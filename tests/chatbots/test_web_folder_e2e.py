@@ -3,20 +3,13 @@ indexing line, then answers from the folder's passages (titles "<file> › <head
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import fake_openai
 import pytest
-from chat_fakes import EXAMPLES
 from folder_files import write_folder
+from web_server import serve_web_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -27,38 +20,10 @@ if not Path(CHROMIUM).is_file():
     pytest.skip("Chromium not installed (apt-get install chromium)", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def folder_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     docs = write_folder(tmp_path_factory.mktemp("folder") / "rope docs")
-    server, api_base = fake_openai.start()
-    port = _free_port()
-    log = tmp_path_factory.mktemp("web") / "web_chat.log"
-    env = {**os.environ, "RAG_MULTIHOP_CACHE": str(tmp_path_factory.mktemp("cache"))}
-    command = [sys.executable, "web_chat.py", "--corpus", str(docs), "--llm", "openai/fake"]
-    command += ["--api-base", api_base, "--port", str(port)]
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=EXAMPLES, env=env, stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"web chat did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(1)
-    yield url
-    process.terminate()
-    process.wait(timeout=30)
-    server.shutdown()
+    yield from serve_web_chat(tmp_path_factory.mktemp("web"), "--corpus", str(docs))
 
 
 def test_the_folder_is_indexed_in_the_background_then_answers(folder_url: str) -> None:
