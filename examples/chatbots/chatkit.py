@@ -990,6 +990,35 @@ def argument_parser(doc: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+LLM_OBJECT_HELP = (
+    "answer through the framework's own LLM object (LlamaIndex: a CustomLLM over the openai "
+    "SDK; Haystack: OpenAIChatGenerator), driven by rag-multihop's client; needs the local "
+    "model or an openai/NAME model"
+)
+
+
+def terminal_start(
+    doc: str | None,
+    argv: Sequence[str] | None,
+    reader: FolderReader,
+    check_llm_object: Callable[[LLMSettings], object],
+) -> tuple[argparse.Namespace, LLMSettings, ChatCorpus]:
+    """The terminal chats' start: the shared arguments plus ``--llm-object`` (its endpoint
+    checked with ``check_llm_object``), the model's settings, and the corpus read with
+    ``reader`` (progress printed); a bad value exits with status 2 and the reason."""
+    parser = argument_parser(doc)
+    parser.add_argument("--llm-object", action="store_true", help=LLM_OBJECT_HELP)
+    args = parser.parse_args(argv)
+    settings = llm_settings(args.llm, args.api_base)
+    try:
+        if args.llm_object:
+            check_llm_object(settings)
+        corpus = load_chat_corpus(args.corpus, reader=reader, progress=TerminalProgress())
+    except ValueError as exc:  # a ChatInputError too
+        parser.error(str(exc))
+    return args, settings, corpus
+
+
 REPL_HELP = "Commands: /method NAME (one of: {methods}), /reset, /quit."
 
 

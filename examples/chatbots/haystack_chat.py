@@ -430,21 +430,9 @@ class HaystackChat:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = chatkit.argument_parser(__doc__)
-    parser.add_argument("--llm-object", action="store_true", help=llm_objects.HELP)
-    args = parser.parse_args(argv)
-    settings = chatkit.llm_settings(args.llm, args.api_base)
-    if args.llm_object:
-        try:
-            llm_objects.check_endpoint(settings)
-        except ValueError as exc:
-            parser.error(str(exc))
-    try:
-        corpus = chatkit.load_chat_corpus(
-            args.corpus, reader=HaystackFolderReader(), progress=chatkit.TerminalProgress()
-        )
-    except chatkit.ChatInputError as exc:
-        parser.error(str(exc))
+    args, settings, corpus = chatkit.terminal_start(
+        __doc__, argv, HaystackFolderReader(), llm_objects.check_endpoint
+    )
     factory = chat_generator
     if args.llm_object:  # an OpenAI-compatible endpoint, so chat_generator's OpenAIChatGenerator
         factory = lambda s: llm_objects.haystack_generator(chat_generator(s), s)  # noqa: E731

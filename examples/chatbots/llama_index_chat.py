@@ -361,21 +361,9 @@ class LlamaIndexChat:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = chatkit.argument_parser(__doc__)
-    parser.add_argument("--llm-object", action="store_true", help=llm_objects.HELP)
-    args = parser.parse_args(argv)
-    settings = chatkit.llm_settings(args.llm, args.api_base)
-    if args.llm_object:
-        try:
-            llm_objects.check_endpoint(settings)
-        except ValueError as exc:
-            parser.error(str(exc))
-    try:
-        corpus = chatkit.load_chat_corpus(
-            args.corpus, reader=LlamaIndexFolderReader(), progress=chatkit.TerminalProgress()
-        )
-    except chatkit.ChatInputError as exc:
-        parser.error(str(exc))
+    args, settings, corpus = chatkit.terminal_start(
+        __doc__, argv, LlamaIndexFolderReader(), llm_objects.check_endpoint
+    )
     client = llm_objects.llama_index_client(settings) if args.llm_object else None
     chat = LlamaIndexChat(
         LlamaIndexStack(corpus),

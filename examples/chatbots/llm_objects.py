@@ -37,11 +37,6 @@ from rag_multihop.llm import LLMClient, LLMSettings
 from rag_multihop.llm.client import PLACEHOLDER_API_KEY
 from rag_multihop.llm.local import ensure_local_server, is_local_model, local_model_name
 
-HELP = (
-    "answer through the framework's own LLM object (LlamaIndex: a CustomLLM over the openai "
-    "SDK; Haystack: OpenAIChatGenerator), driven by rag-multihop's client; needs the local "
-    "model or an openai/NAME model"
-)
 OPENAI_BASE = "https://api.openai.com/v1"
 
 
