@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from rag_multihop.multihop.headings import heading_name, split_title
 from rag_multihop.multihop.titles import name_key
 from rag_multihop.types import Passage
 
@@ -159,18 +160,27 @@ def title_named_in_text(title: str, text: str) -> bool:
 
 
 def passage_names(passage: Passage) -> tuple[str, ...]:
-    """The names a passage is known by: its title, plus the subjects read from its text when
-    the text holds no word of the title (remembered by title and text: the bridge judge asks
-    for the same candidates' names query after query)."""
+    """The names a passage is known by: its title; the heading of a ``"<file> › <heading>"``
+    title when it reads as a name (:func:`~rag_multihop.multihop.headings.heading_name`);
+    plus the subjects read from its text when the text holds no word of that heading (of the
+    title's file part when no heading names it). Remembered by title and text: the bridge
+    judge asks for the same candidates' names query after query.
+
+    >>> passage_names(Passage("n#1", "She was born in Oslo.", "notes › Marit Hallendor"))
+    ('notes › Marit Hallendor', 'Marit Hallendor')
+    """
     return _names(passage.title, passage.text)
 
 
 @lru_cache(maxsize=NAMES_CACHE_SIZE)
 def _names(title: str, text: str) -> tuple[str, ...]:
-    if title and title_named_in_text(title, text):
-        return (title,)
-    subjects = tuple(s for s in text_subjects(text) if s != title)
-    return (title, *subjects) if title else subjects
+    heading = heading_name(title)
+    known = (title, heading) if heading else (title,) if title else ()
+    named = heading or split_title(title)[0]
+    if named and title_named_in_text(named, text):
+        return known
+    subjects = tuple(s for s in text_subjects(text) if s not in known)
+    return (*known, *subjects)
 
 
 def corpus_names(passages: Sequence[Passage]) -> list[tuple[str, ...]]:
