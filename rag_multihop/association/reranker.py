@@ -58,6 +58,7 @@ from rag_multihop.association.settings import AssociationSettings
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
+from rag_multihop.margin import margin_ranked
 from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import (
@@ -107,14 +108,33 @@ class AssociationScores:
 
 
 def rescore_candidates(
-    candidates: Sequence[Candidate], scores: AssociationScores, top_n: int | None = None
+    candidates: Sequence[Candidate],
+    scores: AssociationScores,
+    top_n: int | None = None,
+    *,
+    first_stage_margin: float = 0.0,
 ) -> list[Candidate]:
     """New candidates with ``scores.score``, ranked (ties by id), at most ``top_n``.
 
     Each keeps its signals and gains ``"association"`` and ``"cosine"``; inputs are not changed.
+    With ``first_stage_margin`` > 0 a candidate takes a rank from the incoming order (by
+    ``candidates``' scores) only when its blended score leads by that much
+    (:func:`~rag_multihop.margin.margin_ranked`).
     """
     score, cosine = scores.score.tolist(), scores.cosine.tolist()
     association = scores.association.tolist()
+    if first_stage_margin > 0:
+        rescored = [
+            Candidate(
+                c.passage,
+                score[i],
+                0,
+                {**c.signals, "association": association[i], "cosine": cosine[i]},
+            )
+            for i, c in enumerate(candidates)
+        ]
+        first_scores = [c.score for c in candidates]
+        return margin_ranked(first_scores, rescored, scores.score, first_stage_margin, top_n)
     order = sorted(range(len(candidates)), key=lambda i: (-score[i], candidates[i].passage.id))
     return [
         Candidate(
@@ -399,7 +419,9 @@ class AssociationReranker:
             check_positive_int(top_n, "top_n")
         if not candidates:
             return []
-        return rescore_candidates(candidates, self.score(query, candidates, vectors=vectors), top_n)
+        scores = self.score(query, candidates, vectors=vectors)
+        margin = self.settings.first_stage_margin
+        return rescore_candidates(candidates, scores, top_n, first_stage_margin=margin)
 
     def score(
         self,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag_multihop.association.model import DEFAULT_LAMBDA, DEFAULT_MODE, get_scoring_mode
-from rag_multihop.validation import check_fraction, check_positive_int
+from rag_multihop.validation import check_fraction, check_number, check_positive_int
 
 DEFAULT_CANDIDATES = 100
 """K, the depth of the base retrieval that association reranks (the paper's value)."""
@@ -35,13 +35,19 @@ class AssociationSettings:
         mode: a scoring mode of :data:`~rag_multihop.association.model.SCORING_MODES`.
         candidates: K, how many base-retrieval candidates
             :class:`~rag_multihop.association.retriever.AssociationRetriever` reranks.
+        first_stage_margin: association takes a rank from the incoming order only by this
+            much of the blended score (:func:`~rag_multihop.margin.margin_order`; ranks kept
+            against it carry the signal ``first_stage``). 0 (the default) is the plain
+            blended order; not yet chosen on tune halves (docs/benchmarks.md, corpus views).
     """
 
     lambda_: float = DEFAULT_LAMBDA
     mode: str = DEFAULT_MODE
     candidates: int = DEFAULT_CANDIDATES
+    first_stage_margin: float = 0.0
 
     def __post_init__(self) -> None:
         check_fraction(self.lambda_, "lambda_")
+        check_number(self.first_stage_margin, "first_stage_margin", low=0.0)
         get_scoring_mode(self.mode)
         check_positive_int(self.candidates, "candidates")

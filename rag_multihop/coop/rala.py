@@ -13,9 +13,10 @@ time. The query's states are computed per query. Every output candidate keeps it
 signals and gains ``"rala"`` (its RaLa score) and ``"maxsim"``, plus ``"gap_weight"`` and
 ``"premature_layer"`` for the gap-weighted scoring.
 
-Never below the first stage where the token-level contrast is weak (:func:`margin_order`):
-RaLa takes a rank from the first stage's order only when its best remaining candidate leads
-the first stage's by ``first_stage_margin`` (0.02 in MaxSim); a rank the first stage kept is
+Never below the first stage where the token-level contrast is weak
+(:func:`~rag_multihop.margin.margin_order`): RaLa takes a rank from the first stage's order
+only when its best remaining candidate leads the first stage's by ``first_stage_margin``
+(0.02 in MaxSim); a rank the first stage kept is
 marked ``"first_stage"``. Scores are the RaLa scores, lowered where needed so that they
 decrease with rank.
 
@@ -48,6 +49,7 @@ from rag_multihop.coop.settings import SCORING_NAMES, RaLaSettings
 from rag_multihop.coop.states import HiddenStateEncoder, LayerEncoder, StateLayout, TokenStates
 from rag_multihop.coop.store import PassageStates
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE
+from rag_multihop.margin import margin_ranked
 from rag_multihop.protocols import Retriever
 from rag_multihop.reranked import RerankedRetriever
 from rag_multihop.tracing import span
@@ -159,37 +161,6 @@ def state_layout(settings: RaLaSettings, n_layers: int) -> StateLayout:
         token_layers=(layer, *early) if scoring.token_candidates else (layer,),
         pooled_layers=(layer, *early) if scoring.pooled else (),
     )
-
-
-def margin_order(
-    first: Sequence[int], rala: np.ndarray, ids: Sequence[str], margin: float
-) -> list[tuple[int, bool]]:
-    """The output order as (candidate position, kept by the first stage) pairs.
-
-    ``first`` lists the candidates' positions in the first stage's order. At each rank the
-    first stage's best remaining candidate keeps the rank unless the remaining candidate
-    with the highest RaLa score (ties by passage id) leads it by at least ``margin``; then
-    that one takes it. ``margin`` 0 is the plain RaLa order; ``True`` marks a rank where
-    the first stage's candidate stayed although RaLa preferred another.
-
-    >>> margin_order([0, 1, 2], np.array([0.50, 0.51, 0.60]), ["a", "b", "c"], 0.02)
-    [(2, False), (0, True), (1, False)]
-    """
-    by_rala = sorted(range(len(ids)), key=lambda i: (-float(rala[i]), ids[i]))
-    used = [False] * len(ids)
-    out: list[tuple[int, bool]] = []
-    d = r = 0
-    for _ in range(len(ids)):
-        while used[first[d]]:
-            d += 1
-        while used[by_rala[r]]:
-            r += 1
-        kept, best = first[d], by_rala[r]
-        take_best = float(rala[best]) >= float(rala[kept]) + margin
-        pick = best if take_best else kept
-        used[pick] = True
-        out.append((pick, not take_best and best != kept))
-    return out
 
 
 class RaLaReranker:
@@ -410,16 +381,8 @@ class RaLaReranker:
         margin = self.settings.first_stage_margin
         if margin == 0:
             return rank_candidates(rescored, top_n)
-        first = sorted(range(len(candidates)), key=lambda i: -candidates[i].score)
-        order = margin_order(first, arrays["rala"], ids, margin)[:top_n]
-        out: list[Candidate] = []
-        for rank, (i, kept) in enumerate(order, start=1):
-            candidate = rescored[i]
-            # scores decrease with rank: a rank kept by the first stage scores below the last
-            score = min(candidate.score, out[-1].score - 1e-6) if out else candidate.score
-            signals = {**candidate.signals, **({"first_stage": 1.0} if kept else {})}
-            out.append(Candidate(candidate.passage, score, rank, signals))
-        return out
+        first_scores = [c.score for c in candidates]
+        return margin_ranked(first_scores, rescored, arrays["rala"], margin, top_n)
 
 
 class RaLaRetriever(RerankedRetriever):

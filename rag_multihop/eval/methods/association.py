@@ -254,7 +254,8 @@ class AssociationBenchRetriever:
             return found[:k]
         scores = reranker.score(query, found)
         t3 = time.perf_counter()
-        ranked = rescore_candidates(found, scores, top_n=k)
+        margin = self.settings.scoring.first_stage_margin
+        ranked = rescore_candidates(found, scores, top_n=k, first_stage_margin=margin)
         t4 = time.perf_counter()
         self.faiss_ms.append((t1 - t0) * 1000.0)
         self.scoring_ms.append((t3 - t2) * 1000.0)
