@@ -109,6 +109,11 @@ class IndexedPassages:
     def identity(self) -> Mapping[str, Any]:
         return self.sidecar.identity
 
+    def holds(self, passage_id: str) -> bool:
+        """Whether ``passage_id`` is a live passage of the snapshot."""
+        position = self.snapshot.id_positions.get(passage_id)
+        return position is not None and position >= 0
+
     def lookup(self, ids: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
         """The indexes into ``ids`` of live passages, their unit vectors and ``f(p)``."""
         snapshot = self.snapshot

@@ -306,7 +306,10 @@ class AssociationReranker:
         self._checked(self._fitted, encoder)
 
     def stores(self, passage_id: str) -> bool:
-        """Whether the model stores a vector and f(p) for ``passage_id``."""
+        """Whether the model (or the index it serves from) stores a vector and f(p) for
+        ``passage_id``."""
+        if self._index is not None:
+            return self._index.holds(passage_id)
         return passage_id in self._fitted.position
 
     def passage_vectors(self, passage_ids: Sequence[str]) -> np.ndarray:

@@ -180,6 +180,13 @@ class IndexedStates:
         )
         self.dim = int(identity["dim"])
 
+    @classmethod
+    def open(cls, snapshot: IndexSnapshot) -> IndexedStates:
+        """The states of ``snapshot``'s ``rala`` sidecar (``LookupError`` when it has none)."""
+        from rag_multihop.store.sidecars import read_sidecar
+
+        return cls(snapshot, read_sidecar(snapshot.root, snapshot.manifest, KIND))
+
     def __len__(self) -> int:
         return int(self.sidecar.covered(self.snapshot.live_rows).sum())
 
@@ -246,7 +253,5 @@ def rala_from_index(snapshot: IndexSnapshot, encoder: Any, **options: Any) -> Ra
     or punctuation setting are refused with a ``ValueError``; ``LookupError`` when the index
     holds no ``rala`` sidecar."""
     from rag_multihop.coop.rala import RaLaReranker
-    from rag_multihop.store.sidecars import read_sidecar
 
-    states = IndexedStates(snapshot, read_sidecar(snapshot.root, snapshot.manifest, KIND))
-    return RaLaReranker(encoder, store=states, **options)
+    return RaLaReranker(encoder, store=IndexedStates.open(snapshot), **options)

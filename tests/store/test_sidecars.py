@@ -150,7 +150,7 @@ def test_rala_from_a_reopened_index_and_after_add_delete_compact(
     passages, queries = passages[:RALA_SIZE], queries[:5]
     states = rala.build_store(passages)
     producer = RaLaSidecar(rala, states=states)  # precomputed states, not encoded again
-    index = _fresh_index(tmp_path, "idx", passages, vectors_by_id, producer)
+    _fresh_index(tmp_path, "idx", passages, vectors_by_id, producer)
     snapshot = CorpusIndex(tmp_path / "idx").snapshot()
     served = rala_from_index(snapshot, rala.encoder, candidates=30)
     expected = _ranking(RaLaReranker(rala.encoder, store=states, candidates=30), snapshot, queries)
