@@ -247,7 +247,8 @@ class AssociationReranker:
         from its head, ``p`` from the index's vectors and ``f(p)`` from its parts (nothing
         recomputed; a live passage without a stored ``f(p)`` gets it computed on the fly,
         counted in :attr:`computed_at_query_time`). ``LookupError`` when the index holds no
-        ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's encoder."""
+        ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's encoder (by the
+        fingerprint the index recorded; by dimension when it recorded none)."""
         from rag_multihop.association.indexed import KIND, IndexedPassages
         from rag_multihop.store.sidecars import read_sidecar
 
@@ -269,7 +270,15 @@ class AssociationReranker:
             fingerprint,
         )
         reranker = cls(encoder=encoder, settings=settings, lambda_=lambda_, mode=mode)
-        reranker._store = cls._checked(store, encoder)
+        if fingerprint is None and encoder is not None:  # nothing recorded to compare with
+            if encoder.dim != indexed.weights.dim:
+                raise ValueError(
+                    f"the index's AAR model has dimension {indexed.weights.dim}, the given "
+                    f"encoder {encoder.name!r} {encoder.dim}"
+                )
+            reranker._store = store
+        else:
+            reranker._store = cls._checked(store, encoder)
         reranker._index = indexed
         return reranker
 
