@@ -486,6 +486,8 @@ class CorpusIndex:
         ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
+        if manifest.get("sidecars"):  # first: a refused (stale) sidecar writes no segment
+            manifest["sidecars"] = self._sidecar_parts(manifest, version, arrays, r0, carried)
         name = write_segment(self.path, version, arrays, ann)
         entry = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann).describe()
         manifest.update(
@@ -496,8 +498,6 @@ class CorpusIndex:
             live=int(alive.sum()),
             segments=[*state.entries, entry],
         )
-        if manifest.get("sidecars"):
-            manifest["sidecars"] = self._sidecar_parts(manifest, version, arrays, r0, carried)
         write_manifest(self.path, manifest)
         return version
 

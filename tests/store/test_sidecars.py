@@ -231,3 +231,30 @@ def test_rala_states_of_another_model_or_layout_are_refused(
     with pytest.raises(ValueError, match="states of another model .*replace=True"):
         CorpusIndex(index.path, sidecars=[RaLaSidecar(RaLaReranker(impostor))]).add(*new)
     assert CorpusIndex(index.path).version == snapshot.version  # nothing was written
+
+
+def test_a_refused_write_leaves_no_segment_and_an_index_without_sidecars_serves_the_rest(
+    tmp_path, wiki_slice
+) -> None:
+    from rag_multihop.store import graph_fusion_retriever
+
+    passages, vectors_by_id, queries = wiki_slice
+    index = _fresh_index(
+        tmp_path,
+        "idx",
+        passages[:20],
+        vectors_by_id,
+        AssociationSidecar.of(_model(passages[:20], vectors_by_id)),
+    )
+    other = AssociationSidecar.of(_model(passages[:20], vectors_by_id, seed=3))
+    segments = sorted((tmp_path / "idx" / "segments").iterdir())
+    with pytest.raises(ValueError, match="was made by model="):
+        CorpusIndex(index.path, sidecars=[other]).add(
+            [passages[30]], vectors_by_id[passages[30].id][None]
+        )
+    assert sorted((tmp_path / "idx" / "segments").iterdir()) == segments
+    plain = CorpusIndex.build(
+        tmp_path / "plain", passages[:20], np.stack([vectors_by_id[p.id] for p in passages[:20]])
+    )
+    assert plain.info()["sidecars"] == {}
+    assert graph_fusion_retriever(plain.snapshot()).retrieve(queries[0], k=3)
