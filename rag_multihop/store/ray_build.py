@@ -29,6 +29,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -125,29 +126,31 @@ def _columns(table: Any, path: str) -> dict[str, list[Any]]:
     return out
 
 
+UNITS_PER_WORKER = 4
+"""Units of work per worker at least: files are cut into row slices when there are fewer."""
+
+
 @dataclass(frozen=True)
 class Unit:
-    """A unit of work: one shard file, or one row group of a Parquet file."""
+    """A unit of work: slice ``piece`` of ``pieces`` near-equal row slices of one shard."""
 
     number: int
     path: str
-    row_group: int | None = None
+    piece: int = 0
+    pieces: int = 1
 
 
-def plan_units(files: Sequence[str], kind: str, filesystem: Any, workers: int) -> list[Unit]:
-    """One unit per file, in order; Parquet files are split into their row groups when
-    there are fewer files than two per worker (so every worker gets some)."""
-    if kind != "parquet" or len(files) >= 2 * workers:
-        return [Unit(number, path) for number, path in enumerate(files)]
-    import pyarrow.parquet as pq
+def plan_units(files: Sequence[str], workers: int) -> list[Unit]:
+    """The units of ``files`` in input order: each file whole, or cut into row slices
+    when there are fewer than :data:`UNITS_PER_WORKER` files per worker (each slice reads
+    its whole file, cheap next to the passes for Parquet; give more JSON Lines shards).
 
-    fs = filesystem or _local_filesystem()
-    found: list[tuple[str, int | None]] = []
-    for path in files:
-        with fs.open_input_file(path) as handle:
-            groups = pq.ParquetFile(handle).metadata.num_row_groups
-        found.extend([(path, None)] if groups <= 1 else [(path, g) for g in range(groups)])
-    return [Unit(number, path, group) for number, (path, group) in enumerate(found)]
+    >>> [(u.path, u.piece, u.pieces) for u in plan_units(["a", "b"], 1)]
+    [('a', 0, 2), ('a', 1, 2), ('b', 0, 2), ('b', 1, 2)]
+    """
+    pieces = -(-UNITS_PER_WORKER * workers // len(files))
+    found = [(path, piece, pieces) for path in files for piece in range(pieces)]
+    return [Unit(number, *where) for number, where in enumerate(found)]
 
 
 def _local_filesystem() -> Any:
@@ -163,12 +166,15 @@ def read_unit(unit: Unit, kind: str, filesystem: Any) -> Any:
         import pyarrow.parquet as pq
 
         with fs.open_input_file(unit.path) as handle:
-            shard = pq.ParquetFile(handle)
-            return shard.read() if unit.row_group is None else shard.read_row_group(unit.row_group)
-    from pyarrow import json as pajson
+            table = pq.read_table(handle)
+    else:
+        from pyarrow import json as pajson
 
-    with fs.open_input_stream(unit.path, compression="detect") as handle:
-        return pajson.read_json(handle, read_options=pajson.ReadOptions(block_size=32 << 20))
+        with fs.open_input_stream(unit.path, compression="detect") as handle:
+            table = pajson.read_json(handle, read_options=pajson.ReadOptions(block_size=32 << 20))
+    n = table.num_rows
+    start, end = unit.piece * n // unit.pieces, (unit.piece + 1) * n // unit.pieces
+    return table.slice(start, end - start)
 
 
 class BuildWorker:
@@ -189,17 +195,24 @@ class BuildWorker:
         batch_size: int,
         folder: str | None,
     ) -> None:
+        self.arguments = (kind, filesystem, settings, extractor, encoder, batch_size)
         self.kind, self.filesystem = kind, filesystem
         self.settings, self.extractor, self.batch_size = settings, extractor, batch_size
         self.folder = folder
-        self.encoder = None
-        if encoder is not None:
-            from rag_multihop.encoders import make_encoder
-
-            self.encoder = make_encoder(encoder)
+        self.encoder_name = encoder
+        self._encoder: Encoder | None = None
         self.read_parts: dict[int, parts.Part] = {}
         self.dictionary: NameDictionary | None = None
         self.charged = 0.0
+
+    @property
+    def encoder(self) -> Encoder | None:
+        """The encoder named at construction, made on first use (``None`` if none)."""
+        if self._encoder is None and self.encoder_name is not None:
+            from rag_multihop.encoders import make_encoder
+
+            self._encoder = make_encoder(self.encoder_name)
+        return self._encoder
 
     def _cpu(self) -> float:
         """This process's CPU seconds since the last call (the first: since it started,
@@ -215,13 +228,14 @@ class BuildWorker:
         if "vector" in table.column_names:
             vectors = _matrix(table.column("vector"))
         elif self.encoder is not None:
+            encoder = self.encoder
             texts = [p.embedding_text for p in batches.batch_passages(columns)]
             vectors = np.concatenate(
                 [
-                    np.asarray(self.encoder.encode(texts[i : i + self.batch_size]), np.float32)
+                    np.asarray(encoder.encode(texts[i : i + self.batch_size]), np.float32)
                     for i in range(0, len(texts), self.batch_size)
                 ]
-                or [np.zeros((0, self.encoder.dim), np.float32)]
+                or [np.zeros((0, encoder.dim), np.float32)]
             )
         else:
             raise ValueError(
@@ -302,6 +316,9 @@ def build_with_ray(
 ) -> CorpusIndex:
     """Build the index at ``path`` from the shards ``inputs`` with Ray.
 
+    While Ray starts (or connects), the driver runs pass 1 over the first units itself;
+    the actors take the rest, and each process links the units it read.
+
     Args:
         path: the new index folder (an error if it holds an index).
         inputs: shard paths, folders, globs or fsspec URLs, one format (JSON Lines or
@@ -314,7 +331,8 @@ def build_with_ray(
             (and stops it when done); a Ray already initialised is used as it is.
         workers: worker actors (one CPU each), used by both passes.
         batch_size: passages per call of the batch functions (and of the encoder).
-        progress: called as ``progress(stage, done, total)`` (``total`` 0 while unknown).
+        progress: called as ``progress(stage, done, total)`` (``total`` 0 while unknown),
+            from the driver's threads.
         init_options: more keyword arguments for ``ray.init`` (e.g. ``object_store_memory``).
         timings: a list to append one record per phase to: ``phase``, ``wall_s``,
             ``driver_cpu_s`` and ``workers_cpu_s`` (the actors' CPU seconds in that phase).
@@ -326,120 +344,188 @@ def build_with_ray(
     extractor = extractor or HeuristicExtractor()
     files, kind, filesystem = expand_inputs(inputs)
     clock = _Clock(timings)
-    started = False
-    if not ray.is_initialized():
-        options: dict[str, Any] = {
-            "include_dashboard": False,
-            "log_to_driver": False,
-            **(init_options or {}),
-        }
-        if address is None:
-            options.setdefault("num_cpus", workers)
-            options.setdefault("object_store_memory", _object_store_bytes(files, filesystem))
-        ray.init(address=address, **options)
-        started = True
-        clock.lap("ray.init")
     scratch = Path(tempfile.mkdtemp(prefix=".ray-parts-", dir=Path(path).parent))
     try:
-        units = plan_units(files, kind, filesystem, workers)
-        local = _on_this_machine(ray)
-        actor = ray.remote(num_cpus=1)(BuildWorker)
-        pool = [
-            actor.remote(
-                kind,
-                filesystem,
-                settings,
-                extractor,
-                encoder,
-                batch_size,
-                str(scratch) if local else None,
-            )
-            for _ in range(min(workers, len(units)))
-        ]
-        entries, owners, cpu = _pass_one(ray, pool, units, progress)
-        clock.lap("pass 1 (read, names, words, entities)", workers_cpu=cpu)
-        counts = [int(found["rows"][0]) for found in entries]
-        n = sum(counts)
-        if n == 0:
-            raise ValueError(f"the input shards {files[:3]} hold no passages")
-        firsts = np.cumsum([0, *counts[:-1]]).tolist()
-        shared = ray.put(entries)
-        pending = {
-            owners[unit.number].link.remote(unit.number, first, shared): unit.number
-            for unit, first in zip(units, firsts, strict=True)
-        }
-        done, cpu = 0, 0.0
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            number = pending.pop(ready[0])
-            returned, seconds = ray.get(ready[0])
-            cpu += seconds
-            if returned is not None:
-                save_part(scratch, number, returned)
-            done += counts[number]
-            if progress is not None:
-                progress(LINK_STAGE, done, n)
-        clock.lap("pass 2 (links, parts written)", workers_cpu=cpu)
-    finally:
+        own = BuildWorker(kind, filesystem, settings, extractor, encoder, batch_size, str(scratch))
+        run = _Run(plan_units(files, workers), progress)
+        helper = _Helper(own, run)
+        started = False
+        try:
+            if not ray.is_initialized():
+                options: dict[str, Any] = {
+                    "include_dashboard": False,
+                    "log_to_driver": False,
+                    **(init_options or {}),
+                }
+                if address is None:
+                    options.setdefault("num_cpus", workers)
+                    options.setdefault(
+                        "object_store_memory", _object_store_bytes(files, filesystem)
+                    )
+                ray.init(address=address, **options)
+                started = True
+            clock.lap("ray.init (the driver runs pass 1 meanwhile)")
+            _with_actors(ray, run, own, helper, workers, clock)
+        finally:
+            helper.stop()
+            if started:
+                ray.shutdown()
         if started:
-            ray.shutdown()
-    try:
+            clock.lap("ray.shutdown")
         loaded = [
             load_part(scratch, unit.number)
-            for unit, count in zip(units, counts, strict=True)
+            for unit, count in zip(run.units, run.counts, strict=True)
             if count
         ]
         _check_parts(loaded)
         arrays = parts.merge_parts(loaded)
         del loaded
         clock.lap("merge (segment arrays from the parts)")
-        made: Encoder | None = None
-        if encoder is not None:
-            from rag_multihop.encoders import make_encoder
-
-            made = make_encoder(encoder)
         index = CorpusIndex.create(
             path,
             dim=arrays["vectors"].shape[1],
             settings=settings,
-            encoder=made,
+            encoder=own.encoder,
             extractor=extractor,
         )
         index.write_first_segment(arrays)
         clock.lap("write")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    logger.info("built %s with Ray from %d shard(s): %d passages", path, len(files), n)
+    logger.info(
+        "built %s with Ray from %d shard(s): %d passages", path, len(files), sum(run.counts)
+    )
     return index
 
 
-def _pass_one(
-    ray: Any, pool: list[Any], units: list[Unit], progress: Progress | None
-) -> tuple[list[parts.Part], dict[int, Any], float]:
-    """Pass 1 with units handed to whichever actor is free (two queued per actor): each
-    unit's entries in unit order, the actor that holds each unit, the actors' CPU seconds."""
-    queue = list(reversed(units))
-    entries: dict[int, parts.Part] = {}
-    owners: dict[int, Any] = {}
-    pending: dict[Any, tuple[Any, Unit]] = {}
-    cpu, done = 0.0, 0
-    for actor in pool * 2:
-        if queue:
-            unit = queue.pop()
-            pending[actor.read.remote(unit)] = (actor, unit)
+class _Run:
+    """The units of one build, handed out one at a time to the driver's helper thread and
+    the actors, and what pass 1 found for each (entries, rows, who holds the unit)."""
+
+    def __init__(self, units: list[Unit], progress: Progress | None) -> None:
+        self.units = units
+        self.progress = progress
+        self.entries: dict[int, parts.Part] = {}
+        self.owners: dict[int, Any] = {}
+        self.counts = [0] * len(units)
+        self._queue = list(reversed(units))
+        self._lock = threading.Lock()
+
+    def take(self) -> Unit | None:
+        with self._lock:
+            return self._queue.pop() if self._queue else None
+
+    def read(self, unit: Unit, entries: parts.Part, owner: Any) -> None:
+        """Record pass 1 of ``unit`` by ``owner`` (``None``: the driver)."""
+        with self._lock:
+            self.entries[unit.number], self.owners[unit.number] = entries, owner
+            self.counts[unit.number] = int(entries["rows"][0])
+            if self.progress is not None:
+                self.progress(READ_STAGE, sum(self.counts), 0)
+
+
+class _Helper:
+    """The driver's share of pass 1: a thread running units on the driver's own
+    :class:`BuildWorker` until :meth:`stop` (called once Ray is up)."""
+
+    def __init__(self, worker: BuildWorker, run: _Run) -> None:
+        self.worker, self.run = worker, run
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="ray-build-driver", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            while not self._stop.is_set():
+                unit = self.run.take()
+                if unit is None:
+                    return
+                self.run.read(unit, self.worker.read(unit)[0], None)
+        except BaseException as exc:  # re-raised on the driver's main thread by stop()
+            self.error = exc
+
+    def stop(self) -> None:
+        """Take no more units, wait for the current one, raise what the thread raised."""
+        self._stop.set()
+        self._thread.join()
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+
+
+def _with_actors(
+    ray: Any, run: _Run, own: BuildWorker, helper: _Helper, workers: int, clock: _Clock
+) -> None:
+    """Both passes with ``workers`` actors (none when the driver read every unit while
+    Ray started); parts end up under the driver's folder."""
+    folder = Path(str(own.folder))
+    cpu = 0.0
+    pool: list[Any] = []
+    first = run.take()
+    if first is not None:
+        actor = ray.remote(num_cpus=1)(BuildWorker)
+        on_disk = str(folder) if _on_this_machine(ray) else None
+        pool = [
+            actor.remote(*own.arguments, on_disk)
+            for _ in range(min(workers, len(run.units) - first.number))
+        ]
+        cpu += _pass_one(ray, pool, run, first)
+    helper.stop()
+    clock.lap("pass 1 (read, names, words, entities)", workers_cpu=cpu)
+    n = sum(run.counts)
+    if n == 0:
+        raise ValueError(f"the input shards {[u.path for u in run.units[:3]]} hold no passages")
+    firsts = np.cumsum([0, *run.counts[:-1]]).tolist()
+    entries = [run.entries[unit.number] for unit in run.units]
+    shared = ray.put(entries) if pool else None
+    pending = {
+        run.owners[u.number].link.remote(u.number, firsts[u.number], shared): u.number
+        for u in run.units
+        if run.owners[u.number] is not None
+    }
+    done = 0
+    for unit in run.units:  # the driver's own units, while the actors link theirs
+        if run.owners[unit.number] is None:
+            own.link(unit.number, firsts[unit.number], entries)
+            done += run.counts[unit.number]
+            if run.progress is not None:
+                run.progress(LINK_STAGE, done, n)
+    cpu = 0.0
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
-        actor, unit = pending.pop(ready[0])
-        found, seconds = ray.get(ready[0])
-        entries[unit.number], owners[unit.number] = found, actor
+        number = pending.pop(ready[0])
+        returned, seconds = ray.get(ready[0])
         cpu += seconds
-        done += int(found["rows"][0])
-        if progress is not None:
-            progress(READ_STAGE, done, 0)
-        if queue:
-            following = queue.pop()
-            pending[actor.read.remote(following)] = (actor, following)
-    return [entries[unit.number] for unit in units], owners, cpu
+        if returned is not None:
+            save_part(folder, number, returned)
+        done += run.counts[number]
+        if run.progress is not None:
+            run.progress(LINK_STAGE, done, n)
+    clock.lap("pass 2 (links, parts written)", workers_cpu=cpu)
+
+
+def _pass_one(ray: Any, pool: list[Any], run: _Run, first: Unit) -> float:
+    """Pass 1 on the actors, from ``first`` on, each unit to whichever actor is free (two
+    queued per actor); the actors' CPU seconds."""
+    pending: dict[Any, tuple[Any, Unit]] = {}
+    unit: Unit | None = first
+    for actor in pool * 2:
+        if unit is None:
+            break
+        pending[actor.read.remote(unit)] = (actor, unit)
+        unit = run.take()
+    cpu = 0.0
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        actor, done = pending.pop(ready[0])
+        entries, seconds = ray.get(ready[0])
+        run.read(done, entries, actor)
+        cpu += seconds
+        if unit is not None:
+            pending[actor.read.remote(unit)] = (actor, unit)
+            unit = run.take()
+    return cpu
 
 
 def _check_parts(loaded: Sequence[Mapping[str, np.ndarray]]) -> None:
