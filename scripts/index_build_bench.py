@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -175,6 +176,7 @@ def phase_ray(shards: Path, index: Path, workers: int) -> dict[str, Any]:
         seconds = time.perf_counter() - start
     return {
         "build_s": seconds,
+        "driver_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "ray_start_s": timings[0]["wall_s"],
         "peak_rss_mb": usage.peak,
         "cpu_s": usage.cpu_s,
@@ -235,7 +237,8 @@ def _phase_rows(n: int, found: dict[str, Any]) -> list[str]:
     the serial share (the driver-only phases' wall time over the build's after start-up)."""
     out = [
         "",
-        f"Ray build of {n:,} passages by phase (load {found['load']}):",
+        f"Ray build of {n:,} passages by phase (load {found['load']}; the driver's own peak "
+        f"RSS {found['driver_peak_rss_mb']:.0f} MB):",
         "",
         "| phase | wall s | driver CPU s | workers CPU s |",
         "|---|---:|---:|---:|",

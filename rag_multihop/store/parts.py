@@ -253,9 +253,11 @@ def _entities(parts: Sequence[Mapping[str, np.ndarray]]) -> Part:
 
 def merge_parts(parts: Sequence[Mapping[str, np.ndarray]]) -> derive.Arrays:
     """The first segment's arrays of ``parts`` (each a :func:`read_part` and its
-    :func:`link_part`, in unit order; memory maps welcome: each array is read once)."""
+    :func:`link_part`, in unit order; memory maps welcome: each array is read once; parts
+    without rows are left out)."""
+    parts = [part for part in parts if int(part["rows"][0])]
     if not parts:
-        raise ValueError("merge_parts needs at least one part")
+        raise ValueError("merge_parts needs at least one part with passages")
     n = sum(int(part["rows"][0]) for part in parts)
     rows = np.arange(n, dtype=np.int32)
     arrays: derive.Arrays = {}

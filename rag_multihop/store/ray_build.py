@@ -44,6 +44,7 @@ from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.store import batches, parts
 from rag_multihop.store.batches import LINK_STAGE, READ_STAGE, NameDictionary, Progress
 from rag_multihop.store.index import CorpusIndex
+from rag_multihop.store.segment import POINTER
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -125,6 +126,12 @@ def _columns(table: Any, path: str) -> dict[str, list[Any]]:
                 )
     return out
 
+
+FOREGROUND = {"RAY_worker_niceness": "0"}
+"""The actors' environment on a local Ray the build starts: Ray runs worker processes at
+niceness 15, which on a busy machine starves them behind every other process; a local
+build is the foreground job, so its actors run at the driver's priority (Ray's own job
+supervisor is started the same way, ``ray.dashboard.modules.job.job_manager``)."""
 
 UNITS_PER_WORKER = 4
 """Units of work per worker at least: files are cut into row slices when there are fewer."""
@@ -337,20 +344,22 @@ def build_with_ray(
         timings: a list to append one record per phase to: ``phase``, ``wall_s``,
             ``driver_cpu_s`` and ``workers_cpu_s`` (the actors' CPU seconds in that phase).
     """
-    ray = require("ray", "ray")
     workers = check_positive_int(workers, "workers")
     batch_size = check_positive_int(batch_size, "batch_size")
     settings = settings or IndexSettings()
     extractor = extractor or HeuristicExtractor()
     files, kind, filesystem = expand_inputs(inputs)
+    if (Path(path) / POINTER).exists():
+        raise FileExistsError(f"{path} already holds an index")
     clock = _Clock(timings)
     scratch = Path(tempfile.mkdtemp(prefix=".ray-parts-", dir=Path(path).parent))
     try:
         own = BuildWorker(kind, filesystem, settings, extractor, encoder, batch_size, str(scratch))
         run = _Run(plan_units(files, workers), progress)
-        helper = _Helper(own, run)
+        helper = _Helper(own, run)  # works while Ray is imported and started
         started = False
         try:
+            ray = require("ray", "ray")
             if not ray.is_initialized():
                 options: dict[str, Any] = {
                     "include_dashboard": False,
@@ -365,18 +374,15 @@ def build_with_ray(
                 ray.init(address=address, **options)
                 started = True
             clock.lap("ray.init (the driver runs pass 1 meanwhile)")
-            _with_actors(ray, run, own, helper, workers, clock)
+            options = {"runtime_env": {"env_vars": FOREGROUND}} if started and not address else {}
+            _with_actors(ray, run, own, helper, workers, clock, options)
         finally:
             helper.stop()
             if started:
                 ray.shutdown()
         if started:
             clock.lap("ray.shutdown")
-        loaded = [
-            load_part(scratch, unit.number)
-            for unit, count in zip(run.units, run.counts, strict=True)
-            if count
-        ]
+        loaded = [load_part(scratch, unit.number) for unit in run.units]
         _check_parts(loaded)
         arrays = parts.merge_parts(loaded)
         del loaded
@@ -455,16 +461,22 @@ class _Helper:
 
 
 def _with_actors(
-    ray: Any, run: _Run, own: BuildWorker, helper: _Helper, workers: int, clock: _Clock
+    ray: Any,
+    run: _Run,
+    own: BuildWorker,
+    helper: _Helper,
+    workers: int,
+    clock: _Clock,
+    options: dict[str, Any],
 ) -> None:
     """Both passes with ``workers`` actors (none when the driver read every unit while
-    Ray started); parts end up under the driver's folder."""
+    Ray started; ``options`` for each actor); parts end up under the driver's folder."""
     folder = Path(str(own.folder))
     cpu = 0.0
     pool: list[Any] = []
     first = run.take()
     if first is not None:
-        actor = ray.remote(num_cpus=1)(BuildWorker)
+        actor = ray.remote(num_cpus=1, **options)(BuildWorker)
         on_disk = str(folder) if _on_this_machine(ray) else None
         pool = [
             actor.remote(*own.arguments, on_disk)
@@ -530,7 +542,7 @@ def _pass_one(ray: Any, pool: list[Any], run: _Run, first: Unit) -> float:
 
 def _check_parts(loaded: Sequence[Mapping[str, np.ndarray]]) -> None:
     """Every part has vectors of one dimension, and no passage id repeats."""
-    dims = sorted({int(part["vectors"].shape[1]) for part in loaded})  # non-empty parts
+    dims = sorted({int(part["vectors"].shape[1]) for part in loaded if len(part["vectors"])})
     if len(dims) > 1:
         raise ValueError(f"the input shards hold vectors of several lengths {dims[:5]}")
     hashes = np.concatenate([np.asarray(part["id.key"]) for part in loaded])

@@ -6,6 +6,7 @@ files memory-mapped back."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -92,3 +93,60 @@ def test_parts_of_a_2wiki_slice_saved_and_memory_mapped(tmp_path, shared_dataset
     found = _in_parts(passages, vectors, [0, 50, 51, 170, 240], settings, folder=tmp_path)
     _assert_same(found, expected)
     assert len(np.unique(expected["ment.ent"])) > 100  # entities shared across units
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_shards_read_in_row_slices_by_build_workers_merge_to_the_in_process_arrays(
+    tmp_path, kind
+) -> None:
+    """What each Ray actor (and the driver while Ray starts) does, without Ray: read its
+    units' slices of the shards with pyarrow, pass 1, the dictionary of every unit's
+    entries, pass 2 written as .npy parts, merged from memory maps."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from rag_multihop.store.ray_build import BuildWorker, load_part, plan_units
+
+    found = polish_wedding_passages()
+    passages = [*found, *(Passage(f"u{i}", p.text, "") for i, p in enumerate(found))]
+    vectors = _vectors(len(passages)) * 3.0  # not unit rows: the workers normalise
+    files = []
+    for number, (a, b) in enumerate([(0, 9), (9, len(passages))]):
+        rows = {
+            "id": [p.id for p in passages[a:b]],
+            "text": [p.text for p in passages[a:b]],
+            "title": [p.title for p in passages[a:b]],
+            "vector": [v.tolist() for v in vectors[a:b]],
+        }
+        files.append(str(tmp_path / f"part-{number}.{kind}"))
+        if kind == "parquet":
+            pq.write_table(pa.table(rows), files[-1])
+        else:
+            with open(files[-1], "w", encoding="utf-8") as handle:
+                for i in range(b - a):
+                    handle.write(json.dumps({k: v[i] for k, v in rows.items()}) + "\n")
+    units = plan_units(files, workers=2)
+    assert len(units) == 8 and {u.pieces for u in units} == {4}
+    settings = IndexSettings()
+    workers = [
+        BuildWorker(
+            "parquet" if kind == "parquet" else "json",
+            None,
+            settings,
+            HeuristicExtractor(),
+            None,
+            4,
+            str(tmp_path / "parts"),
+        )
+        for _ in range(2)
+    ]
+    owner = {u.number: workers[u.number % 2] for u in units}
+    read = [owner[u.number].read(u)[0] for u in units]
+    counts = [int(e["rows"][0]) for e in read]
+    assert sum(counts) == len(passages)
+    firsts = np.cumsum([0, *counts[:-1]]).tolist()
+    for unit in units:
+        owner[unit.number].link(unit.number, firsts[unit.number], read)
+    merged = merge_parts([load_part(tmp_path / "parts", u.number) for u in units])
+    unit_rows = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = build_arrays(passages, unit_rows, settings, HeuristicExtractor())
+    _assert_same(merged, expected)
