@@ -185,12 +185,13 @@ def read_unit(unit: Unit, kind: str, filesystem: Any) -> Any:
 
 
 class BuildWorker:
-    """One Ray actor for both passes: it reads its units' shards itself, runs pass 1
-    (:func:`~rag_multihop.store.parts.read_part`, embedding when the shards hold no
-    vectors), keeps each unit's texts for pass 2, builds the name dictionary once from
-    every unit's entries, runs pass 2 (:func:`~rag_multihop.store.parts.link_part`), and
-    writes each unit's part as ``.npy`` files under ``folder`` (or, when ``folder`` is
-    ``None``, as on a cluster, returns it to the driver)."""
+    """One Ray actor for both passes (the driver runs one too, while Ray starts): it reads
+    its units' shards itself, runs pass 1 (:func:`~rag_multihop.store.parts.read_part`,
+    embedding when the shards hold no vectors), keeps each unit's part (numpy arrays) until
+    pass 2, builds the name dictionary once from every unit's entries, runs pass 2
+    (:func:`~rag_multihop.store.parts.link_part`), and writes each unit's part as ``.npy``
+    files under ``folder`` (or, when ``folder`` is ``None``, as on a cluster, returns it to
+    the driver)."""
 
     def __init__(
         self,
