@@ -354,6 +354,7 @@ def build_with_ray(
         raise FileExistsError(f"{path} already holds an index")
     clock = _Clock(timings)
     scratch = Path(tempfile.mkdtemp(prefix=".ray-parts-", dir=Path(path).parent))
+    stopping: threading.Thread | None = None
     try:
         own = BuildWorker(kind, filesystem, settings, extractor, encoder, batch_size, str(scratch))
         run = _Run(plan_units(files, workers), progress)
@@ -375,14 +376,18 @@ def build_with_ray(
                 ray.init(address=address, **options)
                 started = True
             clock.lap("ray.init (the driver runs pass 1 meanwhile)")
-            options = {"runtime_env": {"env_vars": FOREGROUND}} if started and not address else {}
-            _with_actors(ray, run, own, helper, workers, clock, options)
-        finally:
+            foreground = started and address is None
+            actor_options = {"runtime_env": {"env_vars": FOREGROUND}} if foreground else {}
+            _with_actors(ray, run, own, helper, workers, clock, actor_options)
+        except BaseException:
             helper.stop()
             if started:
                 ray.shutdown()
-        if started:
-            clock.lap("ray.shutdown")
+            raise
+        helper.stop()
+        # every part is on the driver's disk: Ray stops (or disconnects) while the driver merges
+        stopping = threading.Thread(target=ray.shutdown if started else _nothing)
+        stopping.start()
         loaded = [load_part(scratch, unit.number) for unit in run.units]
         _check_parts(loaded)
         arrays = parts.merge_parts(loaded)
@@ -397,12 +402,21 @@ def build_with_ray(
         )
         index.write_first_segment(arrays)
         clock.lap("write")
+        stopping.join()
+        if started:
+            clock.lap("ray.shutdown (the rest of it, after the write)")
     finally:
+        if stopping is not None:
+            stopping.join()
         shutil.rmtree(scratch, ignore_errors=True)
     logger.info(
         "built %s with Ray from %d shard(s): %d passages", path, len(files), sum(run.counts)
     )
     return index
+
+
+def _nothing() -> None:
+    """Nothing to stop (a Ray the caller started keeps running)."""
 
 
 class _Run:
@@ -515,6 +529,8 @@ def _with_actors(
         done += run.counts[number]
         if run.progress is not None:
             run.progress(LINK_STAGE, done, n)
+    own.dictionary = None  # the driver's copy: not needed for the merge
+    run.entries.clear()
     clock.lap("pass 2 (links, parts written)", workers_cpu=cpu)
 
 
