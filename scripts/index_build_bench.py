@@ -1,4 +1,4 @@
-"""Index build throughput: in-process vs Ray Data (local workers), and fp32 vs int8 bulk embedding.
+"""Index build throughput: in-process vs Ray (local workers), and fp32 vs int8 bulk embedding.
 
 ``--sizes``: for each N, the synthetic titled corpus of ``scripts/index_scale.py`` (vectors
 given, so only the encoder-free stages run) is written as Parquet shards; each engine builds

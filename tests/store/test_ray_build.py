@@ -1,4 +1,4 @@
-"""The Ray Data build (``index build --engine ray``) writes the index the in-process build
+"""The Ray build (``index build --engine ray``) writes the index the in-process build
 writes: a local Ray with two workers over a 300-passage slice of the 2Wiki corpus, from
 JSON Lines shards (titled) and Parquet shards through the CLI (untitled: the passages known
 by the subjects read from their text), compared array by array and ranking by ranking."""
@@ -21,7 +21,6 @@ from rag_multihop.store import CorpusIndex, graph_fusion_retriever
 from rag_multihop.store.segment import current_manifest_path, read_manifest, read_segment
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'rag-multihop[ray]'")
-pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'ray[data]'")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
