@@ -37,7 +37,22 @@ NAMES_CACHE_SIZE = 65536
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:St|Dr|Mr|Jr|Sr|Mt|Ms|Lt|Co)\.)\s+(?=[A-Z0-9\"'(])"
+)
+"""A sentence ends at ``.``, ``!`` or ``?`` before a capital, not after an initial
+(*H. Bruce Humberstone*) or a short abbreviation (*Dr.*, *St.*)."""
+_QUOTES = re.compile('["\u201c\u201d\u201e\u00ab\u00bb]')
+_KNOWN_AS = re.compile(
+    r"\b(?:(?:also|better|professionally|commonly|popularly|simply) )?(?:known|credited|billed)"
+    r"(?: professionally| simply| popularly| mostly)? as (?:the )?|\ba\.k\.a\. |\bn[ée]e "
+)
+"""What introduces another name of the subject: *known professionally as Don Medford*,
+*also known as*, *née Nicol*."""
+FIRST_SENTENCE_WORDS = 8
+"""A passage's first sentence whose subject runs through lower-case words (*Ven mi corazón
+te llama is a 1942 film*) gives the words before its copula as a name when they are at
+most this many and start with a capital."""
 _PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
 _COPULAS = frozenset(
     {"is", "was", "are", "were", "has", "had", "became", "refers", "remains", "serves", "served"}
@@ -110,35 +125,91 @@ def _leading_name(sentence: str) -> str | None:
     return " ".join(name_words)
 
 
-def _short_forms(name: str) -> list[str]:
-    """A person-like name of three to five capitalised words without connectors is also
-    known by its first and last word (``John Villiers Farrow`` → ``John Farrow``)."""
-    words = name.split()
-    if 3 <= len(words) <= 5 and all(w[:1].isupper() and w.isalpha() for w in words):
-        return [f"{words[0]} {words[-1]}"]
-    return []
+def _first_sentence_name(sentence: str) -> str | None:
+    """The words before the first sentence's copula when :func:`_leading_name` reads none:
+    a title of a work written with lower-case words or opening with a pronoun (*I Cover
+    the Underworld*), ``X or Y`` (``X``), ``X née Y``; or the name before *known as*."""
+    known = _KNOWN_AS.search(sentence)
+    if known is not None:
+        before = sentence[: known.start()].rstrip(" ,")
+        return _leading_name(f"{before} is") if before else None
+    words = sentence.split()
+    start = 1 if words and words[0] in _ARTICLES else 0
+    for end in range(start + 1, min(len(words), start + FIRST_SENTENCE_WORDS + 1)):
+        if _clean(words[end]) in _COPULAS:
+            break
+    else:
+        return None
+    name_words = [_clean(w) for w in words[start:end]]
+    for stop in ("or", "née", "nee", "and", "also"):
+        if stop in name_words:
+            name_words = name_words[: name_words.index(stop)]
+    if (
+        not name_words
+        or not name_words[0][:1].isupper()
+        or (len(name_words) == 1 and name_words[0] in _PRONOUNS)
+        or name_words[0] in _ADVERBIAL
+        or any(w.endswith((",", ";")) for w in words[start:end])
+        or not name_key(" ".join(name_words))
+    ):
+        return None
+    return " ".join(name_words)
+
+
+def _other_names(sentence: str) -> list[str]:
+    """The names ``sentence`` gives its subject after *known as*, *née* and the like."""
+    found = []
+    for match in _KNOWN_AS.finditer(sentence):
+        words: list[str] = []
+        for word in sentence[match.end() :].split():
+            clean = _clean(word.strip("()"))
+            if clean in ("and", "or") or not (
+                clean[:1].isupper() or (words and clean in _CONNECTORS)
+            ):
+                break
+            words.append(clean)
+            if word.endswith((",", ";", ":", ".", ")")) and not re.fullmatch(r"[A-Z]\.", word):
+                break
+        while words and words[-1] in _CONNECTORS:
+            words.pop()
+        if words and words[0] not in _PRONOUNS and name_key(" ".join(words)):
+            found.append(" ".join(words))
+    return found
+
+
+def _part_of_known(name: str, known: dict[str, None]) -> bool:
+    """Whether every word of ``name`` is a word of one name read before (*Franklin* after
+    *Aretha Louise Franklin*: the same person, by a name too short to look for)."""
+    words = set(name_key(name).split())
+    return any(words <= set(name_key(other).split()) for other in known)
 
 
 def text_subjects(text: str) -> tuple[str, ...]:
     """The names ``text``'s sentences open with when a copula follows (first
-    :data:`MAX_SUBJECTS`, without repeats, a leading article dropped; a person-like name
-    also by its first and last word)."""
+    :data:`MAX_SUBJECTS`, without repeats, a leading article and quotes dropped), the other
+    names the opening sentence gives them (*known as*, *née*), and, when the first
+    sentence opens with no such name, the words before its copula (a title written with
+    lower-case words, :data:`FIRST_SENTENCE_WORDS`)."""
     names: dict[str, None] = {}
-    plain = text.strip()
+    plain = _QUOTES.sub("", text).strip()
+    others = _other_names(_SENTENCE.split(plain, maxsplit=1)[0])
     while True:
         stripped = _PARENTHETICAL.sub("", plain)
         if stripped == plain:
             break
         plain = stripped
-    for sentence in _SENTENCE.split(plain):
+    for number, sentence in enumerate(_SENTENCE.split(plain)):
         name = _leading_name(sentence)
-        if name is None:
+        if name is None and number == 0:
+            name = _first_sentence_name(sentence)
+        if name is None or (names and _part_of_known(name, names)):
             continue
         names[name] = None
-        names.update(dict.fromkeys(_short_forms(name)))
+        if number == 0:
+            names.update(dict.fromkeys(others))
         if len(names) >= MAX_SUBJECTS:
             break
-    return tuple(names)
+    return tuple(names)[:MAX_SUBJECTS]
 
 
 def title_named_in_text(title: str, text: str) -> bool:
@@ -162,6 +233,18 @@ def passage_names(passage: Passage) -> tuple[str, ...]:
     """The names a passage is known by: its title, plus the subjects read from its text when
     the text holds no word of the title (remembered by title and text: the bridge judge asks
     for the same candidates' names query after query)."""
+    names = _names(passage.title, passage.text)
+    return names if passage.title else names[1:]
+
+
+def indexed_names(passage: Passage) -> tuple[str, ...]:
+    """:func:`passage_names` with the title always first, even when empty: what the title
+    index reads (:func:`~rag_multihop.multihop.titles.name_variants`: a title is looked for
+    as written, the subjects read from the text also under their aliases).
+
+    >>> indexed_names(Passage("x", "Ed Wood is a 1994 film."))
+    ('', 'Ed Wood')
+    """
     return _names(passage.title, passage.text)
 
 
@@ -169,10 +252,9 @@ def passage_names(passage: Passage) -> tuple[str, ...]:
 def _names(title: str, text: str) -> tuple[str, ...]:
     if title and title_named_in_text(title, text):
         return (title,)
-    subjects = tuple(s for s in text_subjects(text) if s != title)
-    return (title, *subjects) if title else subjects
+    return (title, *(s for s in text_subjects(text) if s != title))
 
 
 def corpus_names(passages: Sequence[Passage]) -> list[tuple[str, ...]]:
-    """:func:`passage_names` of every passage, in order."""
-    return [passage_names(p) for p in passages]
+    """:func:`indexed_names` of every passage, in order."""
+    return [indexed_names(p) for p in passages]
