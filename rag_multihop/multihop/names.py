@@ -7,15 +7,16 @@ Cabanne*), while other passages and questions write the person shorter: *John Co
 written in, so a text that writes one of them names the passage:
 
 - ranks, titles and honorifics before the name (*Lieutenant Colonel*, *Sir*, *Prince*) and
-  post-nominal letters after it (*VC*, *AM*, *KGCHS*; not a regnal number such as *II*)
-  are dropped;
+  post-nominal letters and suffixes after it (*VC*, *AM*, *KStJ*, *Jr*; not a regnal number
+  such as *II*) are dropped;
 - the surname (the last word with the particles before it: *de Crécy*, *von Borsody*,
   *of Bavaria*) is kept with any one or more of the given names, in order (middle names are
   optional, and a person may go by a middle name); a name *of* a place keeps its first
   given name (*Joseph Ferdinand of Bavaria*, never *Ferdinand of Bavaria*, a different
   duke);
 - the first given name may be shortened to its first three to five letters (*Tim*,
-  *Chris*, *Don*) when it is longer.
+  *Chris*, *Don*) when it is longer; the given names after the first, or all of them, may
+  be written as initials (*Enzo G. Castellari*, *P. Bhaskaran*).
 
 Only names of two to six capitalised words (particles aside) get aliases, at most four
 given names are varied, and an alias always has two words or more: a surname or a given
@@ -67,13 +68,22 @@ def _is_roman(word: str) -> bool:
     return bool(word) and _ROMAN.fullmatch(word) is not None
 
 
+SUFFIXES = frozenset({"Jr", "Sr", "Jnr", "Snr"})
+"""Generational suffixes dropped after a name (a regnal number such as *II* is kept)."""
+
+
 def _post_nominal(word: str) -> bool:
+    """Letters after a name: *VC*, *KStJ*, *PhD*, *Jr* (mostly capitals, not a regnal
+    number)."""
     letters = word.rstrip(".,")
+    if letters in SUFFIXES:
+        return True
+    capitals = sum(c.isupper() for c in letters)
     return (
         2 <= len(letters) <= 6
         and letters.isalpha()
-        and letters.isupper()
-        and not (_is_roman(letters))
+        and capitals >= max(2, len(letters) / 2)
+        and not _is_roman(letters)
     )
 
 
@@ -129,6 +139,9 @@ def name_aliases(name: str) -> tuple[str, ...]:
         for letters in NICKNAME_LETTERS:
             if len(first) > letters + 1:
                 forms[" ".join([first[:letters], *surname])] = None
+        initials = [f"{w[0]}." for w in given]
+        forms[" ".join([first, *initials[1:], *surname])] = None
+        forms[" ".join([*initials, *surname])] = None
     forms.pop(name, None)
     return tuple(forms)
 

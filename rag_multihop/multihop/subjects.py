@@ -46,6 +46,7 @@ _QUOTES = re.compile('["\u201c\u201d\u201e\u00ab\u00bb]')
 _KNOWN_AS = re.compile(
     r"\b(?:(?:also|better|professionally|commonly|popularly|simply) )?(?:known|credited|billed)"
     r"(?: professionally| simply| popularly| mostly)? as (?:the )?|\ba\.k\.a\. |\bn[ée]e "
+    r"|\balias (?:as )?"
 )
 """What introduces another name of the subject: *known professionally as Don Medford*,
 *also known as*, *née Nicol*."""
