@@ -123,6 +123,8 @@ def _leading_name(sentence: str) -> str | None:
     window = _APPOSITIVE_WORDS if ends_with_comma else 1
     if not any(w in _COPULAS for w in following[:window]):
         return None
+    if ends_with_comma and following[:1] and following[0].capitalize() in _PRONOUNS:
+        return None  # "Additionally, he was": an adverb, not a name
     return " ".join(name_words)
 
 
@@ -203,7 +205,9 @@ def text_subjects(text: str) -> tuple[str, ...]:
         name = _leading_name(sentence)
         if name is None and number == 0:
             name = _first_sentence_name(sentence)
-        if name is None or (names and _part_of_known(name, names)):
+        if name is None or (number > 0 and len(name.split()) == 1):
+            continue  # a later sentence's one word is mostly a first name or an adverb
+        if names and _part_of_known(name, names):
             continue
         names[name] = None
         if number == 0:
