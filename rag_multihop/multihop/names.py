@@ -14,6 +14,8 @@ written in, so a text that writes one of them names the passage:
   optional, and a person may go by a middle name); a name *of* a place keeps its first
   given name (*Joseph Ferdinand of Bavaria*, never *Ferdinand of Bavaria*, a different
   duke);
+- a ruler's name (*Robert II of Dreux*, *Frederick, Prince of Anhalt-Harzgerode*) is also
+  written with any rank after a comma (*Robert II, Count of Dreux*) or none;
 - the first given name may be shortened to its first three to five letters (*Tim*,
   *Chris*, *Don*) when it is longer; the given names after the first, or all of them, may
   be written as initials (*Enzo G. Castellari*, *P. Bhaskaran*).
@@ -114,6 +116,9 @@ def name_aliases(name: str) -> tuple[str, ...]:
     """Other forms people write the person ``name`` in (see the module docstring), without
     ``name`` itself, each of two words or more; empty when ``name`` does not look like a
     person's name."""
+    ruler = _RULER.fullmatch(name)
+    if ruler is not None:
+        return tuple(f for f in _ruler_forms(*ruler.groups()) if f != name)
     core = core_name(name)
     words = re.sub(r"(?<=\w)- +(?=\w)", "-", core).split()
     if len(words) < 2 or any(_is_roman(w) for w in words):
@@ -144,6 +149,45 @@ def name_aliases(name: str) -> tuple[str, ...]:
         forms[" ".join([*initials, *surname])] = None
     forms.pop(name, None)
     return tuple(forms)
+
+
+RANKS = (
+    "King", "Queen", "Prince", "Princess", "Duke", "Duchess", "Count", "Countess",
+    "Margrave", "Landgrave", "Elector", "Archduke", "Archduchess", "Marquess", "Earl",
+    "Lord", "Lady", "Emperor", "Empress", "Grand Duke", "Viscount", "Baron",
+)  # fmt: skip
+"""Ranks a ruler's name is also written with: *Robert II of Dreux* is *Robert II, Count of
+Dreux*."""
+
+_RULER = re.compile(
+    r"(?:(?:" + "|".join(RANKS) + r") )?([A-Z][^\W\d_]+(?: [IVXLC]+)?)"
+    r"(?:, (?:" + "|".join(RANKS) + r"),?)? (of) ([A-Z][\w' -]*)"
+)
+"""A ruler's name: a given name, an optional regnal number, ``of`` a place (a rank before
+the name or after a comma allowed)."""
+_RULER_OPENING = re.compile(
+    r"([A-Z][^\W\d_]+(?: [IVXLC]+)?, (?:" + "|".join(RANKS) + r") of [A-Z][\w'-]*"
+    r"(?: [A-Z][\w'-]*)*)(?:,| (?:is|was|became)\b)"
+)
+
+
+def ruler_opening(sentence: str) -> str | None:
+    """The ruler's name ``sentence`` opens with, rank after a comma included, when a comma
+    or a copula follows it (*John, Count of Brienne, was*), else ``None``.
+
+    >>> ruler_opening("John, Count of Brienne, was a nobleman.")
+    'John, Count of Brienne'
+    """
+    match = _RULER_OPENING.match(sentence)
+    return match.group(1) if match else None
+
+
+def _ruler_forms(given: str, particle: str, place: str) -> tuple[str, ...]:
+    """*Given of Place*, and *Given, Rank of Place* for every rank of :data:`RANKS`."""
+    return (
+        f"{given} {particle} {place}",
+        *(f"{given}, {rank} {particle} {place}" for rank in RANKS),
+    )
 
 
 def _only_core(name: str, core: str) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from rag_multihop.multihop.names import ruler_opening
 from rag_multihop.multihop.titles import name_key
 from rag_multihop.types import Passage
 
@@ -202,7 +203,7 @@ def text_subjects(text: str) -> tuple[str, ...]:
             break
         plain = stripped
     for number, sentence in enumerate(_SENTENCE.split(plain)):
-        name = _leading_name(sentence)
+        name = ruler_opening(sentence) or _leading_name(sentence)
         if name is None and number == 0:
             name = _first_sentence_name(sentence)
         if name is None or (number > 0 and len(name.split()) == 1):
