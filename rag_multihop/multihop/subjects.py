@@ -136,7 +136,12 @@ def _first_sentence_name(sentence: str) -> str | None:
     known = _KNOWN_AS.search(sentence)
     if known is not None:
         before = sentence[: known.start()].rstrip(" ,")
-        return _leading_name(f"{before} is") if before else None
+        if not before:
+            return None
+        sentence = f"{before} is"
+        name = _leading_name(sentence)
+        if name is not None:
+            return name
     words = sentence.split()
     start = 1 if words and words[0] in _ARTICLES else 0
     for end in range(start + 1, min(len(words), start + FIRST_SENTENCE_WORDS + 1)):
@@ -152,12 +157,18 @@ def _first_sentence_name(sentence: str) -> str | None:
         not name_words
         or not name_words[0][:1].isupper()
         or (len(name_words) == 1 and name_words[0] in _PRONOUNS)
-        or name_words[0] in _ADVERBIAL
+        or (name_words[0] in _ADVERBIAL and _adverbial(name_words))
         or any(w.endswith((",", ";")) for w in words[start:end])
         or not name_key(" ".join(name_words))
     ):
         return None
     return " ".join(name_words)
+
+
+def _adverbial(words: list[str]) -> bool:
+    """Whether words opening with an adverbial word (*In*, *One*) are no title: one word, a
+    number or a pronoun among them (*In 2007 it was*; not *One More Time with Feeling*)."""
+    return len(words) == 1 or any(w[:1].isdigit() or w.capitalize() in _PRONOUNS for w in words[1:])
 
 
 def _other_names(sentence: str) -> list[str]:
