@@ -68,7 +68,8 @@ _CONNECTORS = frozenset(
 _PRONOUNS = frozenset(
     {"He", "She", "It", "They", "We", "I", "You", "This", "That", "These", "Those", "His", "Her",
      "Its", "Their", "There", "Here", "However", "Although", "Also", "Some", "Many", "Most",
-     "Other", "Both", "Each", "All", "Today", "If"}
+     "Other", "Both", "Each", "All", "Today", "If", "Little", "Much", "Nothing", "Such",
+     "Another", "Thus", "Instead", "Neither", "Either"}
 )  # fmt: skip
 _ADVERBIAL = frozenset(
     {"In", "On", "At", "After", "Before", "During", "When", "While", "As", "For", "From", "By",
@@ -156,13 +157,38 @@ def _first_sentence_name(sentence: str) -> str | None:
     if (
         not name_words
         or not name_words[0][:1].isupper()
-        or (len(name_words) == 1 and name_words[0] in _PRONOUNS)
+        or (name_words[0] in _PRONOUNS and _pronoun_led(name_words))
         or (name_words[0] in _ADVERBIAL and _adverbial(name_words))
         or any(w.endswith((",", ";")) for w in words[start:end])
         or not name_key(" ".join(name_words))
     ):
         return None
     return " ".join(name_words)
+
+
+def _later_subject(name: str, sentence: str, text: str) -> bool:
+    """Whether a name read from a sentence after the first is a subject of its own: two
+    words or more, or one word that opens a definition (*Serac is the capital of ...*, a
+    passage that starts inside a chunk) and is not written before; a later sentence's one
+    word is mostly someone's first name or surname (*Franklin was born in Memphis*)."""
+    if len(name.split()) > 1:
+        return True
+    defines = re.match(rf"{re.escape(name)} (?:is|was|are|were) (?:a|an|the) ", sentence)
+    return defines is not None and text.find(name) == text.find(sentence)
+
+
+_CLAUSE_PRONOUNS = frozenset(
+    {"He", "She", "It", "Its", "They", "His", "Her", "Their", "We", "You", "This", "These",
+     "That", "Those"}
+)  # fmt: skip
+"""Pronouns that open a clause about something named before (*Its music video was*)."""
+
+
+def _pronoun_led(words: list[str]) -> bool:
+    """Whether words opening with a pronoun are no title: one word, or a clause pronoun
+    before a lower-case word (*Its music video was*; not *I Cover the Underworld*, *All
+    Souls*, *There by the Grace of God*)."""
+    return len(words) == 1 or (words[0] in _CLAUSE_PRONOUNS and not words[1][:1].isupper())
 
 
 def _adverbial(words: list[str]) -> bool:
@@ -217,8 +243,8 @@ def text_subjects(text: str) -> tuple[str, ...]:
         name = ruler_opening(sentence) or _leading_name(sentence)
         if name is None and number == 0:
             name = _first_sentence_name(sentence)
-        if name is None or (number > 0 and len(name.split()) == 1):
-            continue  # a later sentence's one word is mostly a first name or an adverb
+        if name is None or (number > 0 and not _later_subject(name, sentence, plain)):
+            continue
         if names and _part_of_known(name, names):
             continue
         names[name] = None
