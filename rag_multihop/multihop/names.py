@@ -22,8 +22,9 @@ written in, so a text that writes one of them names the passage:
 
 Only names of two to six capitalised words (particles aside) get aliases, at most four
 given names are varied, and an alias always has two words or more: a surname or a given
-name alone names too many people. A form that several passages share is ambiguous, and
-the title index then splits a link between them (:mod:`~rag_multihop.multihop.titles`).
+name alone names too many people. An alias is weaker than a name: a text that writes it
+names the passage only when no passage is known by it and no other passage shares it
+(:func:`~rag_multihop.multihop.titles.name_variants`).
 
 Example:
     >>> name_aliases("Lieutenant Colonel John Augustus Conolly VC")[:3]
@@ -31,6 +32,8 @@ Example:
     >>> "Tim Burstall" in name_aliases("Timothy Burstall AM")
     True
     >>> name_aliases("Ed Wood")
+    ('E. Wood',)
+    >>> name_aliases("Robert II")
     ()
 """
 

@@ -6,10 +6,15 @@ chunk's document name does not. For such a passage (no word of its title is in i
 are the names its sentences open with when a copula follows: ``"Ed Wood is a 1994 film"``,
 ``"Gus Meins (March 6, 1893 – August 1, 1940), born ..., was a director"``, ``"The Humaya
 River is a river"`` (``"Humaya River"``: a leading article is dropped). Pronouns and
-sentence adverbials (``He``, ``In 2007``) are not names. A chunk that holds the opening
-sentences of several passages gets each of their subjects. The title index then knows a
-passage by its title and its subjects, so question names, title links and the pair work on
-untitled passages and chunks.
+sentence adverbials (``He``, ``In 2007``) are not names; a later sentence's single word is
+a subject only when it opens a definition (``"Serac is the capital of ..."``). The first
+sentence also gives the other names its subject goes by (``known professionally as Don
+Medford``, ``née``, ``alias``), a work's title written with lower-case words (``"Ven mi
+corazón te llama is a 1942 film"``) and a ruler's name with its rank (``"John, Count of
+Brienne, was"``). A chunk that holds the opening sentences of several passages gets each of
+their subjects. The title index then knows a passage by its title, its subjects and their
+aliases (:mod:`~rag_multihop.multihop.names`), so question names, title links and the
+pair work on untitled passages and chunks.
 
 Example:
     >>> text_subjects("Ed Wood is a 1994 film. He was born in 1924. Tim Burton (born 1958) "
