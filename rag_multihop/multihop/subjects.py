@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from rag_multihop.multihop.names import ruler_opening
+from rag_multihop.multihop.names import name_aliases, ruler_opening
 from rag_multihop.multihop.titles import name_key
 from rag_multihop.types import Passage
 
@@ -294,6 +294,20 @@ def indexed_names(passage: Passage) -> tuple[str, ...]:
     ('', 'Ed Wood')
     """
     return _names(passage.title, passage.text)
+
+
+def names_with_aliases(passage: Passage) -> tuple[str, ...]:
+    """:func:`passage_names` and the aliases of the subjects read from the text
+    (:func:`~rag_multihop.multihop.names.name_aliases`): every form a text may name the
+    passage by, for a reader that looks for one candidate's names at a time (the bridge
+    judge), where an alias cannot take another passage's name.
+
+    >>> names_with_aliases(Passage("x", "Sir Tatton Sykes was a baronet.", "doc-1"))[:3]
+    ('doc-1', 'Sir Tatton Sykes', 'Tatton Sykes')
+    """
+    names = _names(passage.title, passage.text)
+    aliases = (alias for subject in names[1:] for alias in name_aliases(subject))
+    return tuple(dict.fromkeys((*passage_names(passage), *aliases)))
 
 
 @lru_cache(maxsize=NAMES_CACHE_SIZE)
