@@ -67,11 +67,12 @@ class MultiHopSettings:
             :data:`~rag_multihop.multihop.scoring.MIN_WALK_MASS`); each other rank goes to the
             first stage's next passage (:func:`~rag_multihop.multihop.scoring.guarded_order`).
         lexical_weight: weight of the BM25 score, scaled by the query's best, in every
-            candidate's base score (0 switches it off): in chunks and files whose titles do
-            not name them, a question's names are found in the text alone. 0.25 on the tune
-            halves (R@2 / R@5 against 0): HotpotQA-500 chunked 49.4 / 68.0 → 52.6 / 71.8,
-            MuSiQue 57.5 / 75.7 → 61.2 / 76.0, HotpotQA-500 titled 78.2 / 90.8 → 81.0 / 92.4,
-            2Wiki titled 80.3 / 98.3 → 80.5 / 97.8 (0.5: 80.7 / 97.5; 0.1: 80.2 / 98.2).
+            candidate's base score (0, the default, switches it off): in chunks and files
+            whose titles do not name them, a question's names are found in the text alone.
+            Off by default: at 0.25 it raised every tune half but 2Wiki titled's R@5 (HotpotQA-500
+            chunked R@2 / R@5 49.4 / 68.0 → 52.6 / 71.8, MuSiQue 57.5 / 75.7 → 61.2 / 76.0,
+            2Wiki titled 80.3 / 98.3 → 80.5 / 97.8) and turned a demo chat's pair for one
+            question to another wrong partner (docs/benchmarks.md).
         ppr: how the walk is computed (:data:`~rag_multihop.graph.settings.PPR_METHODS`);
             the local push by default: the same R@2 / R@5 as power iteration on the tune
             halves, two to three times faster.
@@ -99,7 +100,7 @@ class MultiHopSettings:
     graph_entity_share: float = 0.5
     ppr: str = "push"
     tail_guard: bool = True
-    lexical_weight: float = 0.25
+    lexical_weight: float = 0.0
 
     def __post_init__(self) -> None:
         for name in (

@@ -18,10 +18,8 @@ SIGNALS = MappingProxyType(
         "graph": "reached through the entity graph from the pair (PageRank mass)",
         "graph_cal": "entity-graph score calibrated to 0-1, as fused",
         "fused": "link fill and entity graph fused (the tail's ranking score)",
-        "lexical": "BM25 score scaled by the query's best match (0-1), part of the base score",
-        "first_stage": "1 where the first stage's order was kept: ranks 1-2 when nothing "
-        "supported the pair, a tail rank when neither the question nor the pair supported "
-        "the passage the tail put there",
+        "lexical": "BM25 score scaled by the query's best match (0-1), in the base score",
+        "first_stage": "1 where the first stage's order was kept (unsupported pair or tail rank)",
     }
 )
 """What :class:`~rag_multihop.multihop.MultiHopRetriever` writes: ``dense``, ``named`` and

@@ -95,7 +95,7 @@ FOUNDER = Query("Who founded Veldmark?", embedding=np.eye(DIM, dtype=np.float32)
 
 
 def test_the_lexical_evidence_finds_the_chunk_that_spells_the_name() -> None:
-    result = _retriever(CHUNKS).run(FOUNDER, k=3)
+    result = _retriever(CHUNKS, lexical_weight=0.25).run(FOUNDER, k=3)
     first = result.candidates[0]
     assert first.id == "doc-a#1"
     assert first.signals["lexical"] == 1.0
@@ -103,7 +103,7 @@ def test_the_lexical_evidence_finds_the_chunk_that_spells_the_name() -> None:
 
 
 def test_without_lexical_evidence_the_look_alike_comes_first() -> None:
-    result = _retriever(CHUNKS, lexical_weight=0.0).run(FOUNDER, k=3)
+    result = _retriever(CHUNKS).run(FOUNDER, k=3)  # the default: off
     assert result.candidates[0].id == "doc-b#1"
     assert "lexical" not in result.candidates[0].signals
 
@@ -119,7 +119,7 @@ def test_a_given_lexical_scorer_is_used_and_checked() -> None:
     corpus_rows = CHUNKS
     favour_c = _retriever(corpus_rows, lexical=Fixed([0.0, 0.0, 0.0, 4.0]), lexical_weight=1.0)
     assert favour_c.run(FOUNDER, k=3).candidates[0].id == "doc-c#1"
-    wrong = _retriever(corpus_rows, lexical=Fixed([1.0, 2.0]))
+    wrong = _retriever(corpus_rows, lexical=Fixed([1.0, 2.0]), lexical_weight=0.25)
     with pytest.raises(ValueError, match="2 scores for 4 passages"):
         wrong.run(FOUNDER, k=3)
 
