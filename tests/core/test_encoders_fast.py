@@ -47,7 +47,7 @@ def test_onnx_int8_is_a_distinct_close_encoder(minilm, model_dir, export_dir):
     int8 = OnnxEncoder(model_dir, name=minilm.name, quantize="int8", export_dir=export_dir)
     vectors = int8.encode(TEXTS)
     cosine = (vectors * minilm.encode(TEXTS)).sum(axis=1)
-    assert int8.name == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8" != minilm.name
+    assert int8.name == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8-fused" != minilm.name
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert cosine.min() > 0.95
     # batching and order do not change a text's vector (length-sorted batches, masks)
@@ -61,7 +61,7 @@ def test_export_is_reused_and_records_its_provenance(model_dir, export_dir):
     second = export_onnx(model_dir, quantize="int8", out_dir=export_dir)
     config = json.loads((second / "config.json").read_text())
     assert second == first and (second / "model.onnx").stat().st_mtime_ns == stamp
-    assert config["quantize"] == "int8" and config["format_version"] == 2
+    assert config["quantize"] == "int8" and config["format_version"] == 3
 
 
 def test_onnx_refuses_bad_settings_and_other_models(tmp_path, model_dir):
