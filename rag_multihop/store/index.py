@@ -46,10 +46,11 @@ import numpy as np
 
 from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.fingerprint import EncoderFingerprint
+from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.store import batches, derive
 from rag_multihop.store.batches import Progress
+from rag_multihop.store.encoder_check import index_encoder_similarity
 from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
@@ -245,11 +246,8 @@ class CorpusIndex:
     def encoder_matches(self, encoder: Encoder) -> bool:
         """Whether ``encoder`` is the model the index was created with (``True`` when the
         index recorded none)."""
-        recorded = self.manifest().get("encoder")
-        if recorded is None:
-            return encoder.dim == self.dim
-        fingerprint = EncoderFingerprint(tuple(recorded["texts"]), np.array(recorded["vectors"]))
-        return fingerprint.matches(encoder)
+        similarity = index_encoder_similarity(self.manifest(), encoder)
+        return similarity is None or similarity >= 1.0 - FINGERPRINT_TOLERANCE
 
     def info(self) -> dict[str, Any]:
         """Version, counts, settings, segments and bytes on disk (JSON-ready)."""

@@ -39,6 +39,7 @@ from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.index.first_stage import StoreFirstStage
 from rag_multihop.protocols import Retriever
+from rag_multihop.store.encoder_check import check_index_encoder
 from rag_multihop.store.snapshot import IndexSnapshot
 
 if TYPE_CHECKING:
@@ -50,7 +51,10 @@ DEFAULT_CHILD_K = 50
 
 
 def dense_retriever(snapshot: IndexSnapshot, encoder: Encoder | None = None) -> DenseRetriever:
-    """Dense retrieval over the snapshot's segments."""
+    """Dense retrieval over the snapshot's segments; ``encoder`` must be the index's model
+    (:func:`~rag_multihop.store.encoder_check.check_index_encoder`)."""
+    if encoder is not None:
+        check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
     return DenseRetriever(snapshot.corpus, snapshot.dense_index, encoder, check_ids=False)
 
 
@@ -81,6 +85,8 @@ def graph_fusion_retriever(
     """Dense + graph fused with PIT calibration and Boltzmann fusion (``pit-boltzmann``);
     the dense candidates from ``first_stage`` (the user's store) when given."""
     settings = settings or GraphSettings()
+    if encoder is not None:
+        check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
     dense: Retriever = (
         dense_retriever(snapshot, encoder)
         if first_stage is None
