@@ -179,7 +179,7 @@ class GraphRetriever:
             self._push_graph = _shared_walk(
                 self.graph,
                 ("push", weights),
-                lambda: PushGraph.from_adjacency(self.graph.adjacency(weights)),
+                lambda: self.graph.push_walk(weights),
             )
         return self._push_graph
 

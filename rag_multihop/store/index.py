@@ -53,8 +53,10 @@ from rag_multihop.store.batches import Progress
 from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
+    SERVING_PREFIX,
     Segment,
     current_manifest_path,
+    describe_arrays,
     manifest_name,
     read_manifest,
     read_segment,
@@ -63,6 +65,7 @@ from rag_multihop.store.segment import (
     write_segment,
     writer_lock,
 )
+from rag_multihop.store.served import serving_arrays
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
 from rag_multihop.store.views import PrefetchedTitleIndex, SegmentSet
@@ -72,7 +75,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
@@ -300,7 +303,7 @@ class CorpusIndex:
             empty = _State(state.manifest, [], np.zeros(0, dtype=bool))
             version = self._commit(empty, passages, vectors, [], normalized=True, base=state)
             manifest = self.manifest()
-            kept = {s["name"] for s in manifest["segments"]}
+            kept = {s["name"] for s in manifest["segments"]} | {manifest["serving"]["name"]}
             removed = remove_unreferenced(self.path, kept, manifest_name(version))
             logger.info("compacted %s to version %d; removed %s", self.path, version, removed)
             return version
@@ -456,16 +459,26 @@ class CorpusIndex:
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
         name = write_segment(self.path, version, arrays, ann)
-        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann).describe()
+        segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann)
         manifest.update(
             version=version,
             created=time.time(),
             rows=r0 + n,
             entities=e1,
             live=int(alive.sum()),
-            segments=[*state.entries, entry],
+            segments=[*state.entries, segment.describe()],
         )
+        manifest.pop("serving", None)
+        serving = serving_arrays(SegmentSet([*state.segments, segment], alive))
+        manifest["serving"] = {
+            "name": write_segment(self.path, version, serving, prefix=SERVING_PREFIX),
+            "files": describe_arrays(serving),
+        }
         write_manifest(self.path, manifest)
+        # the previous versions' serving arrays: readers that hold them keep their maps
+        remove_unreferenced(
+            self.path, {manifest["serving"]["name"]}, None, prefixes=(SERVING_PREFIX,)
+        )
         return version
 
 
