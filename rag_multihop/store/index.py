@@ -48,6 +48,7 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.index.ann import make_ann_index
 from rag_multihop.store import batches, derive
 from rag_multihop.store.batches import Progress
 from rag_multihop.store.patch import linked_sources, patch_links
@@ -455,7 +456,8 @@ class CorpusIndex:
         e1 = e0 + len(arrays["ents.off"]) - 1
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
         alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
-        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
+        stored_ann = settings.ann.lower() != "flat" and n
+        ann = make_ann_index(np.asarray(arrays["vectors"]), settings.ann) if stored_ann else None
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
         name = write_segment(self.path, version, arrays, ann)
@@ -480,20 +482,6 @@ class CorpusIndex:
             self.path, {manifest["serving"]["name"]}, None, prefixes=(SERVING_PREFIX,)
         )
         return version
-
-
-def build_ann(factory: str, vectors: np.ndarray) -> Any:
-    """A FAISS index of ``factory`` over ``vectors`` (inner product)."""
-    import faiss  # deferred: importing FAISS costs ~0.3 s
-
-    try:
-        ann = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as exc:
-        raise ValueError(f"ann {factory!r} is not a FAISS factory string: {exc}") from None
-    if not ann.is_trained:
-        ann.train(vectors)
-    ann.add(vectors)
-    return ann
 
 
 class _State:

@@ -297,8 +297,10 @@ def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> N
     scores, ids = snapshot.dense_index.search(vectors[3:5], k=3)
     assert ids[0][0] != "p3" and ids[1][0] == "p4"
     assert len(ids[0]) == 3 and scores[1][0] == pytest.approx(1.0, abs=1e-5)
-    with pytest.raises(ValueError, match="not a FAISS factory string"):
-        CorpusIndex.build(tmp_path / "bad", passages, vectors, settings=IndexSettings(ann="Nope"))
+    with pytest.raises(ValueError, match="ann 'Nope' is not 'flat' or a FAISS factory string"):
+        IndexSettings(ann="Nope")
+    with pytest.raises(ValueError, match="ann must be 'flat' or a FAISS factory string"):
+        IndexSettings(ann="auto")  # one kind per segment
 
 
 def test_compact_removes_only_what_the_index_wrote(tmp_path, index, hashing_encoder) -> None:
