@@ -78,6 +78,29 @@ def test_opening_and_querying_gathers_nothing(
     assert len(list((tmp_path / "idx" / "segments").glob("w-*"))) == 1
 
 
+def test_the_fusion_searches_the_index_once_per_query(index, hashing_encoder) -> None:
+    snapshot = index.snapshot()
+    dense = snapshot.dense_index
+    calls: list[int] = []
+    search = dense.search
+
+    def counted(queries, k):
+        calls.append(k)
+        return search(queries, k)
+
+    dense.search = counted  # type: ignore[method-assign]
+    fusion = graph_fusion_retriever(snapshot, encoder=hashing_encoder)
+    text = "Who directed Polish Wedding?"
+    query = Query(text, embedding=hashing_encoder.encode([text])[0])
+    found = fusion.retrieve(query, k=3)
+    assert calls == [50]  # the graph's two seeds are the dense child's first two
+    seeds = fusion.retrievers["graph"].seed_retriever.retrieve(query, k=2)
+    assert calls == [50] and [c.id for c in seeds] == [
+        c.id for c in fusion.retrievers["dense"].dense.retrieve(query, k=2)
+    ]
+    assert found and calls == [50, 2]
+
+
 class _Shuffled:
     """Another 64-dimensional model: the hashing encoder over suffixed words."""
 
