@@ -78,6 +78,8 @@ logger = logging.getLogger(__name__)
 FORMAT = "rag-multihop-corpus-index"
 FORMAT_VERSION = 4
 DEFAULT_LOCK_TIMEOUT = 30.0
+SNAPSHOT_ATTEMPTS = 5
+"""Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
 
 
 class CorpusIndex:
@@ -211,13 +213,15 @@ class CorpusIndex:
 
     def snapshot(self) -> IndexSnapshot:
         """The current version, pinned: memory-mapped, read-only, unaffected by later writes."""
-        for attempt in range(3):
+        for attempt in range(SNAPSHOT_ATTEMPTS):
             manifest = self.manifest()
             try:
                 return IndexSnapshot(self.path, manifest)
             except ArtifactError:
-                # a compaction may have removed this version's files after we read CURRENT
-                if attempt == 2 or self.manifest()["version"] == manifest["version"]:
+                # a write may have removed this version's serving arrays (or a compaction
+                # its segments) after we read CURRENT: open the new version
+                last = attempt == SNAPSHOT_ATTEMPTS - 1
+                if last or self.manifest()["version"] == manifest["version"]:
                     raise
         raise AssertionError("unreachable")
 

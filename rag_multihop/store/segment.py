@@ -166,6 +166,8 @@ def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
     shape = tuple(int(x) for x in expected["shape"])
     dtype = np.dtype(expected["dtype"])
     try:
+        # one open file for the header and the map: a writer that removes the file meanwhile
+        # (a superseded version's serving arrays) cannot make the map fail after the check
         with open(path, "rb") as handle:
             start = handle.read(12)
             size = os.fstat(handle.fileno()).st_size
@@ -177,8 +179,21 @@ def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
                 offset = 12 + int.from_bytes(start[8:12], "little")
             handle.seek(0)
             header = handle.read(offset).decode("latin-1")
+            _check_header(path, header, size, offset, shape, dtype)
+            if int(np.prod(shape)) == 0:
+                return np.empty(shape, dtype=dtype)
+            # a plain ndarray view of the map: np.memmap's hooks cost microseconds per slice
+            mapped = np.memmap(handle, dtype=dtype, mode="r", offset=offset, shape=shape)
+            return mapped.view(np.ndarray)
     except OSError as exc:
         raise ArtifactError(f"{path} is missing or unreadable: {exc.strerror or exc}") from None
+
+
+def _check_header(
+    path: Path, header: str, size: int, offset: int, shape: tuple[int, ...], dtype: np.dtype
+) -> None:
+    """``ArtifactError`` unless the ``.npy`` header describes ``shape`` and ``dtype`` and the
+    file holds all of the data."""
     described = f"'descr': '{dtype.str}'" in header and f"'shape': {shape!r}" in header
     if not described or "'fortran_order': False" not in header:
         raise ArtifactError(
@@ -187,10 +202,6 @@ def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
         )
     if size < offset + int(np.prod(shape)) * dtype.itemsize:
         raise ArtifactError(f"{path} is truncated ({size} bytes); the segment is corrupt")
-    if int(np.prod(shape)) == 0:
-        return np.empty(shape, dtype=dtype)
-    # a plain ndarray view of the map: np.memmap's subclass hooks cost microseconds per slice
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape).view(np.ndarray)
 
 
 def _load_ann(path: Path, vectors: Mapping[str, Any]) -> tuple[Any, np.ndarray | None]:
