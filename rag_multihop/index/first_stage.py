@@ -61,7 +61,9 @@ class StoreFirstStage:
             raise TypeError(
                 f"store must be a retriever with retrieve(query, k), got {type(store).__name__}"
             )
-        matrix = vectors if isinstance(vectors, np.ndarray) else as_embedding_matrix(vectors)
+        # an array, a memory map or a row-indexable stand-in (an index's live vectors) is
+        # used as it is; anything else (lists) becomes an array
+        matrix = vectors if getattr(vectors, "ndim", None) == 2 else as_embedding_matrix(vectors)
         if matrix.ndim != 2:
             raise ValueError(f"passage vectors must be a 2-D (n, dim) array, got {matrix.shape}")
         if len(matrix) != len(corpus):

@@ -27,6 +27,7 @@ from rag_multihop.multihop.links import token_stems, window_context
 from rag_multihop.multihop.titles import title_tokens
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import unpack_string
+from rag_multihop.store.views import SegmentSet
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -95,6 +96,48 @@ class IndexCorpus(Corpus):
             unpack_string(segment["texts.blob"], segment["texts.off"], local),
             unpack_string(segment["titles.blob"], segment["titles.off"], local),
         )
+
+
+class LiveVectors:
+    """The live passages' unit vectors by position, read from the segments' memory maps at
+    the positions asked (a version with several segments or deleted rows; nothing copied at
+    open). Indexing by an int, a slice, or a list or array of positions (or a boolean mask)
+    gives what the same index of the ``(n_live, dim)`` matrix gives; ``np.asarray`` makes
+    that whole matrix."""
+
+    def __init__(self, segments: SegmentSet, live_rows: np.ndarray, dim: int) -> None:
+        self._segments = segments.segments
+        self._rows = live_rows
+        self._starts = np.array([s.rows[0] for s in self._segments], dtype=np.int64)
+        self._ends = np.array([s.rows[1] for s in self._segments], dtype=np.int64)
+        self.shape = (int(live_rows.shape[0]), int(dim))
+        self.dtype = np.dtype(np.float32)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, (int, np.integer)):
+            return self[np.array([key])][0]
+        if isinstance(key, slice):
+            positions = np.arange(self.shape[0])[key]
+        else:
+            positions = np.asarray(key)
+            if positions.dtype == bool:
+                positions = np.flatnonzero(positions)
+            positions = positions.astype(np.int64, copy=False)
+        rows = self._rows[positions]
+        owner = np.searchsorted(self._ends, rows, side="right")
+        out = np.empty((*rows.shape, self.shape[1]), dtype=np.float32)
+        for i in np.unique(owner).tolist():
+            mine = owner == i
+            out[mine] = self._segments[i]["vectors"][rows[mine] - self._starts[i]]
+        return out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        whole = self[np.arange(self.shape[0])]
+        return whole if dtype is None else whole.astype(dtype)
 
 
 DEFAULT_EF_SEARCH = 128

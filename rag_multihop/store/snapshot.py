@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy import sparse
@@ -42,7 +42,12 @@ from rag_multihop.store.segment import (
     read_segment,
 )
 from rag_multihop.store.served import serving_arrays
-from rag_multihop.store.serving import IndexCorpus, LinkContexts, SegmentedDenseIndex
+from rag_multihop.store.serving import (
+    IndexCorpus,
+    LinkContexts,
+    LiveVectors,
+    SegmentedDenseIndex,
+)
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.views import SegmentSet, StoredTitleIndex
 
@@ -134,19 +139,14 @@ class IndexSnapshot:
     @cached_property
     def vectors(self) -> np.ndarray:
         """The live passages' unit vectors ``(n_live, dim)``: the memory map itself for a
-        compacted index, a copy of the live rows otherwise."""
-        parts = []
-        for segment in self.segments.segments:
-            start, end = segment.rows
-            if end == start:
-                continue
-            alive = self.segments.alive[start:end]
-            parts.append(segment["vectors"] if alive.all() else segment["vectors"][alive])
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.concatenate(parts)
+        one-segment version with nothing deleted (a build or a compaction), else a
+        :class:`~rag_multihop.store.serving.LiveVectors` reading the segments' maps at the
+        positions asked (no copy; the methods only index rows and read the shape, so it
+        stands in for the array)."""
+        segments = [s for s in self.segments.segments if s.rows[1] > s.rows[0]]
+        if len(segments) == 1 and self.n_live == self.segments.n_rows:
+            return segments[0]["vectors"]
+        return cast(np.ndarray, LiveVectors(self.segments, self.live_rows, self.dim))
 
     @cached_property
     def dense_index(self) -> SegmentedDenseIndex:

@@ -78,6 +78,23 @@ def test_opening_and_querying_gathers_nothing(
     assert len(list((tmp_path / "idx" / "segments").glob("w-*"))) == 1
 
 
+def test_live_vectors_are_read_where_asked_not_copied(index, polish_wedding, hashing_encoder):
+    extra = [Passage("extra", "Rope is a film.", "Extra")]
+    index.add(extra, _vectors(hashing_encoder, extra))
+    index.delete(["rope"])
+    snapshot = index.snapshot()
+    live = [p for p in polish_wedding if p.id != "rope"] + extra
+    expected = l2_normalize(_vectors(hashing_encoder, live))
+    vectors = snapshot.vectors
+    assert not isinstance(vectors, np.ndarray)  # two segments and a tombstone: no copy
+    assert vectors.shape == expected.shape and len(vectors) == len(live)
+    for key in (0, -1, [4, 0, 4], np.array([1, 2]), slice(1, None, 2), expected[:, 0] > 0):
+        assert np.array_equal(vectors[key], expected[key])
+    assert np.array_equal(np.asarray(vectors), expected)
+    with pytest.raises(IndexError):
+        vectors[len(live)]
+
+
 def test_the_fusion_searches_the_index_once_per_query(index, hashing_encoder) -> None:
     snapshot = index.snapshot()
     dense = snapshot.dense_index
