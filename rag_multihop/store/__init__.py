@@ -6,6 +6,8 @@
 - :mod:`.derive`: the indexing stages as pure functions from passages to a segment's arrays;
 - :mod:`.batches`: a first build as two passes of batch functions and a merge (the
   in-process engine); :mod:`.ray_build`: the same plan on Ray Data (``docs/scale.md``);
+- :mod:`.served`: the serving arrays each write stores for its version (links, entity
+  graph, walk in the live numbering), so readers gather nothing;
 - :mod:`.segment`, :mod:`.tables`, :mod:`.views`, :mod:`.serving`: the on-disk segments,
   their array forms, the look-ups across segments and the read-side objects.
 
