@@ -253,7 +253,7 @@ def build_bridge(p: Pipeline, s: HaystackStack) -> Wiring:
 
 def build_aar(p: Pipeline, s: HaystackStack) -> Wiring:
     _embedded(p, s, 50)
-    p.add_component("ranker", AssociationRanker(str(s.corpus.aar_model()), top_k=TOP_K))
+    p.add_component("ranker", AssociationRanker(index_path=str(s.corpus.aar_index()), top_k=TOP_K))
     p.connect("dense.documents", "ranker.documents")
     p.connect("text_embedder.embedding", "ranker.query_embedding")
     return "ranker.documents", ["text_embedder.text", "ranker.query"]
@@ -261,7 +261,7 @@ def build_aar(p: Pipeline, s: HaystackStack) -> Wiring:
 
 def build_coop(p: Pipeline, s: HaystackStack) -> Wiring:
     _embedded(p, s, 50)
-    p.add_component("ranker", RaLaRanker(top_k=TOP_K))
+    p.add_component("ranker", RaLaRanker(top_k=TOP_K, index_path=str(s.corpus.rala_index())))
     p.connect("dense.documents", "ranker.documents")
     return "ranker.documents", ["text_embedder.text", "ranker.query"]
 

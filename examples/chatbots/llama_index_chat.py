@@ -269,11 +269,14 @@ RETRIEVERS: dict[str, Callable[[LlamaIndexStack], Built]] = {
         s.vector(50),
         [
             AssociationRerank(
-                model_path=str(s.corpus.aar_model()), top_n=TOP_K, embed_model=s.embed_model
+                index_path=str(s.corpus.aar_index()), top_n=TOP_K, embed_model=s.embed_model
             )
         ],
     ),
-    "coop": lambda s: (s.vector(50), [RaLaRerank(top_n=TOP_K)]),
+    "coop": lambda s: (
+        s.vector(50),
+        [RaLaRerank(top_n=TOP_K, index_path=str(s.corpus.rala_index()))],
+    ),
 }
 chatkit.check_builders(RETRIEVERS, "llama_index_chat")
 
