@@ -106,6 +106,7 @@ from rag_multihop.multihop.scoring import (
 from rag_multihop.multihop.settings import MultiHopSettings
 from rag_multihop.multihop.titles import TextMentions, TitleIndex
 from rag_multihop.protocols import Retriever
+from rag_multihop.store.encoder_check import check_index_encoder
 from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
@@ -488,8 +489,8 @@ class MultiHopRetriever:
                 f"with it): pass subjects={snapshot.settings.subjects}, or rebuild the index "
                 f"with IndexSettings(subjects={self.settings.subjects})"
             )
-        if encoder is not None and encoder.dim != snapshot.dim:
-            raise ValueError(f"encoder dimension {encoder.dim} != the index's {snapshot.dim}")
+        if encoder is not None:
+            check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
         self.corpus = snapshot.corpus
         self.vectors = snapshot.vectors
         self.first_stage = _check_first_stage(first_stage)

@@ -5,7 +5,10 @@
   the methods read (corpus, vectors, dense search, title index, link graph, entity graph);
 - :mod:`.derive`: the indexing stages as pure functions from passages to a segment's arrays;
 - :mod:`.batches`: a first build as two passes of batch functions and a merge (the
-  in-process engine); :mod:`.ray_build`: the same plan on Ray Data (``docs/scale.md``);
+  in-process engine); :mod:`.ray_build`: the same plan on Ray actors, built in
+  :mod:`.parts` (``docs/scale.md``);
+- :mod:`.served`: the serving arrays each write stores for its version (links, entity
+  graph, walk in the live numbering), so readers gather nothing;
 - :mod:`.segment`, :mod:`.tables`, :mod:`.views`, :mod:`.serving`: the on-disk segments,
   their array forms, the look-ups across segments and the read-side objects.
 

@@ -1,4 +1,4 @@
-"""The Ray Data build (``index build --engine ray``) writes the index the in-process build
+"""The Ray build (``index build --engine ray``) writes the index the in-process build
 writes: a local Ray with two workers over a 300-passage slice of the 2Wiki corpus, from
 JSON Lines shards (titled) and Parquet shards through the CLI (untitled: the passages known
 by the subjects read from their text), compared array by array and ranking by ranking."""
@@ -18,10 +18,15 @@ from rag_multihop.eval.datasets import load_named
 from rag_multihop.eval.views import opaque_name
 from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, graph_fusion_retriever
-from rag_multihop.store.segment import current_manifest_path, read_manifest, read_segment
+from rag_multihop.store.segment import (
+    SEGMENTS,
+    current_manifest_path,
+    read_arrays,
+    read_manifest,
+    read_segment,
+)
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'rag-multihop[ray]'")
-pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'ray[data]'")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -78,7 +83,15 @@ def _assert_same_index(built, expected) -> None:
     wanted = read_manifest(current_manifest_path(expected))
     entries = found.pop("segments"), wanted.pop("segments")
     found.pop("created"), wanted.pop("created")
+    served = found.pop("serving"), wanted.pop("serving")
     assert found == wanted
+    assert served[0]["files"] == served[1]["files"]
+    left, right = (
+        read_arrays(root / SEGMENTS / s["name"], s["files"])
+        for root, s in zip((built, expected), served, strict=True)
+    )
+    for name in served[1]["files"]:
+        assert np.array_equal(left[name], right[name]), name
     assert [e["files"] for e in entries[0]] == [e["files"] for e in entries[1]]
     for a, b in zip(*entries, strict=True):
         left, right = read_segment(built, a), read_segment(expected, b)
@@ -169,3 +182,19 @@ def test_ray_build_names_a_missing_column(tmp_path, local_ray) -> None:
     (shards / "a.jsonl").write_text(json.dumps({"id": "p1", "body": "text"}) + "\n")
     with pytest.raises(Exception, match=r"input shards need a 'text' column"):
         build_with_ray(tmp_path / "idx", [str(shards / "a.jsonl")], workers=2)
+
+
+def test_parts_come_back_through_the_object_store_when_workers_cannot_reach_the_disk(
+    tmp_path, local_ray, slice_2wiki, monkeypatch
+) -> None:
+    """On a cluster the actors return their parts and the driver writes them: forced here
+    on the local Ray, the index is the same."""
+    from rag_multihop.store import ray_build
+
+    monkeypatch.setattr(ray_build, "_on_this_machine", lambda ray: False)
+    passages, vectors, _ = slice_2wiki
+    _write_jsonl(tmp_path / "shards", passages, vectors, parts=3)
+    built = build_with_ray(tmp_path / "ray.idx", [str(tmp_path / "shards")], workers=2)
+    expected = CorpusIndex.build(tmp_path / "local.idx", passages, vectors)
+    _assert_same_index(built.path, expected.path)
+    assert not list(tmp_path.glob(".ray-parts-*"))  # the scratch folder is removed
