@@ -45,7 +45,7 @@ import numpy as np
 
 from rag_multihop.bridge.features import names_mentioned, to_unit
 from rag_multihop.bridge.queries import check_on_error
-from rag_multihop.multihop.subjects import passage_names
+from rag_multihop.multihop.subjects import names_with_aliases, passage_names
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_number, check_positive_int, loggable
 from rag_multihop.vectors import PassageVectors
@@ -198,7 +198,7 @@ def _mention_signals(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each candidate named (by its title or a subject read from its text) in the bridge,
     and in the question; a name that is a part of one of the bridge's names does not count."""
-    names = [passage_names(p) for p in candidates]
+    names = [names_with_aliases(p) for p in candidates]
     own = passage_names(bridge)
     return (
         names_mentioned(names, bridge.text, part_of=own),

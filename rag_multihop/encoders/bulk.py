@@ -1,7 +1,8 @@
 """The encoder for embedding a corpus in bulk: int8 ONNX MiniLM when it is the same model.
 
 For more than :data:`BULK_PASSAGES` passages, :func:`bulk_encoder_name` picks
-``minilm-int8`` (about 4× the passages/s of fp32 on CPU) when its fingerprint
+``minilm-int8`` (measured 1.5–2× the passages per CPU-second of torch fp32 on the 2-core
+project machine; ``docs/benchmarks.md``) when its fingerprint
 (:mod:`~rag_multihop.encoders.fingerprint`) matches the fp32 model's within
 :data:`~rag_multihop.encoders.fingerprint.FINGERPRINT_TOLERANCE`; otherwise, or when
 ONNX Runtime is missing, the fp32 default, with the reason logged.

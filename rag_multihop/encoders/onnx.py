@@ -2,26 +2,31 @@
 
 :func:`export_onnx` turns a local sentence-transformers folder (a BERT-like transformer with
 mean pooling, such as the bundled all-MiniLM-L6-v2) into ``model.onnx``, once, with torch's
-exporter; ``quantize="int8"`` then applies ONNX Runtime's dynamic int8 quantisation with
-**per-channel** weight scales (one scale per output column: per-tensor scales, as torch's
-dynamic quantisation uses, cost MiniLM about 0.05 cosine to its fp32 vectors, per-channel
-scales about 0.006) to every matrix product except the feed-forward down-projections
-(:func:`down_projections`), which stay fp32 (cosine loss about 0.003; measured in
-``docs/benchmarks.md``). Activations are quantised per batch, so an int8 vector can
-differ slightly (about 1e-3 cosine) with the texts it was batched with. Nothing is
-downloaded.
+exporter (eager attention), then fuses it with ONNX Runtime's transformer optimizer (one
+``Attention`` node per layer, ``SkipLayerNormalization``, ``BiasGelu``,
+``EmbedLayerNormalization``: the same vectors up to float error). ``quantize="int8"`` then
+applies ONNX Runtime's dynamic int8 quantisation with **per-channel** weight scales (one
+scale per output column: per-tensor scales, as torch's dynamic quantisation uses, cost
+MiniLM about 0.05 cosine to its fp32 vectors, per-channel scales about 0.006) to every
+matrix product, the fused attention's included (``QAttention``), except the feed-forward
+down-projections (:func:`down_projections`), which stay fp32 (cosine loss about 0.003;
+measured in ``docs/benchmarks.md``); the embedding tables stay fp32. Activations are
+quantised per batch, so an int8 vector can differ slightly (about 1e-3 cosine) with the
+texts it was batched with. Nothing is downloaded.
 
 :class:`OnnxEncoder` runs the exported graph with ONNX Runtime, tokenises with the model's
 own fast tokenizer (``tokenizer.json``) and mean-pools in numpy, so encoding needs neither
-torch nor transformers. Texts are sorted by token length and batched, so a batch pads to
-similar lengths only. Its ``name`` is the source model's name plus the backend
-(``...+onnx``, ``...+onnx-int8``): vectors of two encoders never share an embedding cache or
-a saved model.
+torch nor transformers. Texts are sorted by token length and batched
+(:mod:`~rag_multihop.encoders.batching`), so a batch pads to similar lengths only; a large
+call runs its batches on one single-threaded session from one Python thread per core
+(data-parallel: no per-operator synchronisation between threads). Its ``name`` is the
+source model's name plus the backend (``...+onnx``, ``...+onnx-int8-fused``): vectors of
+two encoders never share an embedding cache or a saved model.
 
 Example (needs the ``onnx`` extra; the first call exports, later ones reuse the file):
     >>> enc = OnnxEncoder.minilm(quantize="int8")       # doctest: +SKIP
     >>> enc.name, enc.encode(["Who wrote Hamlet?"]).shape  # doctest: +SKIP
-    ('sentence-transformers/all-MiniLM-L6-v2+onnx-int8', (1, 384))
+    ('sentence-transformers/all-MiniLM-L6-v2+onnx-int8-fused', (1, 384))
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import logging
 import os
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,7 @@ import numpy as np
 
 from rag_multihop._atomic import ArtifactError, artifact_path, atomic_directory, read_json_file
 from rag_multihop._optional import require
+from rag_multihop.encoders.batching import length_batches, pad_batch
 from rag_multihop.encoders.cache import default_cache_dir
 from rag_multihop.encoders.sentence_transformer import DEFAULT_MODEL_NAME, SMALL_CALL
 from rag_multihop.validation import as_embedding_matrix, check_positive_int
@@ -49,7 +56,12 @@ QUANTIZATIONS = ("none", "int8")
 """``none``: the fp32 graph (vectors equal to sentence-transformers' up to float error);
 ``int8``: dynamic int8 quantisation of the matrix products, per-channel weight scales."""
 
-EXPORT_FORMAT = 2
+EXPORT_FORMAT = 3
+
+BACKENDS = {"none": "onnx", "int8": "onnx-int8-fused"}
+"""The suffix of each quantisation's encoder name. The int8 graph's vectors changed with the
+fused export (format 3; attention quantised as one operator, embeddings fp32), so its name
+did too: an embedding cache never serves the earlier int8 graph's vectors as this one's."""
 OPSET = 17
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -118,7 +130,8 @@ def export_onnx(
     _check_pooling(source)
     fingerprint = _fingerprint(source)
     root = Path(out_dir) if out_dir is not None else default_onnx_dir()
-    target = root / f"{source.name}-{fingerprint}-{quantize}"
+    # the format in the name: two versions of this code sharing a cache keep their own files
+    target = root / f"{source.name}-{fingerprint}-{quantize}-f{EXPORT_FORMAT}"
     existing = _existing_export(target, fingerprint, quantize)
     if existing is not None:
         return existing
@@ -128,7 +141,10 @@ def export_onnx(
     ort = require("onnxruntime", extra="onnx")
     with atomic_directory(target) as staging:
         fp32 = staging / ("model.onnx" if quantize == "none" else "fp32.onnx")
-        _export_fp32(torch, transformers, source, fp32)
+        traced = staging / "traced.onnx"
+        _export_fp32(torch, transformers, source, traced)
+        fused = _fuse(traced, fp32, transformers.AutoConfig.from_pretrained(str(source)))
+        traced.unlink()
         if quantize == "int8":
             quantization = require("onnxruntime.quantization", extra="onnx")
             quantization.quantize_dynamic(
@@ -136,6 +152,7 @@ def export_onnx(
                 str(staging / "model.onnx"),
                 weight_type=quantization.QuantType.QInt8,
                 per_channel=True,
+                op_types_to_quantize=["MatMul", "Attention"],
                 nodes_to_exclude=down_projections(fp32),
                 extra_options={"DefaultTensorType": 1},  # onnx.TensorProto.FLOAT
             )
@@ -149,6 +166,7 @@ def export_onnx(
             "torch": str(torch.__version__),
             "transformers": str(transformers.__version__),
             "onnxruntime": str(ort.__version__),
+            "fused": fused,
         }
         (staging / "config.json").write_text(json.dumps(config, indent=2))
     return artifact_path(target)
@@ -174,6 +192,26 @@ def down_projections(path: Path) -> list[str]:
     ]
 
 
+def _fuse(source: Path, target: Path, config: Any) -> dict[str, int]:
+    """Fuse the traced BERT graph at ``source`` into ONNX Runtime's transformer operators
+    (attention, skip + LayerNorm, bias + GELU, embeddings + LayerNorm) and save it at
+    ``target``; returns the count of each fused operator (zero where a model's graph does
+    not match the pattern: it then runs unfused, only slower)."""
+    optimizer = require("onnxruntime.transformers.optimizer", extra="onnx")
+    model = optimizer.optimize_model(
+        str(source),
+        model_type="bert",
+        num_heads=int(config.num_attention_heads),
+        hidden_size=int(config.hidden_size),
+        opt_level=0,  # graph fusions only: the session applies ORT's own level at load
+    )
+    model.save_model_to_file(str(target))
+    counts = model.get_fused_operator_statistics()
+    fused = {op: int(n) for op, n in counts.items() if n}
+    logger.info("fused operators of %s: %s", source.name, fused)
+    return fused
+
+
 def _existing_export(target: Path, fingerprint: str, quantize: str) -> Path | None:
     if not (target / "CURRENT").is_file():
         return None
@@ -194,7 +232,10 @@ def _existing_export(target: Path, fingerprint: str, quantize: str) -> Path | No
 
 
 def _export_fp32(torch: Any, transformers: Any, source: Path, path: Path) -> None:
-    model = transformers.AutoModel.from_pretrained(str(source)).eval()
+    # eager attention traces as MatMul/Softmax, the pattern ONNX Runtime fuses (the SDPA
+    # path traces into IsNaN/Where masking that it does not fuse and that costs ~20%)
+    model = transformers.AutoModel.from_pretrained(str(source), attn_implementation="eager")
+    model.eval()
 
     class LastHiddenState(torch.nn.Module):
         def __init__(self, inner: Any) -> None:
@@ -247,13 +288,13 @@ class OnnxEncoder:
     Args:
         model_dir: the sentence-transformers folder (tokenizer, pooling config, weights).
         name: the source model's name; the encoder's ``name`` adds ``+onnx`` or
-            ``+onnx-int8``.
+            ``+onnx-int8-fused`` (:data:`BACKENDS`).
         quantize: one of :data:`QUANTIZATIONS`.
         batch_size: texts per forward pass (after sorting by length).
-        threads: ONNX Runtime's intra-op threads for calls of more than
+        threads: Python threads, each running one batch at a time on a single-threaded
+            session, for calls of more than
             :data:`~rag_multihop.encoders.sentence_transformer.SMALL_CALL` texts (``None``:
-            one per core; smaller calls use one). Idle threads do not spin, so they leave a
-            shared machine's cores to other work.
+            one per core this process may use); smaller calls run on the caller's thread.
         export_dir: where exports are kept (default :func:`default_onnx_dir`).
     """
 
@@ -275,9 +316,9 @@ class OnnxEncoder:
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.threads = None if threads is None else check_positive_int(threads, "threads")
         self.export_dir = export_dir
-        backend = "onnx" if quantize == "none" else f"onnx-{quantize}"
+        backend = BACKENDS[quantize]
         self._name = f"{name or str(self.model_dir)}+{backend}"
-        self._sessions: dict[int | None, Any] = {}
+        self._session_instance: Any = None
         self._tokenizer_instance: Any = None
         self._dim: int | None = None
 
@@ -297,24 +338,28 @@ class OnnxEncoder:
             self._dim = int(self.encode(["dimension probe"]).shape[1])
         return self._dim
 
-    def _session(self, n_texts: int) -> Any:
-        """The ONNX Runtime session for a call of ``n_texts``: one thread for a call of at
-        most :data:`~rag_multihop.encoders.sentence_transformer.SMALL_CALL` texts (too
-        little work to split), ``threads`` otherwise."""
-        threads = 1 if n_texts <= SMALL_CALL else self.threads
-        if threads not in self._sessions:
+    def _session(self) -> Any:
+        """The ONNX Runtime session: one intra-op thread, so concurrent ``run`` calls from
+        several Python threads each compute on their own core."""
+        if self._session_instance is None:
             ort = require("onnxruntime", extra="onnx")
             folder = export_onnx(self.model_dir, quantize=self.quantize, out_dir=self.export_dir)
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.inter_op_num_threads = 1
-            if threads is not None:
-                options.intra_op_num_threads = threads
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            self._sessions[threads] = ort.InferenceSession(
+            options.intra_op_num_threads = 1
+            self._session_instance = ort.InferenceSession(
                 str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
             )
-        return self._sessions[threads]
+        return self._session_instance
+
+    def _workers(self, n_texts: int) -> int:
+        if n_texts <= SMALL_CALL:
+            return 1
+        if self.threads is not None:
+            return self.threads
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
     def _tokenizer(self) -> Any:
         if self._tokenizer_instance is None:
@@ -325,37 +370,38 @@ class OnnxEncoder:
             self._tokenizer_instance = tokenizer
         return self._tokenizer_instance
 
+    def _forward(self, token_ids: list[list[int]]) -> np.ndarray:
+        """The pooled unit vectors of one batch of token id lists."""
+        session = self._session()
+        ids, mask = pad_batch(token_ids)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        wanted = {i.name for i in session.get_inputs()}
+        hidden = session.run(None, {k: v for k, v in feed.items() if k in wanted})[0]
+        return mean_pool(hidden, mask)
+
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """Unit rows for ``texts``, in input order, computed in length-sorted batches."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        session = self._session(len(texts))
-        encodings = self._tokenizer().encode_batch(texts)
-        lengths = np.array([len(e.ids) for e in encodings])
-        order = np.argsort(-lengths, kind="stable")
+        tokens = [e.ids for e in self._tokenizer().encode_batch(texts)]
+        batches = length_batches([len(t) for t in tokens], self.batch_size)
+        workers = self._workers(len(texts))
         pooled: list[np.ndarray] = []
         from tqdm.auto import tqdm
 
-        with tqdm(
-            total=len(texts), desc="encoding", unit="passage", disable=not show_progress
-        ) as progress:
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                width = int(lengths[rows].max())
-                ids = np.zeros((len(rows), width), dtype=np.int64)
-                mask = np.zeros_like(ids)
-                for r, i in enumerate(rows):
-                    ids[r, : lengths[i]] = encodings[i].ids
-                    mask[r, : lengths[i]] = 1
-                feed = {
-                    "input_ids": ids,
-                    "attention_mask": mask,
-                    "token_type_ids": np.zeros_like(ids),
-                }
-                pooled.append(mean_pool(session.run(None, feed)[0], mask))
-                progress.update(len(rows))
-        stacked = np.concatenate(pooled)
-        out = np.empty_like(stacked)
-        out[order] = stacked
+        with (
+            tqdm(
+                total=len(texts), desc="encoding", unit="passage", disable=not show_progress
+            ) as progress,
+            ThreadPoolExecutor(workers) as pool,
+        ):
+            forward = pool.map if workers > 1 else map
+            for vectors in forward(lambda rows: self._forward([tokens[i] for i in rows]), batches):
+                pooled.append(vectors)
+                progress.update(len(vectors))
+        out = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
+        for rows, vectors in zip(batches, pooled, strict=True):
+            out[rows] = vectors
         self._dim = out.shape[1]
         return as_embedding_matrix(out, name="encoder output")

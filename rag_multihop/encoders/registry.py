@@ -25,8 +25,8 @@ ENCODERS: Mapping[str, str] = MappingProxyType(
         "minilm": "all-MiniLM-L6-v2 on torch via sentence-transformers, fp32 (the default)",
         "minilm-onnx": "the same model on ONNX Runtime, fp32 (the same vectors up to float "
         "error; needs the onnx extra)",
-        "minilm-int8": "the same model on ONNX Runtime with dynamic int8 quantisation, "
-        "per-channel weight scales (cosine ~0.99 to fp32; needs the onnx extra)",
+        "minilm-int8": "the same model on ONNX Runtime, fused graph with dynamic int8 "
+        "quantisation, per-channel weight scales (cosine ~0.997 to fp32; needs the onnx extra)",
     }
 )
 """Encoder names and what they are (``rag-multihop bench --encoder NAME``)."""

@@ -57,12 +57,13 @@ def resolve_ann(ann: str, n: int) -> str:
     return ann
 
 
-def check_ann(ann: object, name: str = "ann") -> str:
-    """``ann`` if it is ``"auto"``, ``"flat"`` or a factory string FAISS accepts, else
-    ``ValueError`` naming ``name``, the value and FAISS's reason."""
-    if not isinstance(ann, str) or not ann.strip():
+def check_ann(ann: object, name: str = "ann", *, auto: bool = True) -> str:
+    """``ann`` if it is ``"auto"`` (unless ``auto`` is false), ``"flat"`` or a factory
+    string FAISS accepts, else ``ValueError`` naming ``name``, the value and the reason."""
+    allowed = "'auto', 'flat'" if auto else "'flat'"
+    if not isinstance(ann, str) or not ann.strip() or (ann == "auto" and not auto):
         raise ValueError(
-            f"{name} must be 'auto', 'flat' or a FAISS factory string such as 'HNSW32', got {ann!r}"
+            f"{name} must be {allowed} or a FAISS factory string such as 'HNSW32', got {ann!r}"
         )
     if ann == "auto" or ann.lower() == "flat":
         return ann
@@ -71,7 +72,7 @@ def check_ann(ann: object, name: str = "ann") -> str:
     except RuntimeError as exc:
         reason = str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else "refused"
         raise ValueError(
-            f"{name} {ann!r} is not 'auto', 'flat' or a FAISS factory string: {reason}"
+            f"{name} {ann!r} is not {allowed} or a FAISS factory string: {reason}"
         ) from None
     return ann
 

@@ -4,7 +4,9 @@ For a question q (:meth:`MultiHopRetriever.run`):
 
 1. **Candidates**: the dense top-``candidates`` plus every passage whose title q names
    (:class:`~rag_multihop.multihop.titles.TitleIndex`). Each has ``base = cos(q, c) +
-   named(c)`` (named = 1 when q names its title).
+   named(c) + lexical_weight · lexical(c)`` (named = 1 when q names its title; lexical: its
+   BM25 score over the query's best, which finds the names a question spells in chunks and
+   files whose titles do not name them).
 2. **Pair** (ranks 1-2): each of the ``first_hops`` best candidates by ``base`` is tried as
    the first hop ``a``; its title links (:class:`~rag_multihop.multihop.links.LinkGraph`)
    join the candidates; every partner ``c`` is scored
@@ -20,6 +22,13 @@ For a question q (:meth:`MultiHopRetriever.run`):
    graph (:class:`~rag_multihop.graph.retriever.GraphRetriever`) seeded by the pair and the
    question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
    ``graph_cap``), which reaches passages that share entities rather than titles.
+5. **Tail guard**: a tail rank keeps its passage only when the question or the pair supports
+   it: named by the question, among the first stage's best ``fill_depth`` (by ``base``),
+   linked from a pair passage *and* similar to the question (cosine above 0: a link counts
+   only when the question supports the page beyond its name), or holding at least
+   :data:`~rag_multihop.multihop.scoring.MIN_WALK_MASS` of the walk. Every other rank goes
+   to the first stage's next passage (signal ``first_stage``), so an unrelated page a pair
+   passage names, or a hub the walk drifts to, never pushes the question's best matches out.
 
 **Candidates from your store**: with ``first_stage=`` any core
 :class:`~rag_multihop.protocols.Retriever` (a FAISS/Chroma/Qdrant/... store wrapped by an
@@ -39,9 +48,11 @@ No LLM and no labels; the only vector operations are the query's FAISS search an
 products with stored passage vectors (nothing is encoded at query time besides the query).
 
 Scores: the pair scores :data:`PAIR_SCORE` (rank 1 then rank 2), the tail its fused score in
-(0, 1]. Signals: ``dense`` (cosine), ``named`` (1.0 when q names the title), ``link`` (the
-link evidence that placed it), ``pair`` (the pair's score) and ``first_hop`` on the pair,
-and on the tail ``fill``/``graph`` with their calibrated values and ``fused``.
+(0, 1] (a rank the guard gave to the first stage keeps the rank's score). Signals: ``dense``
+(cosine), ``named`` (1.0 when q names the title), ``link`` (the link evidence that placed
+it), ``lexical`` (the scaled BM25 score), ``pair`` (the pair's score) and ``first_hop`` on
+the pair, on the tail ``fill``/``graph`` with their calibrated values and ``fused``, and
+``first_stage`` where the first stage's order was kept.
 
 Example (a toy encoder stands in for MiniLM):
     >>> import numpy as np
@@ -69,7 +80,7 @@ import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -83,8 +94,11 @@ from rag_multihop.index.dense import DenseIndex
 from rag_multihop.multihop.build import build_structures, shared_entities, tail_walker
 from rag_multihop.multihop.links import LinkGraph, stems
 from rag_multihop.multihop.scoring import (
+    MIN_WALK_MASS,
     best_pair,
     context_overlap,
+    guarded_order,
+    lexical_evidence,
     link_scores,
     pair_matrix,
     residual_cosine,
@@ -92,6 +106,7 @@ from rag_multihop.multihop.scoring import (
 from rag_multihop.multihop.settings import MultiHopSettings
 from rag_multihop.multihop.titles import TextMentions, TitleIndex
 from rag_multihop.protocols import Retriever
+from rag_multihop.store.encoder_check import check_index_encoder
 from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
@@ -104,6 +119,13 @@ logger = logging.getLogger(__name__)
 
 PAIR_SCORE = 2.0
 """Score of the two pair passages (above every tail score in (0, 1])."""
+
+
+class LexicalScorer(Protocol):
+    """A word-for-word scorer of every passage, in corpus order (e.g.
+    :class:`~rag_multihop.index.bm25.BM25Retriever`)."""
+
+    def scores(self, text: str) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -156,11 +178,15 @@ class _Pool:
         query: np.ndarray,
         named: dict[int, int],
         allowed: frozenset[int] | None = None,
+        lexical: np.ndarray | None = None,
+        lexical_weight: float = 0.0,
     ) -> None:
         self._vectors = vectors
         self._query = query
         self._named = named
         self.allowed = allowed
+        self.lexical = lexical
+        self._lexical_weight = lexical_weight
         self.rows: list[int] = []
         self.position: dict[int, int] = {}
         self._cos = np.zeros(64)
@@ -196,11 +222,14 @@ class _Pool:
         position = self.position.get(row)
         if position is None:
             return {}
-        return {
+        signals = {
             "dense": float(self._cos[position]),
             "named": float(self._mention[position] >= 0),
             "link": link_evidence.get(position, 0.0),
         }
+        if self.lexical is not None:
+            signals["lexical"] = float(self.lexical[row])
+        return signals
 
     @property
     def cos(self) -> np.ndarray:
@@ -217,7 +246,10 @@ class _Pool:
 
     @property
     def base(self) -> np.ndarray:
-        return self.cos + self.named
+        """Similarity + name (+ the weighted lexical evidence when there is any)."""
+        if self.lexical is None:
+            return self.cos + self.named
+        return self.cos + self.named + self._lexical_weight * self.lexical[self.rows]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -245,6 +277,8 @@ class MultiHopRetriever:
         graph: the entity graph (shared entities and the graph tail; built when needed and
             ``None``).
         titles, links: the title index and link graph (built when ``None``).
+        lexical: the word-for-word scorer of ``lexical_weight`` (BM25 over ``corpus``, built
+            on the first query that needs it, when ``None``).
         settings: :class:`MultiHopSettings`; keyword overrides replace single fields
             (``None`` = keep the setting).
     """
@@ -284,6 +318,9 @@ class MultiHopRetriever:
         tail_fusion: str | None = None,
         graph_entity_share: float | None = None,
         ppr: str | None = None,
+        tail_guard: bool | None = None,
+        lexical_weight: float | None = None,
+        lexical: LexicalScorer | None = None,
     ) -> None:
         self.settings = resolve_settings(
             MultiHopSettings,
@@ -309,6 +346,8 @@ class MultiHopRetriever:
             tail_fusion=tail_fusion,
             graph_entity_share=graph_entity_share,
             ppr=ppr,
+            tail_guard=tail_guard,
+            lexical_weight=lexical_weight,
         )
         matrix = as_embedding_matrix(vectors, name="passage vectors", ids=corpus.ids)
         if matrix.shape[0] != len(corpus):
@@ -333,6 +372,7 @@ class MultiHopRetriever:
             if unknown:
                 raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
         self.encoder = encoder
+        self._lexical = lexical
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         built = build_structures(corpus, self.settings, graph=graph, titles=titles, links=links)
         self.titles = built.titles
@@ -394,12 +434,17 @@ class MultiHopRetriever:
         tail_fusion: str | None = None,
         graph_entity_share: float | None = None,
         ppr: str | None = None,
+        tail_guard: bool | None = None,
+        lexical_weight: float | None = None,
+        lexical: LexicalScorer | None = None,
     ) -> MultiHopRetriever:
         """The retriever over an opened index (:meth:`CorpusIndex.snapshot()
         <rag_multihop.store.CorpusIndex.snapshot>`), built from its stored structures
         without reading or re-extracting any text; its rankings equal those of
         ``MultiHopRetriever(corpus, vectors)`` over the same passages in the same order.
-        ``settings``, ``first_stage`` and the keywords as for the constructor; ``subjects``
+        ``settings``, ``first_stage``, ``lexical`` and the keywords as for the constructor
+        (the index stores no BM25: without ``lexical`` it is built over the index's texts on
+        the first query); ``subjects``
         and ``context_window`` must be the index's (its names and links were stored with
         them)."""
         self = cls.__new__(cls)
@@ -427,6 +472,8 @@ class MultiHopRetriever:
             tail_fusion=tail_fusion,
             graph_entity_share=graph_entity_share,
             ppr=ppr,
+            tail_guard=tail_guard,
+            lexical_weight=lexical_weight,
         )
         if snapshot.n_live == 0:
             raise ValueError(f"the index at {snapshot.root} holds no passages")
@@ -442,8 +489,8 @@ class MultiHopRetriever:
                 f"with it): pass subjects={snapshot.settings.subjects}, or rebuild the index "
                 f"with IndexSettings(subjects={self.settings.subjects})"
             )
-        if encoder is not None and encoder.dim != snapshot.dim:
-            raise ValueError(f"encoder dimension {encoder.dim} != the index's {snapshot.dim}")
+        if encoder is not None:
+            check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
         self.corpus = snapshot.corpus
         self.vectors = snapshot.vectors
         self.first_stage = _check_first_stage(first_stage)
@@ -451,6 +498,7 @@ class MultiHopRetriever:
         self._ids = snapshot.passage_ids
         self._row = snapshot.id_positions
         self.encoder = encoder
+        self._lexical = lexical
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
         self.titles = snapshot.title_index
         self._read_subjects = snapshot.subject_rows
@@ -698,7 +746,14 @@ class MultiHopRetriever:
         with span("multihop.first_stage") as stage:
             vector = self._queries.query(query)
             found, named, question = self._question(query.text)
-            pool = _Pool(self.vectors, vector, named, rows_allowed)
+            pool = _Pool(
+                self.vectors,
+                vector,
+                named,
+                rows_allowed,
+                lexical=self._lexical_scores(query.text),
+                lexical_weight=s.lexical_weight,
+            )
             if candidates is None and self.first_stage is not None:
                 candidates = self.first_stage.retrieve(query, k=s.candidates)
             if candidates is None:
@@ -751,11 +806,13 @@ class MultiHopRetriever:
         fused = self.graph_retriever is not None and bool(order)
         with span("multihop.graph_tail", graph=fused) as stage:
             tail = self._tail(query, pool, order, k, len(head))
+            if s.tail_guard:
+                tail = self._guard(pool, [pool.rows[i] for i in head], tail, question)
             stage.set(returned=len(tail))
         for candidate in tail:
             signals = self._signals(pool, self._row[candidate.id], link_evidence)
             signals |= candidate.signals
-            if fused:
+            if fused and "first_stage" not in candidate.signals:
                 signals["fused"] = candidate.score
             out.append(Candidate(candidate.passage, candidate.score, len(out) + 1, signals))
         trace = MultiHopTrace(
@@ -773,6 +830,54 @@ class MultiHopRetriever:
             stale_candidates=stale,
         )
         return MultiHopResult(out[:k], trace)
+
+    def _lexical_scores(self, text: str) -> np.ndarray | None:
+        """:func:`lexical_evidence` of every passage for ``text`` (``None`` when
+        ``lexical_weight`` is 0); the BM25 index is built on first use unless given."""
+        if self.settings.lexical_weight == 0:
+            return None
+        if self._lexical is None:
+            from rag_multihop.index.bm25 import BM25Retriever
+
+            self._lexical = BM25Retriever(self.corpus)
+        scores = np.asarray(self._lexical.scores(text), dtype=np.float64)
+        if scores.shape != (len(self._ids),):
+            raise ValueError(
+                f"the lexical scorer gave {scores.shape[0]} scores for {len(self._ids)} passages"
+            )
+        return lexical_evidence(scores)
+
+    def _guard(
+        self, pool: _Pool, head: list[int], tail: list[Candidate], question: frozenset[str]
+    ) -> list[Candidate]:
+        """``tail`` with every rank that neither the question nor the pair supports given to
+        the first stage's next passage (signal ``first_stage``); scores stay those of the
+        ranks (see ``tail_guard`` in :class:`MultiHopSettings`)."""
+        first_stage = [pool.rows[i] for i in np.argsort(-pool.base, kind="stable")]
+        supported = set(first_stage[: self.settings.fill_depth])
+        supported.update(pool.rows[i] for i in np.flatnonzero(pool.mention >= 0))
+        for row in head:
+            positions, scores = self._link_evidence(pool, row, question, entities=True)
+            cos = pool.cos
+            supported.update(
+                pool.rows[p]
+                for p, v in zip(positions.tolist(), scores.tolist(), strict=True)
+                if v > 0 and cos[p] > 0
+            )
+        walked = {self._row[c.id] for c in tail if c.signals.get("graph", 0.0) >= MIN_WALK_MASS}
+        supported |= walked
+        rows = [self._row[c.id] for c in tail]
+        fallback = [row for row in first_stage if row not in head]
+        by_row = {self._row[c.id]: c for c in tail}
+        out = []
+        for (row, filled), slot in zip(
+            guarded_order(rows, supported, fallback, len(tail)), tail, strict=False
+        ):
+            if filled:
+                out.append(Candidate(self.corpus[row], slot.score, signals={"first_stage": 1.0}))
+            else:
+                out.append(by_row[row].with_score(slot.score))
+        return out
 
     def _signals(self, pool: _Pool, row: int, link_evidence: dict[int, float]) -> dict[str, float]:
         """The pool's signals of ``row``, and ``subject`` (1.0) when the question names it by a

@@ -9,6 +9,8 @@
   weight times the target's specificity, plus how much of the question's remaining words
   the link's context holds.
 - :func:`pair_matrix`: the score of every pair (first hop ``a``, partner ``c``).
+- :func:`lexical_evidence`: BM25 scores scaled by the query's best match.
+- :func:`guarded_order`: the tail with the ranks nothing supports given to the first stage.
 
 Example:
     >>> residual_cosine(np.array([0.6, 0.6]), 0.8, np.array([0.9, 0.2])).round(3).tolist()
@@ -17,9 +19,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
+
+MIN_WALK_MASS = 0.02
+"""Least Personalized PageRank mass at which the tail's walk alone supports a passage (2% of
+the walk's mass; reached through a hub or many steps, a passage holds less)."""
 
 MIN_RESIDUAL_NORM = 1e-3
 """Floor of ``sqrt(1 - cos(q, a)^2)``: a first hop identical to the question leaves no residual."""
@@ -93,3 +99,53 @@ def best_pair(scores: np.ndarray, first_rows: Sequence[int]) -> tuple[int, int, 
     flat = int(np.argmax(masked))
     i, j = divmod(flat, masked.shape[1])
     return i, j, float(masked[i, j])
+
+
+def lexical_evidence(scores: np.ndarray) -> np.ndarray:
+    """Lexical (BM25) scores scaled by the query's best to ``[0, 1]`` (all 0 when nothing
+    matches): a word-for-word signal for passages whose title is not their name (chunks of a
+    document, files), where a question's names are found in the text only.
+
+    >>> lexical_evidence(np.array([0.0, 2.0, 8.0])).tolist()
+    [0.0, 0.25, 1.0]
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    top = float(values.max()) if values.size else 0.0
+    return values / top if top > 0 else np.zeros_like(values)
+
+
+def guarded_order(
+    ranked: Sequence[int], supported: Collection[int], fallback: Sequence[int], size: int
+) -> list[tuple[int, bool]]:
+    """Up to ``size`` rows: ``ranked`` where a row is ``supported``, and each rank held by an
+    unsupported row given to the next row of ``fallback`` (the first stage's order) instead,
+    and ranks left over (rows already placed) given to ``fallback`` too; the flag is ``True``
+    for a row taken from ``fallback``. No row appears twice.
+
+    >>> guarded_order([7, 8, 9], supported={7, 9}, fallback=[1, 9, 2], size=3)
+    [(7, False), (1, True), (9, False)]
+    """
+    out: list[tuple[int, bool]] = []
+    placed: set[int] = set()
+    spare = iter(fallback)
+    for row in ranked:
+        if len(out) >= size:
+            break
+        if row in placed:
+            continue
+        if row in supported:
+            out.append((row, False))
+            placed.add(row)
+            continue
+        for other in spare:
+            if other not in placed:
+                out.append((other, True))
+                placed.add(other)
+                break
+    for other in spare:
+        if len(out) >= size:
+            break
+        if other not in placed:
+            out.append((other, True))
+            placed.add(other)
+    return out

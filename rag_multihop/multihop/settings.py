@@ -61,6 +61,18 @@ class MultiHopSettings:
             (the rest on the pair). 0.5, below the graph method's 0.75: the pair already
             holds the passages about the named entities, and the tail is there for their
             neighbours; 0.75 lowered R@5 on every tune half (by 0.2 to 0.4).
+        tail_guard: ranks 3+ hold only passages the question or the pair supports (named by
+            the question, among the first stage's best ``fill_depth``, linked from a pair
+            passage and similar to the question, or reached by the walk with
+            :data:`~rag_multihop.multihop.scoring.MIN_WALK_MASS`); each other rank goes to the
+            first stage's next passage (:func:`~rag_multihop.multihop.scoring.guarded_order`).
+        lexical_weight: weight of the BM25 score, scaled by the query's best, in every
+            candidate's base score (0, the default, switches it off): in chunks and files
+            whose titles do not name them, a question's names are found in the text alone.
+            Off by default: at 0.25 it raised every tune half but 2Wiki titled's R@5 (HotpotQA-500
+            chunked R@2 / R@5 49.4 / 68.0 → 52.6 / 71.8, MuSiQue 57.5 / 75.7 → 61.2 / 76.0,
+            2Wiki titled 80.3 / 98.3 → 80.5 / 97.8) and turned a demo chat's pair for one
+            question to another wrong partner (docs/benchmarks.md).
         ppr: how the walk is computed (:data:`~rag_multihop.graph.settings.PPR_METHODS`);
             the local push by default: the same R@2 / R@5 as power iteration on the tune
             halves, two to three times faster.
@@ -87,6 +99,8 @@ class MultiHopSettings:
     tail_fusion: str = "boltzmann"
     graph_entity_share: float = 0.5
     ppr: str = "push"
+    tail_guard: bool = True
+    lexical_weight: float = 0.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -107,6 +121,7 @@ class MultiHopSettings:
             "residual",
             "specificity",
             "exclusive_mentions",
+            "tail_guard",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -115,6 +130,7 @@ class MultiHopSettings:
         check_fraction(self.context_weight, "context_weight")
         check_fraction(self.entity_weight, "entity_weight")
         check_fraction(self.graph_entity_share, "graph_entity_share")
+        check_fraction(self.lexical_weight, "lexical_weight")
         check_choice(self.ppr, "ppr", PPR_METHODS)
         check_choice(self.tail_calibration, "tail_calibration", CALIBRATIONS)
         check_choice(self.tail_fusion, "tail_fusion", FUSIONS)

@@ -18,8 +18,11 @@ SIGNALS = MappingProxyType(
         "graph": "reached through the entity graph from the pair (PageRank mass)",
         "graph_cal": "entity-graph score calibrated to 0-1, as fused",
         "fused": "link fill and entity graph fused (the tail's ranking score)",
+        "lexical": "BM25 score scaled by the query's best match (0-1), in the base score",
+        "first_stage": "1 where the first stage's order was kept (unsupported pair or tail rank)",
     }
 )
 """What :class:`~rag_multihop.multihop.MultiHopRetriever` writes: ``dense``, ``named`` and
-``link`` on every passage, ``pair`` and ``first_hop`` on ranks 1-2, and on the tail
-``fill``/``graph`` with their calibrated values and ``fused``."""
+``link`` on every passage (``lexical`` too when its weight is not 0), ``pair`` and
+``first_hop`` on ranks 1-2, on the tail ``fill``/``graph`` with their calibrated values and
+``fused``, and ``first_stage`` where the first stage's order was kept."""

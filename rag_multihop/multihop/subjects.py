@@ -6,10 +6,15 @@ chunk's document name does not. For such a passage (no word of its title is in i
 are the names its sentences open with when a copula follows: ``"Ed Wood is a 1994 film"``,
 ``"Gus Meins (March 6, 1893 – August 1, 1940), born ..., was a director"``, ``"The Humaya
 River is a river"`` (``"Humaya River"``: a leading article is dropped). Pronouns and
-sentence adverbials (``He``, ``In 2007``) are not names. A chunk that holds the opening
-sentences of several passages gets each of their subjects. The title index then knows a
-passage by its title and its subjects, so question names, title links and the pair work on
-untitled passages and chunks.
+sentence adverbials (``He``, ``In 2007``) are not names; a later sentence's single word is
+a subject only when it opens a definition (``"Serac is the capital of ..."``). The first
+sentence also gives the other names its subject goes by (``known professionally as Don
+Medford``, ``née``, ``alias``), a work's title written with lower-case words (``"Ven mi
+corazón te llama is a 1942 film"``) and a ruler's name with its rank (``"John, Count of
+Brienne, was"``). A chunk that holds the opening sentences of several passages gets each of
+their subjects. The title index then knows a passage by its title, its subjects and their
+aliases (:mod:`~rag_multihop.multihop.names`), so question names, title links and the
+pair work on untitled passages and chunks.
 
 Example:
     >>> text_subjects("Ed Wood is a 1994 film. He was born in 1924. Tim Burton (born 1958) "
@@ -29,6 +34,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from rag_multihop.multihop.headings import heading_name, split_title
+from rag_multihop.multihop.names import name_aliases, ruler_opening
 from rag_multihop.multihop.titles import name_key
 from rag_multihop.types import Passage
 
@@ -38,7 +44,23 @@ NAMES_CACHE_SIZE = 65536
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:St|Dr|Mr|Jr|Sr|Mt|Ms|Lt|Co)\.)\s+(?=[A-Z0-9\"'(])"
+)
+"""A sentence ends at ``.``, ``!`` or ``?`` before a capital, not after an initial
+(*H. Bruce Humberstone*) or a short abbreviation (*Dr.*, *St.*)."""
+_QUOTES = re.compile('["\u201c\u201d\u201e\u00ab\u00bb]')
+_KNOWN_AS = re.compile(
+    r"\b(?:(?:also|better|professionally|commonly|popularly|simply) )?(?:known|credited|billed)"
+    r"(?: professionally| simply| popularly| mostly)? as (?:the )?|\ba\.k\.a\. |\bn[ée]e "
+    r"|\balias (?:as )?"
+)
+"""What introduces another name of the subject: *known professionally as Don Medford*,
+*also known as*, *née Nicol*."""
+FIRST_SENTENCE_WORDS = 8
+"""A passage's first sentence whose subject runs through lower-case words (*Ven mi corazón
+te llama is a 1942 film*) gives the words before its copula as a name when they are at
+most this many and start with a capital."""
 _PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
 _COPULAS = frozenset(
     {"is", "was", "are", "were", "has", "had", "became", "refers", "remains", "serves", "served"}
@@ -52,7 +74,8 @@ _CONNECTORS = frozenset(
 _PRONOUNS = frozenset(
     {"He", "She", "It", "They", "We", "I", "You", "This", "That", "These", "Those", "His", "Her",
      "Its", "Their", "There", "Here", "However", "Although", "Also", "Some", "Many", "Most",
-     "Other", "Both", "Each", "All", "Today", "If"}
+     "Other", "Both", "Each", "All", "Today", "If", "Little", "Much", "Nothing", "Such",
+     "Another", "Thus", "Instead", "Neither", "Either"}
 )  # fmt: skip
 _ADVERBIAL = frozenset(
     {"In", "On", "At", "After", "Before", "During", "When", "While", "As", "For", "From", "By",
@@ -108,38 +131,134 @@ def _leading_name(sentence: str) -> str | None:
     window = _APPOSITIVE_WORDS if ends_with_comma else 1
     if not any(w in _COPULAS for w in following[:window]):
         return None
+    if ends_with_comma and following[:1] and following[0].capitalize() in _PRONOUNS:
+        return None  # "Additionally, he was": an adverb, not a name
     return " ".join(name_words)
 
 
-def _short_forms(name: str) -> list[str]:
-    """A person-like name of three to five capitalised words without connectors is also
-    known by its first and last word (``John Villiers Farrow`` → ``John Farrow``)."""
-    words = name.split()
-    if 3 <= len(words) <= 5 and all(w[:1].isupper() and w.isalpha() for w in words):
-        return [f"{words[0]} {words[-1]}"]
-    return []
+def _first_sentence_name(sentence: str) -> str | None:
+    """The words before the first sentence's copula when :func:`_leading_name` reads none:
+    a title of a work written with lower-case words or opening with a pronoun (*I Cover
+    the Underworld*), ``X or Y`` (``X``), ``X née Y``; or the name before *known as*."""
+    known = _KNOWN_AS.search(sentence)
+    if known is not None:
+        before = sentence[: known.start()].rstrip(" ,")
+        if not before:
+            return None
+        sentence = f"{before} is"
+        name = _leading_name(sentence)
+        if name is not None:
+            return name
+    words = sentence.split()
+    start = 1 if words and words[0] in _ARTICLES else 0
+    for end in range(start + 1, min(len(words), start + FIRST_SENTENCE_WORDS + 1)):
+        if _clean(words[end]) in _COPULAS:
+            break
+    else:
+        return None
+    name_words = [_clean(w) for w in words[start:end]]
+    for stop in ("or", "née", "nee", "and", "also"):
+        if stop in name_words:
+            name_words = name_words[: name_words.index(stop)]
+    if (
+        not name_words
+        or not name_words[0][:1].isupper()
+        or (name_words[0] in _PRONOUNS and _pronoun_led(name_words))
+        or (name_words[0] in _ADVERBIAL and _adverbial(name_words))
+        or any(w.endswith((",", ";")) for w in words[start:end])
+        or not name_key(" ".join(name_words))
+    ):
+        return None
+    return " ".join(name_words)
+
+
+def _later_subject(name: str, sentence: str, text: str) -> bool:
+    """Whether a name read from a sentence after the first is a subject of its own: two
+    words or more, or one word that opens a definition (*Serac is the capital of ...*, a
+    passage that starts inside a chunk) and is not written before; a later sentence's one
+    word is mostly someone's first name or surname (*Franklin was born in Memphis*)."""
+    if len(name.split()) > 1:
+        return True
+    defines = re.match(rf"{re.escape(name)} (?:is|was|are|were) (?:a|an|the) ", sentence)
+    return defines is not None and text.find(name) == text.find(sentence)
+
+
+_CLAUSE_PRONOUNS = frozenset(
+    {"He", "She", "It", "Its", "They", "His", "Her", "Their", "We", "You", "This", "These",
+     "That", "Those"}
+)  # fmt: skip
+"""Pronouns that open a clause about something named before (*Its music video was*)."""
+
+
+def _pronoun_led(words: list[str]) -> bool:
+    """Whether words opening with a pronoun are no title: one word, or a clause pronoun
+    before a lower-case word (*Its music video was*; not *I Cover the Underworld*, *All
+    Souls*, *There by the Grace of God*)."""
+    return len(words) == 1 or (words[0] in _CLAUSE_PRONOUNS and not words[1][:1].isupper())
+
+
+def _adverbial(words: list[str]) -> bool:
+    """Whether words opening with an adverbial word (*In*, *One*) are no title: one word, a
+    number or a pronoun among them (*In 2007 it was*; not *One More Time with Feeling*)."""
+    return len(words) == 1 or any(w[:1].isdigit() or w.capitalize() in _PRONOUNS for w in words[1:])
+
+
+def _other_names(sentence: str) -> list[str]:
+    """The names ``sentence`` gives its subject after *known as*, *née* and the like."""
+    found = []
+    for match in _KNOWN_AS.finditer(sentence):
+        words: list[str] = []
+        for word in sentence[match.end() :].split():
+            clean = _clean(word.strip("()"))
+            if clean in ("and", "or") or not (
+                clean[:1].isupper() or (words and clean in _CONNECTORS)
+            ):
+                break
+            words.append(clean)
+            if word.endswith((",", ";", ":", ".", ")")) and not re.fullmatch(r"[A-Z]\.", word):
+                break
+        while words and words[-1] in _CONNECTORS:
+            words.pop()
+        if words and words[0] not in _PRONOUNS and name_key(" ".join(words)):
+            found.append(" ".join(words))
+    return found
+
+
+def _part_of_known(name: str, known: dict[str, None]) -> bool:
+    """Whether every word of ``name`` is a word of one name read before (*Franklin* after
+    *Aretha Louise Franklin*: the same person, by a name too short to look for)."""
+    words = set(name_key(name).split())
+    return any(words <= set(name_key(other).split()) for other in known)
 
 
 def text_subjects(text: str) -> tuple[str, ...]:
     """The names ``text``'s sentences open with when a copula follows (first
-    :data:`MAX_SUBJECTS`, without repeats, a leading article dropped; a person-like name
-    also by its first and last word)."""
+    :data:`MAX_SUBJECTS`, without repeats, a leading article and quotes dropped), the other
+    names the opening sentence gives them (*known as*, *née*), and, when the first
+    sentence opens with no such name, the words before its copula (a title written with
+    lower-case words, :data:`FIRST_SENTENCE_WORDS`)."""
     names: dict[str, None] = {}
-    plain = text.strip()
+    plain = _QUOTES.sub("", text).strip()
+    others = _other_names(_SENTENCE.split(plain, maxsplit=1)[0])
     while True:
         stripped = _PARENTHETICAL.sub("", plain)
         if stripped == plain:
             break
         plain = stripped
-    for sentence in _SENTENCE.split(plain):
-        name = _leading_name(sentence)
-        if name is None:
+    for number, sentence in enumerate(_SENTENCE.split(plain)):
+        name = ruler_opening(sentence) or _leading_name(sentence)
+        if name is None and number == 0:
+            name = _first_sentence_name(sentence)
+        if name is None or (number > 0 and not _later_subject(name, sentence, plain)):
+            continue
+        if names and _part_of_known(name, names):
             continue
         names[name] = None
-        names.update(dict.fromkeys(_short_forms(name)))
+        if number == 0:
+            names.update(dict.fromkeys(others))
         if len(names) >= MAX_SUBJECTS:
             break
-    return tuple(names)
+    return tuple(names)[:MAX_SUBJECTS]
 
 
 def title_named_in_text(title: str, text: str) -> bool:
@@ -169,20 +288,45 @@ def passage_names(passage: Passage) -> tuple[str, ...]:
     >>> passage_names(Passage("n#1", "She was born in Oslo.", "notes › Marit Hallendor"))
     ('notes › Marit Hallendor', 'Marit Hallendor')
     """
+    names = _names(passage.title, passage.text)
+    return names if passage.title else names[1:]
+
+
+def indexed_names(passage: Passage) -> tuple[str, ...]:
+    """:func:`passage_names` with the title always first, even when empty: what the title
+    index reads (:func:`~rag_multihop.multihop.titles.name_variants`: a title is looked for
+    as written, the subjects read from the text also under their aliases).
+
+    >>> indexed_names(Passage("x", "Ed Wood is a 1994 film."))
+    ('', 'Ed Wood')
+    """
     return _names(passage.title, passage.text)
+
+
+def names_with_aliases(passage: Passage) -> tuple[str, ...]:
+    """:func:`passage_names` and the aliases of the subjects read from the text
+    (:func:`~rag_multihop.multihop.names.name_aliases`): every form a text may name the
+    passage by, for a reader that looks for one candidate's names at a time (the bridge
+    judge), where an alias cannot take another passage's name.
+
+    >>> names_with_aliases(Passage("x", "Sir Tatton Sykes was a baronet.", "doc-1"))[:3]
+    ('doc-1', 'Sir Tatton Sykes', 'Tatton Sykes')
+    """
+    names = _names(passage.title, passage.text)
+    aliases = (alias for subject in names[1:] for alias in name_aliases(subject))
+    return tuple(dict.fromkeys((*passage_names(passage), *aliases)))
 
 
 @lru_cache(maxsize=NAMES_CACHE_SIZE)
 def _names(title: str, text: str) -> tuple[str, ...]:
     heading = heading_name(title)
-    known = (title, heading) if heading else (title,) if title else ()
+    known = (title, heading) if heading else (title,)
     named = heading or split_title(title)[0]
     if named and title_named_in_text(named, text):
         return known
-    subjects = tuple(s for s in text_subjects(text) if s not in known)
-    return (*known, *subjects)
+    return (*known, *(s for s in text_subjects(text) if s not in known))
 
 
 def corpus_names(passages: Sequence[Passage]) -> list[tuple[str, ...]]:
-    """:func:`passage_names` of every passage, in order."""
-    return [passage_names(p) for p in passages]
+    """:func:`indexed_names` of every passage, in order."""
+    return [indexed_names(p) for p in passages]

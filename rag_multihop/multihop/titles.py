@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from rag_multihop.multihop.names import name_aliases
 from rag_multihop.text import normalize_word, strip_disambiguation
 from rag_multihop.validation import check_positive_int
 
@@ -94,6 +95,38 @@ def title_variants(title: str) -> dict[str, tuple[str, ...]]:
     }
 
 
+ALIAS = "\x1d"
+"""The qualifier that marks a key as an alias of a passage's name
+(:func:`~rag_multihop.multihop.names.name_aliases`), not a name it is known by."""
+
+
+def name_variants(names: str | Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Keys a passage known by ``names`` is found by: every name's :func:`title_variants`,
+    then the aliases of each name after the first (the first is the passage's title, the
+    others subjects read from its text,
+    :func:`~rag_multihop.multihop.subjects.indexed_names`): the other forms people write a
+    person's name in (:func:`~rag_multihop.multihop.names.name_aliases`), whose qualifiers
+    are :data:`ALIAS` alone. A text that writes an alias names the passage only when no
+    passage is known by that key under a name and no other passage shares the alias
+    (:meth:`TitleIndex.matches`). A title is looked for as written: titled corpora link as
+    they did.
+
+    >>> name_variants(["doc-1", "Sir Tatton Sykes"])["tatton sykes"] == (ALIAS,)
+    True
+    """
+    known = [names] if isinstance(names, str) else list(names)
+    variants: dict[str, tuple[str, ...]] = {}
+    for name in known:
+        for key, qualifiers in title_variants(name).items():
+            variants.setdefault(key, qualifiers)
+    for name in known[1:]:
+        for alias in name_aliases(strip_disambiguation(html.unescape(name))):
+            key = name_key(alias)
+            if len(key) >= MIN_KEY_CHARS:
+                variants.setdefault(key, (ALIAS,))
+    return variants
+
+
 @dataclass(frozen=True)
 class Mention:
     """A span of a text that names one or more passages.
@@ -137,12 +170,8 @@ class TitleIndex:
         self.max_words = check_positive_int(max_words, "max_words")
         by_key: dict[str, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
         for row, names in enumerate(titles):
-            seen: set[str] = set()
-            for name in [names] if isinstance(names, str) else names:
-                for key, qualifiers in title_variants(name).items():
-                    if key not in seen:
-                        seen.add(key)
-                        by_key[key].append((row, qualifiers))
+            for key, qualifiers in name_variants(names).items():
+                by_key[key].append((row, qualifiers))
         self._by_key = dict(by_key)
         self._first_words = frozenset(key.split(" ", 1)[0] for key in self._by_key)
         self.size = len(titles)
@@ -206,6 +235,8 @@ class TitleIndex:
             taken[start:end] = [True] * (end - start)
             candidates = self._by_key[key]
             referents = _referents(candidates, padded)
+            if not referents:
+                continue
             clear = all(e <= start or s >= end or (s, e) == (start, end) for s, e, _ in found)
             flags = (len(referents) == len(candidates), clear)
             chosen.append((Mention(start, end, key, referents), flags))
@@ -219,7 +250,13 @@ class TitleIndex:
 
 
 def _referents(candidates: Sequence[tuple[int, tuple[str, ...]]], padded: str) -> dict[int, float]:
-    """The candidates whose qualifiers occur in the text most often, weighted equally."""
+    """The candidates whose qualifiers occur in the text most often, weighted equally; a
+    passage that has the key only as an alias counts when no passage has it as a name and
+    it is the only such passage (else none: an ambiguous alias names nobody)."""
+    named = [(row, quals) for row, quals in candidates if ALIAS not in quals]
+    if not named:
+        return {candidates[0][0]: 1.0} if len(candidates) == 1 else {}
+    candidates = named
     support = {row: sum(f" {q} " in padded for q in quals) for row, quals in candidates}
     best = max(support.values())
     rows = [row for row, count in support.items() if count == best]

@@ -7,6 +7,8 @@
 - :mod:`.batches`: a first build as two passes of batch functions and a merge (the
   in-process engine); :mod:`.ray_build`: the same plan on Ray actors, built in
   :mod:`.parts` (``docs/scale.md``);
+- :mod:`.served`: the serving arrays each write stores for its version (links, entity
+  graph, walk in the live numbering), so readers gather nothing;
 - :mod:`.segment`, :mod:`.tables`, :mod:`.views`, :mod:`.serving`: the on-disk segments,
   their array forms, the look-ups across segments and the read-side objects.
 

@@ -36,7 +36,7 @@ from rag_multihop.graph.build import LINK_WORD, passage_entities, passage_title_
 from rag_multihop.graph.extract import EntityExtractor
 from rag_multihop.multihop import subjects as subject_names
 from rag_multihop.multihop.links import passage_link_spans
-from rag_multihop.multihop.titles import TitleIndex, title_tokens, title_variants
+from rag_multihop.multihop.titles import TitleIndex, name_variants, title_tokens
 from rag_multihop.store.tables import Postings, build_postings, key_hashes, pack_strings
 from rag_multihop.store.views import QUALIFIER_SEPARATOR
 from rag_multihop.text import normalize_word, title_key
@@ -76,7 +76,7 @@ def passage_names(passages: Sequence[Passage], subjects: bool) -> list[tuple[str
     :class:`~rag_multihop.multihop.MultiHopRetriever` build reads them)."""
     if not subjects:
         return [(p.title,) for p in passages]
-    return [subject_names.passage_names(p) for p in passages]
+    return [subject_names.indexed_names(p) for p in passages]
 
 
 def name_arrays(passages: Sequence[Passage], names: Sequence[Sequence[str]]) -> Arrays:
@@ -100,14 +100,7 @@ def name_entries(known: Sequence[str]) -> list[tuple[str, str]]:
     >>> name_entries(["Cape Fear (1962 film)"])
     [('cape fear 1962 film', ''), ('cape fear', '1962 film')]
     """
-    seen: set[str] = set()
-    entries = []
-    for name in known:
-        for key, quals in title_variants(name).items():
-            if key not in seen:
-                seen.add(key)
-                entries.append((key, QUALIFIER_SEPARATOR.join(quals)))
-    return entries
+    return [(key, QUALIFIER_SEPARATOR.join(quals)) for key, quals in name_variants(known).items()]
 
 
 def title_arrays(names: Sequence[Sequence[str]], titles: Sequence[str], first_row: int) -> Arrays:
@@ -151,8 +144,7 @@ def changed_keys(names: Iterable[Sequence[str]], titles: Iterable[str]) -> set[s
     (entity-graph title key) are found by."""
     keys: set[str] = set()
     for known in names:
-        for name in known:
-            keys.update(title_variants(name))
+        keys.update(name_variants(known))
     for title in titles:
         if title_key(title):
             keys.add(title_key(title))

@@ -46,15 +46,19 @@ import numpy as np
 
 from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.encoders.fingerprint import EncoderFingerprint
+from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.index.ann import make_ann_index
 from rag_multihop.store import batches, derive
 from rag_multihop.store.batches import Progress
+from rag_multihop.store.encoder_check import index_encoder_similarity
 from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
+    SERVING_PREFIX,
     Segment,
     current_manifest_path,
+    describe_arrays,
     manifest_name,
     read_manifest,
     read_segment,
@@ -63,6 +67,7 @@ from rag_multihop.store.segment import (
     write_segment,
     writer_lock,
 )
+from rag_multihop.store.served import serving_arrays
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.sidecars import (
     AUTO_PRODUCERS,
@@ -85,8 +90,10 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 DEFAULT_LOCK_TIMEOUT = 30.0
+SNAPSHOT_ATTEMPTS = 5
+"""Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
 
 
 class CorpusIndex:
@@ -232,24 +239,23 @@ class CorpusIndex:
 
     def snapshot(self) -> IndexSnapshot:
         """The current version, pinned: memory-mapped, read-only, unaffected by later writes."""
-        for attempt in range(3):
+        for attempt in range(SNAPSHOT_ATTEMPTS):
             manifest = self.manifest()
             try:
                 return IndexSnapshot(self.path, manifest)
             except ArtifactError:
-                # a compaction may have removed this version's files after we read CURRENT
-                if attempt == 2 or self.manifest()["version"] == manifest["version"]:
+                # a write may have removed this version's serving arrays (or a compaction
+                # its segments) after we read CURRENT: open the new version
+                last = attempt == SNAPSHOT_ATTEMPTS - 1
+                if last or self.manifest()["version"] == manifest["version"]:
                     raise
         raise AssertionError("unreachable")
 
     def encoder_matches(self, encoder: Encoder) -> bool:
         """Whether ``encoder`` is the model the index was created with (``True`` when the
         index recorded none)."""
-        recorded = self.manifest().get("encoder")
-        if recorded is None:
-            return encoder.dim == self.dim
-        fingerprint = EncoderFingerprint(tuple(recorded["texts"]), np.array(recorded["vectors"]))
-        return fingerprint.matches(encoder)
+        similarity = index_encoder_similarity(self.manifest(), encoder)
+        return similarity is None or similarity >= 1.0 - FINGERPRINT_TOLERANCE
 
     def info(self) -> dict[str, Any]:
         """Version, counts, settings, segments and bytes on disk (JSON-ready)."""
@@ -328,7 +334,7 @@ class CorpusIndex:
                 empty, passages, vectors, [], normalized=True, base=state, carried=live
             )
             manifest = self.manifest()
-            kept = {s["name"] for s in manifest["segments"]}
+            kept = {s["name"] for s in manifest["segments"]} | {manifest["serving"]["name"]}
             removed = remove_unreferenced(self.path, kept, manifest_name(version))
             removed += remove_unreferenced_sidecars(self.path, manifest)
             logger.info("compacted %s to version %d; removed %s", self.path, version, removed)
@@ -483,22 +489,33 @@ class CorpusIndex:
         e1 = e0 + len(arrays["ents.off"]) - 1
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
         alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
-        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
+        stored_ann = settings.ann.lower() != "flat" and n
+        ann = make_ann_index(np.asarray(arrays["vectors"]), settings.ann) if stored_ann else None
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
         if manifest.get("sidecars"):  # first: a refused (stale) sidecar writes no segment
             manifest["sidecars"] = self._sidecar_parts(manifest, version, arrays, r0, carried)
         name = write_segment(self.path, version, arrays, ann)
-        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann).describe()
+        segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann)
         manifest.update(
             version=version,
             created=time.time(),
             rows=r0 + n,
             entities=e1,
             live=int(alive.sum()),
-            segments=[*state.entries, entry],
+            segments=[*state.entries, segment.describe()],
         )
+        manifest.pop("serving", None)
+        serving = serving_arrays(SegmentSet([*state.segments, segment], alive))
+        manifest["serving"] = {
+            "name": write_segment(self.path, version, serving, prefix=SERVING_PREFIX),
+            "files": describe_arrays(serving),
+        }
         write_manifest(self.path, manifest)
+        # the previous versions' serving arrays: readers that hold them keep their maps
+        remove_unreferenced(
+            self.path, {manifest["serving"]["name"]}, None, prefixes=(SERVING_PREFIX,)
+        )
         return version
 
     # ------------------------------------------------------------------ sidecars
@@ -583,20 +600,6 @@ class CorpusIndex:
         if not len(rows):
             return np.zeros((0, state.dim), dtype=np.float32)
         return np.stack([state.view.vector(int(row)) for row in rows]).astype(np.float32)
-
-
-def build_ann(factory: str, vectors: np.ndarray) -> Any:
-    """A FAISS index of ``factory`` over ``vectors`` (inner product)."""
-    import faiss  # deferred: importing FAISS costs ~0.3 s
-
-    try:
-        ann = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as exc:
-        raise ValueError(f"ann {factory!r} is not a FAISS factory string: {exc}") from None
-    if not ann.is_trained:
-        ann.train(vectors)
-    ann.add(vectors)
-    return ann
 
 
 class _State:

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.index.ann import make_ann_index
 from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
 from rag_multihop.multihop.links import token_stems, window_context
 from rag_multihop.multihop.titles import title_tokens
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import unpack_string
+from rag_multihop.store.views import SegmentSet
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -96,6 +98,48 @@ class IndexCorpus(Corpus):
         )
 
 
+class LiveVectors:
+    """The live passages' unit vectors by position, read from the segments' memory maps at
+    the positions asked (a version with several segments or deleted rows; nothing copied at
+    open). Indexing by an int, a slice, or a list or array of positions (or a boolean mask)
+    gives what the same index of the ``(n_live, dim)`` matrix gives; ``np.asarray`` makes
+    that whole matrix."""
+
+    def __init__(self, segments: SegmentSet, live_rows: np.ndarray, dim: int) -> None:
+        self._segments = segments.segments
+        self._rows = live_rows
+        self._starts = np.array([s.rows[0] for s in self._segments], dtype=np.int64)
+        self._ends = np.array([s.rows[1] for s in self._segments], dtype=np.int64)
+        self.shape = (int(live_rows.shape[0]), int(dim))
+        self.dtype = np.dtype(np.float32)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, (int, np.integer)):
+            return self[np.array([key])][0]
+        if isinstance(key, slice):
+            positions = np.arange(self.shape[0])[key]
+        else:
+            positions = np.asarray(key)
+            if positions.dtype == bool:
+                positions = np.flatnonzero(positions)
+            positions = positions.astype(np.int64, copy=False)
+        rows = self._rows[positions]
+        owner = np.searchsorted(self._ends, rows, side="right")
+        out = np.empty((*rows.shape, self.shape[1]), dtype=np.float32)
+        for i in np.unique(owner).tolist():
+            mine = owner == i
+            out[mine] = self._segments[i]["vectors"][rows[mine] - self._starts[i]]
+        return out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        whole = self[np.arange(self.shape[0])]
+        return whole if dtype is None else whole.astype(dtype)
+
+
 DEFAULT_EF_SEARCH = 128
 """HNSW's ``efSearch`` (candidates kept while walking the graph; at least ``k`` is used)."""
 
@@ -127,7 +171,7 @@ class SegmentedDenseIndex(DenseIndex):
             if not live.all():
                 bits = np.packbits(live, bitorder="little")
                 selector = (faiss.IDSelectorBitmap(len(live), faiss.swig_ptr(bits)), bits)
-            self._parts.append((_segment_ann(faiss, segment), start, live, selector))
+            self._parts.append((_segment_ann(segment), start, live, selector))
         self._dim = snapshot.dim
         self.factory = snapshot.settings.ann
         self.normalize = True
@@ -186,14 +230,11 @@ class SegmentedDenseIndex(DenseIndex):
         return out_scores, out_ids
 
 
-def _segment_ann(faiss: Any, segment: Segment) -> Any:
+def _segment_ann(segment: Segment) -> Any:
     """The segment's stored ANN, or an exact inner-product index over its vectors."""
     if segment.ann is not None:
         return segment.ann
-    vectors = np.ascontiguousarray(segment["vectors"], dtype=np.float32)
-    flat = faiss.IndexFlatIP(vectors.shape[1])
-    flat.add(vectors)
-    return flat
+    return make_ann_index(np.ascontiguousarray(segment["vectors"], dtype=np.float32), "flat")
 
 
 class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rag_multihop.encoders import ENCODERS, make_encoder
+from rag_multihop.encoders.batching import length_batches
 from rag_multihop.encoders.onnx import OnnxEncoder, export_onnx, mean_pool
 from rag_multihop.encoders.sentence_transformer import SMALL_CALL, SentenceTransformerEncoder
 
@@ -47,7 +48,7 @@ def test_onnx_int8_is_a_distinct_close_encoder(minilm, model_dir, export_dir):
     int8 = OnnxEncoder(model_dir, name=minilm.name, quantize="int8", export_dir=export_dir)
     vectors = int8.encode(TEXTS)
     cosine = (vectors * minilm.encode(TEXTS)).sum(axis=1)
-    assert int8.name == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8" != minilm.name
+    assert int8.name == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8-fused" != minilm.name
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert cosine.min() > 0.95
     # batching and order do not change a text's vector (length-sorted batches, masks)
@@ -61,7 +62,7 @@ def test_export_is_reused_and_records_its_provenance(model_dir, export_dir):
     second = export_onnx(model_dir, quantize="int8", out_dir=export_dir)
     config = json.loads((second / "config.json").read_text())
     assert second == first and (second / "model.onnx").stat().st_mtime_ns == stamp
-    assert config["quantize"] == "int8" and config["format_version"] == 2
+    assert config["quantize"] == "int8" and config["format_version"] == 3
 
 
 def test_onnx_refuses_bad_settings_and_other_models(tmp_path, model_dir):
@@ -128,3 +129,43 @@ def test_torch_encoder_keeps_input_order_across_length_sorted_chunks(minilm):
     chunked._model = minilm.model
     np.testing.assert_allclose(chunked.encode(texts), minilm.encode(texts), atol=1e-5)
     np.testing.assert_allclose(chunked.encode(texts)[7], minilm.encode([texts[7]])[0], atol=1e-5)
+
+
+def test_length_batches_sort_longest_first_and_cover_every_row_once():
+    lengths = [5, 1, 9, 9, 3, 7, 2]
+    batches = length_batches(lengths, 3)
+    assert [b.tolist() for b in batches] == [[2, 3, 5], [0, 4, 6], [1]]
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
+        length_batches(lengths, 0)
+
+
+@pytest.mark.parametrize(("quantize", "min_cosine"), [("none", 1 - 1e-6), ("int8", 0.995)])
+def test_bucketed_batches_give_each_text_its_own_vector_in_input_order(
+    model_dir, export_dir, quantize, min_cosine
+):
+    texts = [
+        f"{i}: " + "Rope is a 1948 film by Alfred Hitchcock. " * (i % 9 + 1) for i in range(40)
+    ]
+    alone = OnnxEncoder(model_dir, quantize=quantize, batch_size=1, export_dir=export_dir)
+    unbucketed = np.stack([alone.encode([t])[0] for t in texts])  # no padding at all
+    for threads in (1, 3):
+        bucketed = OnnxEncoder(
+            model_dir, quantize=quantize, batch_size=8, threads=threads, export_dir=export_dir
+        ).encode(texts)
+        # int8 activations are quantised per batch: batch mates move a vector slightly
+        assert (bucketed * unbucketed).sum(axis=1).min() >= min_cosine
+        # each row is its own text's vector: the nearest unbucketed row is the same index
+        assert (np.argmax(bucketed @ unbucketed.T, axis=1) == np.arange(len(texts))).all()
+
+
+def test_the_int8_export_is_fused_and_keeps_embeddings_and_down_projections_fp32(
+    model_dir, export_dir
+):
+    onnx = pytest.importorskip("onnx")
+    folder = export_onnx(model_dir, quantize="int8", out_dir=export_dir)
+    ops = [node.op_type for node in onnx.load(str(folder / "model.onnx")).graph.node]
+    assert ops.count("QAttention") == 6 and ops.count("EmbedLayerNormalization") == 1
+    assert ops.count("MatMul") == 6  # the feed-forward down-projections
+    assert "QEmbedLayerNormalization" not in ops and "Softmax" not in ops
+    config = json.loads((folder / "config.json").read_text())
+    assert config["fused"]["Attention"] == 6

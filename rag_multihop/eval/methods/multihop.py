@@ -105,6 +105,7 @@ def build_multihop(context: BenchContext) -> MultiHopBenchRetriever:
         encoder=context.encoder,
         graph=graph,
         settings=settings,
+        lexical=context.bm25 if settings.lexical_weight > 0 else None,
     )
     build = {
         "entity_graph": round(graph_seconds, 3),

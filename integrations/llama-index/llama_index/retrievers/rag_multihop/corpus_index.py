@@ -124,9 +124,9 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             with ``as_retriever(similarity_top_k=candidates)``) or any ``BaseRetriever``
             (give it a ``similarity_top_k`` of at least ``candidates``); ``None``: the
             index's own search.
-        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ... ``ppr``
-            override the same-named fields of it (``None`` keeps the field), as for
-            :class:`MultiHopRetriever`.
+        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ...
+            ``lexical_weight`` override the same-named fields of it (``None`` keeps the
+            field), as for :class:`MultiHopRetriever`.
 
     ``last_trace`` is the core :class:`~rag_multihop.multihop.MultiHopTrace` of the last query
     run in the calling thread.
@@ -163,6 +163,8 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         tail_fusion: str | None = None,
         graph_entity_share: float | None = None,
         ppr: str | None = None,
+        tail_guard: bool | None = None,
+        lexical_weight: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -190,6 +192,8 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             tail_fusion=tail_fusion,
             graph_entity_share=graph_entity_share,
             ppr=ppr,
+            tail_guard=tail_guard,
+            lexical_weight=lexical_weight,
         )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         self.index = CorpusIndex(index_path)

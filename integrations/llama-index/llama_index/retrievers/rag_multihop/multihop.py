@@ -90,8 +90,8 @@ class MultiHopRetriever(BaseRetriever):
             ``Settings.embed_model``, else the bundled MiniLM).
         graph: an entity graph of ``nodes`` (built when needed and not given).
         filters: ``MetadataFilters`` the nodes must match to be retrieved (module docstring).
-        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ... ``ppr``
-            override the same-named fields of it (``None`` keeps the field).
+        settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ...
+            ``lexical_weight`` override the same-named fields of it (``None`` keeps the field).
 
     ``last_trace`` is the core :class:`~rag_multihop.multihop.MultiHopTrace` of the last query
     run in the calling thread (the question's title mentions, the pair, the first hops tried).
@@ -129,6 +129,8 @@ class MultiHopRetriever(BaseRetriever):
         tail_fusion: str | None = None,
         graph_entity_share: float | None = None,
         ppr: str | None = None,
+        tail_guard: bool | None = None,
+        lexical_weight: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -156,6 +158,8 @@ class MultiHopRetriever(BaseRetriever):
             tail_fusion=tail_fusion,
             graph_entity_share=graph_entity_share,
             ppr=ppr,
+            tail_guard=tail_guard,
+            lexical_weight=lexical_weight,
         )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
         self.filters = check_metadata_filters(filters)

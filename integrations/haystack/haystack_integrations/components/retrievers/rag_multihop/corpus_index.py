@@ -59,8 +59,8 @@ class CorpusIndexMultiHopRetriever:
     Args:
         index_path: the index folder.
         top_k: documents returned (``run(top_k=...)`` overrides it).
-        candidates ... ppr: the :class:`rag_multihop.multihop.MultiHopSettings` fields of the
-            same names (flat primitives, as for :class:`MultiHopRetriever`), kept as
+        candidates ... lexical_weight: the :class:`rag_multihop.multihop.MultiHopSettings`
+            fields of the same names (flat primitives, as for :class:`MultiHopRetriever`), kept as
             :attr:`settings`; ``to_dict`` stores each.
     """
 
@@ -90,6 +90,8 @@ class CorpusIndexMultiHopRetriever:
         tail_fusion: str = _DEFAULTS.tail_fusion,
         graph_entity_share: float = _DEFAULTS.graph_entity_share,
         ppr: str = _DEFAULTS.ppr,
+        tail_guard: bool = _DEFAULTS.tail_guard,
+        lexical_weight: float = _DEFAULTS.lexical_weight,
     ) -> None:
         self.index_path = index_path
         self.top_k = check_positive_int(top_k, "top_k")
@@ -115,6 +117,8 @@ class CorpusIndexMultiHopRetriever:
             tail_fusion=tail_fusion,
             graph_entity_share=graph_entity_share,
             ppr=ppr,
+            tail_guard=tail_guard,
+            lexical_weight=lexical_weight,
         )
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None

@@ -94,8 +94,8 @@ class MultiHopRetriever:
         top_k: documents returned (``run(top_k=...)`` overrides it).
         embedder: embeds documents without an embedding and queries without
             ``query_embedding`` (see the module docstring).
-        candidates ... ppr: the :class:`rag_multihop.multihop.MultiHopSettings` fields of the same
-            names (see its docstring), kept as :attr:`settings`.
+        candidates ... lexical_weight: the :class:`rag_multihop.multihop.MultiHopSettings`
+            fields of the same names (see its docstring), kept as :attr:`settings`.
         filters: Haystack filters the retrieved documents must match (module docstring).
         filter_policy: how ``run(filters=...)`` combines with ``filters``: ``REPLACE``
             (default) or ``MERGE`` (Haystack's ``FilterPolicy``, or its name).
@@ -131,6 +131,8 @@ class MultiHopRetriever:
         tail_fusion: str = _DEFAULTS.tail_fusion,
         graph_entity_share: float = _DEFAULTS.graph_entity_share,
         ppr: str = _DEFAULTS.ppr,
+        tail_guard: bool = _DEFAULTS.tail_guard,
+        lexical_weight: float = _DEFAULTS.lexical_weight,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
         auto_refresh: bool = True,
@@ -160,6 +162,8 @@ class MultiHopRetriever:
             tail_fusion=tail_fusion,
             graph_entity_share=graph_entity_share,
             ppr=ppr,
+            tail_guard=tail_guard,
+            lexical_weight=lexical_weight,
         )
         self.filters = check_filters(filters)
         self.filter_policy = as_filter_policy(filter_policy)
