@@ -50,6 +50,7 @@ from rag_multihop._atomic import ArtifactError, artifact_path, atomic_directory,
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.graph.push import PushGraph
 from rag_multihop.text import normalize_entity, normalize_word, title_key
 from rag_multihop.validation import check_fraction, check_number, check_positive_int
 
@@ -96,6 +97,26 @@ class EdgeWeights:
             check_number(getattr(self, name), f"EdgeWeights.{name}", low=0.0)
         if not any(getattr(self, n) for n in ("mention", "title_link", "title_backlink")):
             raise ValueError("EdgeWeights: mention, title_link and title_backlink are all 0")
+
+
+def walk_adjacency(
+    mentions: sparse.csr_matrix,
+    title_links: sparse.csr_matrix,
+    synonyms: sparse.csr_matrix,
+    weights: EdgeWeights | None = None,
+) -> sparse.csr_matrix:
+    """The weighted, directed adjacency of :meth:`EntityGraph.adjacency` from its blocks."""
+    w = weights or EdgeWeights()
+    passages = w.title_link * title_links + w.title_backlink * title_links.T
+    block = sparse.bmat(
+        [
+            [passages, w.mention * mentions],
+            [w.mention * mentions.T, w.synonym * synonyms],
+        ],
+        format="csr",
+    )
+    block.eliminate_zeros()
+    return block
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,23 +180,24 @@ class EntityGraph:
         """Number of passages mentioning each entity."""
         return np.asarray((self.mentions > 0).sum(axis=0)).ravel()
 
+    @cached_property
+    def passages_of(self) -> sparse.csr_matrix:
+        """Entity → the passages mentioning it: the binary mentions transposed, ``(n_entities,
+        n_passages)`` CSR with float64 ones."""
+        return (self.mentions > 0).astype(np.float64).T.tocsr()
+
+    def push_walk(self, weights: EdgeWeights | None = None) -> PushGraph:
+        """The forward walk of :meth:`adjacency` for :func:`~rag_multihop.graph.push.push_pagerank`
+        (made here; a stored graph may serve it from its files)."""
+        return PushGraph.from_adjacency(self.adjacency(weights))
+
     def adjacency(self, weights: EdgeWeights | None = None) -> sparse.csr_matrix:
         """The weighted, directed ``(n_nodes, n_nodes)`` adjacency the walk runs on.
 
         Blocks: ``[[title_link * T + title_backlink * T^T, mention * M],
         [mention * M^T, synonym * S]]`` (T title links, M mentions, S synonyms).
         """
-        w = weights or EdgeWeights()
-        passages = w.title_link * self.title_links + w.title_backlink * self.title_links.T
-        block = sparse.bmat(
-            [
-                [passages, w.mention * self.mentions],
-                [w.mention * self.mentions.T, w.synonym * self.synonyms],
-            ],
-            format="csr",
-        )
-        block.eliminate_zeros()
-        return block
+        return walk_adjacency(self.mentions, self.title_links, self.synonyms, weights)
 
     def check_corpus(self, corpus: Corpus) -> None:
         """``ValueError`` unless this graph was built from exactly ``corpus``."""

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -73,16 +74,40 @@ class PushGraph:
 
 @dataclass(frozen=True)
 class PushResult:
-    """Scores (never above the exact PPR), the nodes with a positive score (``support``,
-    sorted), the L1 distance to the exact PPR (the residual mass left), the frontier rounds
-    run, the edges visited and the node pushes made (frontier sizes summed)."""
+    """The nodes with a positive score (``support``, sorted) and their scores (``values``,
+    never above the exact PPR), the L1 distance to the exact PPR (the residual mass left),
+    the frontier rounds run, the edges visited, the node pushes made (frontier sizes
+    summed) and the graph's node count. :attr:`scores` is the dense vector, made when asked
+    (the walk itself never touches all nodes)."""
 
-    scores: np.ndarray
     support: np.ndarray
+    values: np.ndarray
     residual: float
     rounds: int
     edges_visited: int
-    pushes: int = 0
+    pushes: int
+    n_nodes: int
+
+    @property
+    def scores(self) -> np.ndarray:
+        """One score per graph node (zero off the support)."""
+        dense = np.zeros(self.n_nodes)
+        dense[self.support] = self.values
+        return dense
+
+
+_WORKSPACE = threading.local()
+"""Per thread, two float64 vectors as long as the largest graph pushed on: the estimate and
+the residual, all zero between calls (each push zeroes what it touched), so a push costs
+what it visits, not an ``O(nodes)`` allocation."""
+
+
+def _workspace(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    arrays = getattr(_WORKSPACE, "arrays", None)
+    if arrays is None or len(arrays[0]) < n_nodes:
+        arrays = (np.zeros(n_nodes), np.zeros(n_nodes))
+        _WORKSPACE.arrays = arrays
+    return arrays[0][:n_nodes], arrays[1][:n_nodes]
 
 
 def push_pagerank(
@@ -131,8 +156,31 @@ def push_pagerank(
     restart = np.bincount(inverse, weights=weights[keep]).astype(np.float64)
     restart = restart / restart.sum()
 
-    scores = np.zeros(graph.n_nodes)
-    residual = np.zeros(graph.n_nodes)
+    scores, residual = _workspace(graph.n_nodes)
+    touched_all = [starts_at]
+    try:
+        return _push(
+            graph, scores, residual, starts_at, restart, touched_all, damping, epsilon, max_rounds
+        )
+    finally:
+        for nodes_seen in touched_all:  # leave the workspace all zero for the next push
+            scores[nodes_seen] = 0.0
+            residual[nodes_seen] = 0.0
+
+
+def _push(
+    graph: PushGraph,
+    scores: np.ndarray,
+    residual: np.ndarray,
+    starts_at: np.ndarray,
+    restart: np.ndarray,
+    touched_all: list[np.ndarray],
+    damping: float,
+    epsilon: float,
+    max_rounds: int,
+) -> PushResult:
+    """The frontier loop over zeroed ``scores`` and ``residual``; every node whose entries
+    it sets is appended to ``touched_all``."""
     residual[starts_at] = restart
     frontier = starts_at
     pushed = [starts_at]
@@ -163,8 +211,17 @@ def push_pagerank(
             unique, inverse = np.unique(targets, return_inverse=True)
             residual[unique] += np.bincount(inverse, weights=amounts)
             touched.append(unique)
+            touched_all.append(unique)
         candidates = np.unique(np.concatenate(touched))
         frontier = candidates[residual[candidates] >= epsilon * graph.degree_floor[candidates]]
         pushed.append(frontier)
     support = np.unique(np.concatenate(pushed))
-    return PushResult(scores, support, max(0.0, 1.0 - settled), rounds, visited, pushes)
+    return PushResult(
+        support,
+        scores[support],
+        max(0.0, 1.0 - settled),
+        rounds,
+        visited,
+        pushes,
+        graph.n_nodes,
+    )

@@ -179,7 +179,7 @@ class GraphRetriever:
             self._push_graph = _shared_walk(
                 self.graph,
                 ("push", weights),
-                lambda: PushGraph.from_adjacency(self.graph.adjacency(weights)),
+                lambda: self.graph.push_walk(weights),
             )
         return self._push_graph
 
@@ -276,7 +276,8 @@ class GraphRetriever:
                 ppr_edges_visited=pushed.edges_visited,
                 ppr_residual=pushed.residual,
             )
-            scores, support = pushed.scores, pushed.support[pushed.support < n_passages]
+            passages = pushed.support < n_passages
+            support, values = pushed.support[passages], pushed.values[passages]
         else:
             seeds = np.zeros(self.graph.n_nodes)
             np.add.at(seeds, nodes, weights)
@@ -288,11 +289,10 @@ class GraphRetriever:
                 max_iter=self.settings.max_iter,
             )
             record.set(ppr_iterations=walk.iterations, ppr_residual=walk.residual)
-            scores = walk.scores
-            support = np.arange(n_passages)
+            support, values = np.arange(n_passages), walk.scores[:n_passages]
         return rank_candidates(
-            Candidate(self.corpus[i], float(scores[i]), signals={"graph": float(scores[i])})
-            for i in _top_positive(scores, support, k)
+            Candidate(self.corpus[i], score, signals={"graph": score})
+            for i, score in _top_positive(values, support, k)
         )
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
@@ -309,9 +309,13 @@ class GraphRetriever:
         return await asyncio.to_thread(self.retrieve, query, k)
 
 
-def _top_positive(scores: np.ndarray, nodes: np.ndarray, k: int) -> Sequence[int]:
-    """The ``k`` best of ``nodes`` with a positive score, best first (ties by index)."""
-    positive = nodes[scores[nodes] > 0]
+def _top_positive(values: np.ndarray, nodes: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best of ``nodes`` (ascending; ``values`` their scores) with a positive
+    score, with the score, best first (ties by index)."""
+    keep = values > 0
+    positive, scores = nodes[keep], values[keep]
     if positive.size > k:
-        positive = positive[np.argpartition(-scores[positive], k - 1)[:k]]
-    return positive[np.argsort(-scores[positive], kind="stable")].tolist()
+        best = np.argpartition(-scores, k - 1)[:k]
+        positive, scores = positive[best], scores[best]
+    order = np.argsort(-scores, kind="stable")
+    return list(zip(positive[order].tolist(), scores[order].tolist(), strict=True))

@@ -44,7 +44,9 @@ class StoreFirstStage:
     Args:
         store: any retriever with ``retrieve(query, k) -> candidates`` (only ids are read).
         corpus: the passages the methods know.
-        vectors: their vectors, in corpus order (normalised here).
+        vectors: their vectors, in corpus order: an ``(n, d)`` array or memory map, read
+            only at the rows a query's candidates name (normalised then; no copy of the
+            whole matrix is made, so a million-passage index costs nothing here).
         encoder: embeds queries that carry no embedding.
     """
 
@@ -59,13 +61,14 @@ class StoreFirstStage:
             raise TypeError(
                 f"store must be a retriever with retrieve(query, k), got {type(store).__name__}"
             )
-        matrix = as_embedding_matrix(vectors, name="passage vectors", ids=corpus.ids)
+        matrix = vectors if isinstance(vectors, np.ndarray) else as_embedding_matrix(vectors)
+        if matrix.ndim != 2:
+            raise ValueError(f"passage vectors must be a 2-D (n, dim) array, got {matrix.shape}")
         if len(matrix) != len(corpus):
             raise ValueError(f"got {len(matrix)} vectors for {len(corpus)} passages")
         self.store = store
         self.corpus = corpus
-        self.vectors = l2_normalize(matrix)
-        self._row = {pid: i for i, pid in enumerate(corpus.ids)}
+        self.vectors = matrix
         self._queries = PassageVectors(encoder, dim=int(matrix.shape[1]))
         self.stale = 0
         """Ids the store returned that the corpus lacks, over all queries so far."""
@@ -75,7 +78,7 @@ class StoreFirstStage:
         ``"dense"``."""
         check_positive_int(k, "k")
         found = self.store.retrieve(query, k=k)
-        rows = [self._row.get(c.id) for c in found]
+        rows = [self._row(c.id) for c in found]
         stale = sum(r is None for r in rows)
         if stale:
             self.stale += stale
@@ -83,8 +86,19 @@ class StoreFirstStage:
         known = list(dict.fromkeys(r for r in rows if r is not None))[:k]
         if not known:
             return []
-        cos = self.vectors[known] @ self._queries.query(query)
+        passages = [self.corpus[r] for r in known]
+        ids = [p.id for p in passages]
+        found_vectors = np.asarray(self.vectors[known])
+        unit = l2_normalize(as_embedding_matrix(found_vectors, name="passage vectors", ids=ids))
+        cos = unit @ self._queries.query(query)
         return rank_candidates(
-            Candidate(self.corpus[r], float(s), signals={"dense": float(s)})
-            for r, s in zip(known, cos, strict=True)
+            Candidate(p, float(s), signals={"dense": float(s)})
+            for p, s in zip(passages, cos, strict=True)
         )
+
+    def _row(self, passage_id: str) -> int | None:
+        """The corpus row of ``passage_id`` (``None`` when the corpus lacks it)."""
+        try:
+            return self.corpus.index_of(passage_id)
+        except KeyError:
+            return None

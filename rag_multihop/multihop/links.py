@@ -255,12 +255,15 @@ class SharedEntities:
     ) -> SharedEntities:
         """Index ``graph``'s passage-entity mentions."""
         max_passages = check_positive_int(max_passages, "max_passages")
-        mentions = (graph.mentions > 0).astype(np.float64).tocsr()
-        counts = np.asarray(mentions.sum(axis=0)).ravel()
+        passages_of = graph.passages_of
+        mentions = graph.mentions
+        if mentions.nnz and not (mentions.data == 1.0).all():
+            mentions = (mentions > 0).astype(np.float64).tocsr()
+        counts = np.diff(passages_of.indptr)
         others = np.maximum(counts - 1, 0)
         return cls(
             mentions,
-            mentions.T.tocsr(),
+            passages_of,
             specificity(others, mentions.shape[0]),
             counts > max_passages,
         )

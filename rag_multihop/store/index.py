@@ -49,14 +49,17 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
+from rag_multihop.index.ann import make_ann_index
 from rag_multihop.store import batches, derive, stream
 from rag_multihop.store.batches import Progress
 from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     POINTER,
+    SERVING_PREFIX,
     Segment,
     StagedSegment,
     current_manifest_path,
+    describe_arrays,
     drop_pages,
     manifest_name,
     read_manifest,
@@ -66,6 +69,7 @@ from rag_multihop.store.segment import (
     write_segment,
     writer_lock,
 )
+from rag_multihop.store.served import serving_arrays
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
 from rag_multihop.store.views import PrefetchedTitleIndex, SegmentSet
@@ -75,7 +79,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
@@ -335,7 +339,7 @@ class CorpusIndex:
                 base=state,
             )
             manifest = self.manifest()
-            kept = {s["name"] for s in manifest["segments"]}
+            kept = {s["name"] for s in manifest["segments"]} | {manifest["serving"]["name"]}
             removed = remove_unreferenced(self.path, kept, manifest_name(version))
             logger.info("compacted %s to version %d; removed %s", self.path, version, removed)
             return version
@@ -519,42 +523,40 @@ class CorpusIndex:
         e1 = e0 + len(arrays["ents.off"]) - 1
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
         alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
-        ann = build_ann(settings.ann, arrays["vectors"]) if settings.ann != "flat" and n else None
+        stored_ann = settings.ann.lower() != "flat" and n
+        ann = (
+            make_ann_index(
+                np.asarray(arrays["vectors"]),
+                settings.ann,
+                after_add=lambda: drop_pages(arrays["vectors"]),
+            )
+            if stored_ann
+            else None
+        )
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
         name = write_segment(self.path, version, arrays, ann, staged)
-        entry = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann).describe()
+        segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann)
         manifest.update(
             version=version,
             created=time.time(),
             rows=r0 + n,
             entities=e1,
             live=int(alive.sum()),
-            segments=[*state.entries, entry],
+            segments=[*state.entries, segment.describe()],
         )
+        manifest.pop("serving", None)
+        serving = serving_arrays(SegmentSet([*state.segments, segment], alive))
+        manifest["serving"] = {
+            "name": write_segment(self.path, version, serving, prefix=SERVING_PREFIX),
+            "files": describe_arrays(serving),
+        }
         write_manifest(self.path, manifest)
+        # the previous versions' serving arrays: readers that hold them keep their maps
+        remove_unreferenced(
+            self.path, {manifest["serving"]["name"]}, None, prefixes=(SERVING_PREFIX,)
+        )
         return version
-
-
-ANN_ADD_ROWS = 1 << 16
-"""Vectors are added to an ANN index this many rows at a time (the same for every engine,
-so the same vectors give the same graph)."""
-
-
-def build_ann(factory: str, vectors: np.ndarray) -> Any:
-    """A FAISS index of ``factory`` over ``vectors`` (inner product)."""
-    import faiss  # deferred: importing FAISS costs ~0.3 s
-
-    try:
-        ann = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as exc:
-        raise ValueError(f"ann {factory!r} is not a FAISS factory string: {exc}") from None
-    if not ann.is_trained:
-        ann.train(vectors)
-    for start in range(0, vectors.shape[0], ANN_ADD_ROWS):
-        ann.add(np.ascontiguousarray(vectors[start : start + ANN_ADD_ROWS], dtype=np.float32))
-        drop_pages(vectors)  # memory-mapped vectors: the rows added leave resident memory
-    return ann
 
 
 class _State:

@@ -37,9 +37,32 @@ from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.index.first_stage import StoreFirstStage
 from rag_multihop.protocols import Retriever
 from rag_multihop.store.snapshot import IndexSnapshot
+from rag_multihop.types import Candidate, Query
 
 DEFAULT_CHILD_K = 50
 """Candidates each child gives the fusion (the benchmark's ``fusion_child_k``)."""
+
+
+class LastSearch:
+    """The index's dense retriever, answering a second, shallower call for the same query
+    object from its last search (the fusion asks for ``child_k`` candidates, then its graph
+    child for the top ``seed_top_n`` as seeds: one ANN search instead of two). The prefix
+    is what the shallower search returns: each segment is searched with
+    ``efSearch = max(ef_search, k)``, the same beam for any ``k`` up to ``ef_search``, and
+    exactly for a flat segment (for passages of exactly equal score, the prefix keeps the
+    lowest rows)."""
+
+    def __init__(self, dense: DenseRetriever) -> None:
+        self.dense = dense
+        self._last: tuple[Query, int, list[Candidate]] | None = None
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        last = self._last  # one read: another thread may replace it meanwhile
+        if last is not None and last[0] is query and k <= last[1]:
+            return last[2][:k]
+        found = self.dense.retrieve(query, k=k)
+        self._last = (query, k, found)
+        return found
 
 
 def dense_retriever(snapshot: IndexSnapshot, encoder: Encoder | None = None) -> DenseRetriever:
@@ -75,7 +98,7 @@ def graph_fusion_retriever(
     the dense candidates from ``first_stage`` (the user's store) when given."""
     settings = settings or GraphSettings()
     dense: Retriever = (
-        dense_retriever(snapshot, encoder)
+        LastSearch(dense_retriever(snapshot, encoder))
         if first_stage is None
         else StoreFirstStage(first_stage, snapshot.corpus, snapshot.vectors, encoder)
     )

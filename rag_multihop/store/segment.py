@@ -7,6 +7,7 @@ Layout of an index folder (see ``docs/index.md``)::
     LOCK                         flock()ed by the one writer (the kernel releases it on death)
     manifests/v-000007.json      format, settings, encoder fingerprint, segment list
     segments/s-000007-<hex>/     one .npy per array, written once, never modified
+    segments/w-000007-<hex>/     the version's serving arrays (``rag_multihop.store.served``)
 
 A segment is written into ``segments/.tmp-<hex>/``, every file fsync'ed, then renamed; the
 manifest is written to a temporary file, fsync'ed and renamed; ``CURRENT`` is replaced last
@@ -46,6 +47,8 @@ LOCK = "LOCK"
 MANIFESTS = "manifests"
 SEGMENTS = "segments"
 TEMP_PREFIX = ".tmp-"
+SEGMENT_PREFIX = "s"
+SERVING_PREFIX = "w"
 
 
 class IndexLockedError(TimeoutError):
@@ -81,10 +84,7 @@ class Segment:
     def describe(self) -> dict[str, Any]:
         """The manifest's entry: name, ranges, and each file's shape and dtype (``"file":
         "ann.faiss"`` for the vectors an ANN index holds)."""
-        files: dict[str, Any] = {
-            key: {"shape": list(value.shape), "dtype": value.dtype.str}
-            for key, value in sorted(self.arrays.items())
-        }
+        files = describe_arrays(self.arrays)
         if self.ann is not None:
             files["vectors"]["file"] = ANN_FILE if holds_vectors(self.ann) else None
         return {
@@ -93,6 +93,14 @@ class Segment:
             "entities": list(self.entities),
             "files": files,
         }
+
+
+def describe_arrays(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Each array's shape and dtype, by name (what a manifest records and a reader checks)."""
+    return {
+        key: {"shape": list(value.shape), "dtype": value.dtype.str}
+        for key, value in sorted(arrays.items())
+    }
 
 
 def holds_vectors(ann: Any) -> bool:
@@ -227,11 +235,14 @@ def write_segment(
     arrays: Mapping[str, np.ndarray],
     ann: Any = None,
     staged: StagedSegment | None = None,
+    *,
+    prefix: str = SEGMENT_PREFIX,
 ) -> str:
     """Write ``arrays`` (and ``ann``, a FAISS index over the vectors, as ``ann.faiss``; the
-    vectors then only there when it holds them) as a new segment folder under
-    ``root/segments``; its name. With ``staged``, the arrays already written there are
-    kept as they are and the folder is published."""
+    vectors then only there when it holds them) as a new folder under ``root/segments``
+    named ``<prefix>-<version>-<hex>`` (:data:`SERVING_PREFIX` for serving arrays); its
+    name. With ``staged``, the arrays already written there are kept as they are and that
+    folder is published."""
     folder = root / SEGMENTS
     staging = (staged or StagedSegment(root)).folder
     token = staging.name[len(TEMP_PREFIX) :]
@@ -253,7 +264,7 @@ def write_segment(
         with open(staging / ANN_FILE, "rb") as handle:
             os.fsync(handle.fileno())
     fsync_directory(staging)
-    name = f"s-{version:06d}-{token}"
+    name = f"{prefix}-{version:06d}-{token}"
     os.rename(staging, folder / name)
     fsync_directory(folder)
     return name
@@ -347,6 +358,14 @@ class _StorageView:
         }
 
 
+def read_arrays(folder: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """The ``.npy`` files of ``folder`` that ``files`` describes, memory-mapped read-only
+    (each checked against its shape and dtype)."""
+    if not folder.is_dir():
+        raise ArtifactError(f"folder {folder} named by the manifest is missing")
+    return {key: _load_array(folder / f"{key}.npy", spec) for key, spec in files.items()}
+
+
 def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:
     """The segment a manifest entry describes, every array memory-mapped read-only."""
     name = entry["name"]
@@ -354,11 +373,10 @@ def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:
     if not folder.is_dir():
         raise ArtifactError(f"segment {folder} named by the manifest is missing")
     files = entry["files"]
-    arrays = {
-        key: _load_array(folder / f"{key}.npy", spec)
-        for key, spec in files.items()
-        if not (key == "vectors" and "file" in spec and spec["file"])
-    }
+    arrays = read_arrays(
+        folder,
+        {k: v for k, v in files.items() if not (k == "vectors" and v.get("file"))},
+    )
     ann = None
     if "file" in files.get("vectors", {}):
         ann, vectors = _load_ann(folder / ANN_FILE, files["vectors"])
@@ -455,16 +473,26 @@ def _remove_leftovers(root: Path) -> None:
                     path.unlink(missing_ok=True)
 
 
-def remove_unreferenced(root: Path, keep_segments: set[str], keep_manifest: str) -> list[str]:
-    """After a compaction: delete the segments and manifests this index wrote that the
-    current version no longer names; the names removed. Readers holding an older snapshot
-    keep their memory maps (the files stay readable until unmapped)."""
+def remove_unreferenced(
+    root: Path,
+    keep_segments: set[str],
+    keep_manifest: str | None,
+    *,
+    prefixes: tuple[str, ...] = (SEGMENT_PREFIX, SERVING_PREFIX),
+) -> list[str]:
+    """Delete the folders this index wrote under ``segments/`` whose names start with one
+    of ``prefixes`` and are not in ``keep_segments``, and (unless ``keep_manifest`` is
+    ``None``) the manifests other than ``keep_manifest``; the names removed. Readers holding
+    an older snapshot keep their memory maps (the files stay readable until unmapped)."""
     removed = []
     segments = root / SEGMENTS
+    starts = tuple(f"{p}-" for p in prefixes)
     for path in segments.iterdir() if segments.is_dir() else ():
-        if path.is_dir() and path.name.startswith("s-") and path.name not in keep_segments:
+        if path.is_dir() and path.name.startswith(starts) and path.name not in keep_segments:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path.name)
+    if keep_manifest is None:
+        return removed
     manifests = root / MANIFESTS
     for path in manifests.iterdir() if manifests.is_dir() else ():
         if (

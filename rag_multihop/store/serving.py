@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.index.ann import make_ann_index
 from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
 from rag_multihop.multihop.links import token_stems, window_context
 from rag_multihop.multihop.titles import title_tokens
@@ -127,7 +128,7 @@ class SegmentedDenseIndex(DenseIndex):
             if not live.all():
                 bits = np.packbits(live, bitorder="little")
                 selector = (faiss.IDSelectorBitmap(len(live), faiss.swig_ptr(bits)), bits)
-            self._parts.append((_segment_ann(faiss, segment), start, live, selector))
+            self._parts.append((_segment_ann(segment), start, live, selector))
         self._dim = snapshot.dim
         self.factory = snapshot.settings.ann
         self.normalize = True
@@ -186,14 +187,11 @@ class SegmentedDenseIndex(DenseIndex):
         return out_scores, out_ids
 
 
-def _segment_ann(faiss: Any, segment: Segment) -> Any:
+def _segment_ann(segment: Segment) -> Any:
     """The segment's stored ANN, or an exact inner-product index over its vectors."""
     if segment.ann is not None:
         return segment.ann
-    vectors = np.ascontiguousarray(segment["vectors"], dtype=np.float32)
-    flat = faiss.IndexFlatIP(vectors.shape[1])
-    flat.add(vectors)
-    return flat
+    return make_ann_index(np.ascontiguousarray(segment["vectors"], dtype=np.float32), "flat")
 
 
 class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rag_multihop.index.ann import check_ann
 from rag_multihop.multihop.links import DEFAULT_WINDOW
 from rag_multihop.multihop.titles import DEFAULT_MAX_WORDS
 from rag_multihop.validation import check_positive_int
@@ -41,8 +42,9 @@ class IndexSettings:
         graph_max_title_words: the same for the entity graph's title links.
         ann: how each segment's vectors are searched: ``"flat"`` (exact, FAISS
             ``IndexFlatIP`` built when a snapshot opens: right for up to ~100k passages) or
-            a FAISS factory string such as ``"HNSW32"`` (built when the segment is written
-            and stored in it; query cost stops growing linearly with the corpus).
+            a FAISS factory string such as ``"HNSW32"`` (built when the segment is written,
+            by :func:`~rag_multihop.index.ann.make_ann_index`, and stored in it; query cost
+            stops growing linearly with the corpus); checked when the settings are made.
     """
 
     context_window: int = DEFAULT_WINDOW
@@ -56,8 +58,7 @@ class IndexSettings:
             check_positive_int(getattr(self, name), name)
         if not isinstance(self.subjects, bool):
             raise ValueError(f"subjects must be True or False, got {self.subjects!r}")
-        if not isinstance(self.ann, str) or not self.ann.strip():
-            raise ValueError(f"ann must be 'flat' or a FAISS factory string, got {self.ann!r}")
+        check_ann(self.ann, auto=False)  # one kind per segment, chosen when it is written
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

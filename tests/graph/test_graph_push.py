@@ -51,6 +51,31 @@ def test_smaller_epsilon_leaves_less_residual():
     assert residuals[0] > residuals[1] > residuals[2]
 
 
+def test_a_push_costs_what_it_visits_and_leaves_nothing_behind():
+    # one thread's pushes share a zeroed workspace: no O(nodes) vector per query, and a
+    # push on a second graph, or after a bigger one, scores as on a fresh thread
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rag_multihop.graph import push as push_module
+
+    big = PushGraph.from_transition(transition_matrix(random_graph(5000, 4)))
+    small = PushGraph.from_transition(transition_matrix(random_graph(300, 5)))
+
+    def run() -> list[np.ndarray]:
+        return [push_pagerank(g, [1, 2], epsilon=1e-6).scores for g in (small, big, small)]
+
+    with ThreadPoolExecutor(1) as fresh:
+        expected = fresh.submit(run).result()
+    here = run()
+    for got, want in zip(here + run(), expected + expected, strict=True):
+        assert np.array_equal(got, want)
+    scores, residual = push_module._workspace(big.n_nodes)
+    assert not scores.any() and not residual.any()
+    result = push_pagerank(big, [7], epsilon=1e-3)
+    assert result.support.size < big.n_nodes / 10  # local: far fewer nodes than the graph
+    assert np.array_equal(result.scores[result.support], result.values)
+
+
 def test_duplicate_seed_nodes_add_up():
     graph = PushGraph.from_transition(transition_matrix(random_graph(100, 3)))
     twice = push_pagerank(graph, [5, 5, 9], [1.0, 1.0, 2.0], epsilon=1e-9)

@@ -48,6 +48,16 @@ class UserStore:
         return ghosts + [Candidate(c.passage, 1.0 - c.score) for c in found]
 
 
+class _Fixed:
+    """A store that returns the same passages whatever the query."""
+
+    def __init__(self, passages) -> None:
+        self.passages = passages
+
+    def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
+        return [Candidate(p, 0.0) for p in self.passages[:k]]
+
+
 def _rankings(retriever, questions, encoder, k=10):
     out = []
     for text in questions:
@@ -97,6 +107,19 @@ def test_graph_fusion_ranks_the_same_from_the_users_store(
     )
     dense = external.retrievers["dense"]
     assert isinstance(dense, StoreFirstStage) and dense.stale >= len(questions)
+    assert dense.vectors is snapshot.vectors  # read at the candidates' rows: no copy
+
+
+def test_the_store_first_stage_reads_only_the_candidates_vectors(hashing_encoder) -> None:
+    passages = [Passage(i, f"{i} text", i.title()) for i in ("a", "b", "c")]
+    vectors = np.array([[3.0, 4.0], [1.0, 0.0], [np.nan, 0.0]], dtype=np.float32)
+    first = StoreFirstStage(_Fixed(passages[:2]), Corpus(passages), vectors)
+    found = first.retrieve(Query("q", embedding=np.array([1.0, 0.0])), k=2)
+    assert [(c.id, round(c.score, 6)) for c in found] == [("b", 1.0), ("a", 0.6)]
+    assert np.array_equal(vectors[0], [3.0, 4.0])  # the caller's array is not normalised
+    broken = StoreFirstStage(_Fixed(passages), Corpus(passages), vectors)
+    with pytest.raises(ValueError, match=r"passage vectors contain NaN .*ids \['c'\]"):
+        broken.retrieve(Query("q", embedding=np.array([1.0, 0.0])), k=3)
 
 
 def test_a_store_that_knows_nothing_of_the_corpus_gives_no_dense_candidates(

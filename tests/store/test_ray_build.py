@@ -18,7 +18,13 @@ from rag_multihop.eval.datasets import load_named
 from rag_multihop.eval.views import opaque_name
 from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, graph_fusion_retriever
-from rag_multihop.store.segment import current_manifest_path, read_manifest, read_segment
+from rag_multihop.store.segment import (
+    SEGMENTS,
+    current_manifest_path,
+    read_arrays,
+    read_manifest,
+    read_segment,
+)
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'rag-multihop[ray]'")
 pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'ray[data]'")
@@ -78,7 +84,15 @@ def _assert_same_index(built, expected) -> None:
     wanted = read_manifest(current_manifest_path(expected))
     entries = found.pop("segments"), wanted.pop("segments")
     found.pop("created"), wanted.pop("created")
+    served = found.pop("serving"), wanted.pop("serving")
     assert found == wanted
+    assert served[0]["files"] == served[1]["files"]
+    left, right = (
+        read_arrays(root / SEGMENTS / s["name"], s["files"])
+        for root, s in zip((built, expected), served, strict=True)
+    )
+    for name in served[1]["files"]:
+        assert np.array_equal(left[name], right[name]), name
     assert [e["files"] for e in entries[0]] == [e["files"] for e in entries[1]]
     for a, b in zip(*entries, strict=True):
         left, right = read_segment(built, a), read_segment(expected, b)

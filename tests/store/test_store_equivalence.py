@@ -39,7 +39,7 @@ def slice_2wiki(shared_datasets):
     return passages, [q.question for q in questions]
 
 
-def _fresh_multihop(passages, vectors, encoder, *, subjects=True) -> MultiHopRetriever:
+def _fresh_multihop(passages, vectors, encoder, *, subjects=True, ppr=None) -> MultiHopRetriever:
     corpus = Corpus(passages)
     return MultiHopRetriever(
         corpus,
@@ -47,6 +47,7 @@ def _fresh_multihop(passages, vectors, encoder, *, subjects=True) -> MultiHopRet
         index=DenseIndex.build(corpus.ids, vectors),
         encoder=encoder,
         subjects=subjects,
+        ppr=ppr,
     )
 
 
@@ -92,7 +93,20 @@ def _assert_same(snapshot, live_passages, vectors_by_id, encoder, questions) -> 
     assert all(stored_graph.passage_index[pid] == i for i, pid in enumerate(graph.passage_ids))
     assert (stored_graph.mentions != graph.mentions).nnz == 0
     assert (stored_graph.title_links != graph.title_links).nnz == 0
+    assert (stored_graph.passages_of != graph.passages_of).nnz == 0
+    assert np.array_equal(stored_graph.entity_frequency, graph.entity_frequency)
+    # the walk stored at commit is the one a fresh build makes, bit for bit
+    walk, fresh_walk = stored_graph.push_walk(), graph.push_walk()
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(walk.forward, name), getattr(fresh_walk.forward, name))
+    assert np.array_equal(walk.dangling, fresh_walk.dangling)
+    assert np.array_equal(walk.degree_floor, fresh_walk.degree_floor)
     assert _rankings(stored, questions, encoder) == _rankings(fresh, questions, encoder)
+    pushed = MultiHopRetriever.from_index(snapshot, encoder=encoder, subjects=subjects, ppr="push")
+    fresh_pushed = _fresh_multihop(live_passages, vectors, encoder, subjects=subjects, ppr="push")
+    assert _rankings(pushed, questions[:20], encoder) == _rankings(
+        fresh_pushed, questions[:20], encoder
+    )
     assert _rankings(graph_fusion_retriever(snapshot, encoder=encoder), questions, encoder) == (
         _rankings(_fresh_fusion(live_passages, vectors, encoder), questions, encoder)
     )

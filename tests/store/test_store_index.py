@@ -17,7 +17,7 @@ import pytest
 from rag_multihop import Passage, Query
 from rag_multihop._atomic import ArtifactError
 from rag_multihop.multihop import MultiHopRetriever
-from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings
+from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings, graph_fusion_retriever
 from rag_multihop.validation import l2_normalize
 
 
@@ -44,9 +44,61 @@ def test_a_reopened_index_holds_what_was_written(
     assert reopened.corpus["rope"].title == "Rope"
     assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
     manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
-    assert manifest["format_version"] == 3 and manifest["live"] == len(polish_wedding)
+    assert manifest["format_version"] == 4 and manifest["live"] == len(polish_wedding)
     assert manifest["settings"] == IndexSettings().to_dict()
     assert not list((tmp_path / "idx").rglob("*.pkl"))
+
+
+def test_opening_and_querying_gathers_nothing(
+    tmp_path, index, polish_wedding, hashing_encoder, monkeypatch
+) -> None:
+    # the links, entity graph and walk were written with the version: a reader maps them
+    index.add(
+        [Passage("extra", "Rope is a film.", "Extra")],
+        _vectors(hashing_encoder, [Passage("extra", "Rope is a film.", "Extra")]),
+    )
+    index.delete(["rope"])
+    from rag_multihop.store import snapshot as snapshot_module
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("a reader gathered the serving arrays")
+
+    monkeypatch.setattr(snapshot_module, "serving_arrays", refuse)
+    snapshot = CorpusIndex(tmp_path / "idx").snapshot()
+    assert isinstance(snapshot.serving["walk.p"].base, np.memmap)
+    query = Query(
+        "Who directed Polish Wedding?",
+        embedding=_vectors(hashing_encoder, [Passage("q", "Who directed Polish Wedding?")])[0],
+    )
+    for ppr in ("push", "power"):
+        retriever = MultiHopRetriever.from_index(snapshot, encoder=hashing_encoder, ppr=ppr)
+        assert retriever.retrieve(query, k=3)
+    assert graph_fusion_retriever(snapshot, encoder=hashing_encoder).retrieve(query, k=3)
+    # one version's serving arrays on disk: the superseded ones are removed at commit
+    assert len(list((tmp_path / "idx" / "segments").glob("w-*"))) == 1
+
+
+def test_the_fusion_searches_the_index_once_per_query(index, hashing_encoder) -> None:
+    snapshot = index.snapshot()
+    dense = snapshot.dense_index
+    calls: list[int] = []
+    search = dense.search
+
+    def counted(queries, k):
+        calls.append(k)
+        return search(queries, k)
+
+    dense.search = counted  # type: ignore[method-assign]
+    fusion = graph_fusion_retriever(snapshot, encoder=hashing_encoder)
+    text = "Who directed Polish Wedding?"
+    query = Query(text, embedding=hashing_encoder.encode([text])[0])
+    found = fusion.retrieve(query, k=3)
+    assert calls == [50]  # the graph's two seeds are the dense child's first two
+    seeds = fusion.retrievers["graph"].seed_retriever.retrieve(query, k=2)
+    assert calls == [50] and [c.id for c in seeds] == [
+        c.id for c in fusion.retrievers["dense"].dense.retrieve(query, k=2)
+    ]
+    assert found and calls == [50, 2]
 
 
 class _Shuffled:
@@ -151,7 +203,14 @@ def test_create_refuses_an_existing_index_and_open_a_missing_one(tmp_path, index
 
 
 def test_a_missing_or_corrupt_segment_is_a_clear_error(tmp_path, index) -> None:
-    segment = next((tmp_path / "idx" / "segments").iterdir())
+    segment = next((tmp_path / "idx" / "segments").glob("s-*"))
+    serving = next((tmp_path / "idx" / "segments").glob("w-*"))
+    walk = serving / "walk.p.npy"
+    whole = walk.read_bytes()
+    walk.write_bytes(whole[:-8])
+    with pytest.raises(ArtifactError, match=r"walk\.p\.npy is truncated"):
+        index.snapshot()
+    walk.write_bytes(whole)
     vectors = segment / "vectors.npy"
     np.save(vectors, np.zeros((2, 64), dtype=np.float32))
     with pytest.raises(
@@ -261,8 +320,10 @@ def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> N
     scores, ids = snapshot.dense_index.search(vectors[3:5], k=3)
     assert ids[0][0] != "p3" and ids[1][0] == "p4"
     assert len(ids[0]) == 3 and scores[1][0] == pytest.approx(1.0, abs=1e-5)
-    with pytest.raises(ValueError, match="not a FAISS factory string"):
-        CorpusIndex.build(tmp_path / "bad", passages, vectors, settings=IndexSettings(ann="Nope"))
+    with pytest.raises(ValueError, match="ann 'Nope' is not 'flat' or a FAISS factory string"):
+        IndexSettings(ann="Nope")
+    with pytest.raises(ValueError, match="ann must be 'flat' or a FAISS factory string"):
+        IndexSettings(ann="auto")  # one kind per segment
 
 
 def test_compact_removes_only_what_the_index_wrote(tmp_path, index, hashing_encoder) -> None:
@@ -289,13 +350,14 @@ def test_a_mismatched_subjects_setting_is_refused(index) -> None:
         IndexSettings(subjects="yes")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("old", [1, 2])
+@pytest.mark.parametrize("old", [1, 2, 3])
 def test_an_index_of_an_older_format_is_refused_naming_the_fix(tmp_path, index, old) -> None:
-    # 1 stored titles only; 2 stored each link's context stems as strings
+    # 1 stored titles only; 2 stored each link's context stems as strings; 3 gathered the
+    # serving arrays (links, entity graph, walk) when a reader opened it
     manifest = tmp_path / "idx" / "manifests" / "v-000001.json"
-    text = manifest.read_text().replace('"format_version": 3', f'"format_version": {old}')
+    text = manifest.read_text().replace('"format_version": 4', f'"format_version": {old}')
     manifest.write_text(text)
-    with pytest.raises(ArtifactError, match=f"version {old}; .* 3: rebuild the index"):
+    with pytest.raises(ArtifactError, match=f"version {old}; .* 4: rebuild the index"):
         CorpusIndex(tmp_path / "idx")
 
 
