@@ -184,7 +184,8 @@ class _Stages:
         self.ends[stage] = time.perf_counter() - self.start
         if self.log:
             print(
-                f"{stage}: {done:,}/{total:,} at {self.ends[stage]:.0f} s, RSS "
+                f"{stage}: {done:,}/{total:,} at {self.ends[stage]:.0f} s (CPU "
+                f"{time.process_time():.0f} s), RSS "
                 f"{_status_mb('VmRSS'):.0f} MB (anon {_status_mb('RssAnon'):.0f}), peak "
                 f"{_rss_mb():.0f} MB, load {os.getloadavg()[0]:.1f}",
                 file=sys.stderr,
