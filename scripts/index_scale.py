@@ -160,13 +160,13 @@ class _AnnTimer:
         import rag_multihop.store.index as module
 
         self.seconds = 0.0
-        self._build = module.build_ann
-        module.build_ann = self  # type: ignore[assignment]
+        self._build = module.make_ann_index
+        module.make_ann_index = self  # type: ignore[assignment]
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **options: Any) -> Any:
         start = time.perf_counter()
         try:
-            return self._build(*args)
+            return self._build(*args, **options)
         finally:
             self.seconds += time.perf_counter() - start
 
