@@ -1,4 +1,4 @@
-"""Index build throughput: in-process vs Ray Data (local workers), and fp32 vs int8 bulk embedding.
+"""Index build throughput: in-process vs Ray (local workers), and fp32 vs int8 bulk embedding.
 
 ``--sizes``: for each N, the synthetic titled corpus of ``scripts/index_scale.py`` (vectors
 given, so only the encoder-free stages run) is written as Parquet shards; each engine builds
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -48,10 +49,12 @@ def load() -> str:
     return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
 
 
-def _tree_rss_mb(root: int) -> float:
-    """The resident memory of process ``root`` and all its descendants, from /proc."""
+def _tree(root: int) -> dict[int, tuple[float, float]]:
+    """``pid → (resident MB, CPU seconds)`` of process ``root`` and all its descendants,
+    from /proc."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
+    found: dict[int, tuple[float, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -61,36 +64,59 @@ def _tree_rss_mb(root: int) -> float:
         except OSError:
             continue
         parents[int(entry)] = int(fields[1])
-        rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    total, frontier = 0, [root]
+        found[int(entry)] = (
+            int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 2**20,
+            (int(fields[11]) + int(fields[12])) / tick,
+        )
+    tree: dict[int, tuple[float, float]] = {}
+    frontier = [root]
     while frontier:
         pid = frontier.pop()
-        total += rss.get(pid, 0)
+        if pid in found:
+            tree[pid] = found[pid]
         frontier.extend(child for child, parent in parents.items() if parent == pid)
-    return total / 2**20
+    return tree
 
 
-class PeakRss:
-    """Samples the tree's RSS in a thread; ``peak`` in MB."""
+class TreeUsage:
+    """Samples the build's process tree every 0.2 s in a thread: ``peak`` resident MB (the
+    largest sum over the tree) and ``cpu_s``, the CPU seconds of every process seen (the
+    last sample of each; the driver's own from ``os.times`` at the end)."""
 
     def __init__(self) -> None:
         self.peak = 0.0
+        self._cpu: dict[int, float] = {}
+        self._start = os.times()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _sample(self) -> None:
+        tree = _tree(os.getpid())
+        self.peak = max(self.peak, sum(rss for rss, _ in tree.values()))
+        self._cpu.update({pid: cpu for pid, (_, cpu) in tree.items() if pid != os.getpid()})
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, _tree_rss_mb(os.getpid()))
+            self._sample()
             self._stop.wait(0.2)
 
-    def __enter__(self) -> PeakRss:
+    @property
+    def cpu_s(self) -> float:
+        own = os.times()
+        return (
+            sum(self._cpu.values())
+            + (own.user - self._start.user)
+            + (own.system - self._start.system)
+        )
+
+    def __enter__(self) -> TreeUsage:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._sample()
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, _tree_rss_mb(os.getpid()))
 
 
 def write_shards(folder: Path, n: int) -> None:
@@ -122,7 +148,7 @@ def phase_inprocess(shards: Path, index: Path) -> dict[str, Any]:
     from rag_multihop import Passage
     from rag_multihop.store import CorpusIndex
 
-    with PeakRss() as rss:
+    with TreeUsage() as usage:
         start = time.perf_counter()
         table = pq.read_table(sorted(str(f) for f in shards.glob("*.parquet")))
         passages = [
@@ -137,22 +163,26 @@ def phase_inprocess(shards: Path, index: Path) -> dict[str, Any]:
         vectors = table.column("vector").combine_chunks().flatten().to_numpy()
         CorpusIndex.build(index, passages, vectors.reshape(len(passages), -1))
         seconds = time.perf_counter() - start
-    return {"build_s": seconds, "peak_rss_mb": rss.peak, "load": load()}
+    return {"build_s": seconds, "peak_rss_mb": usage.peak, "cpu_s": usage.cpu_s, "load": load()}
 
 
 def phase_ray(shards: Path, index: Path, workers: int) -> dict[str, Any]:
-    import ray
-
     from rag_multihop.store.ray_build import build_with_ray
 
-    with PeakRss() as rss:
+    timings: list[dict[str, Any]] = []
+    with TreeUsage() as usage:
         start = time.perf_counter()
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        started = time.perf_counter() - start
-        build_with_ray(index, [str(shards / "*.parquet")], workers=workers)
+        build_with_ray(index, [str(shards / "*.parquet")], workers=workers, timings=timings)
         seconds = time.perf_counter() - start
-        ray.shutdown()
-    return {"build_s": seconds, "ray_start_s": started, "peak_rss_mb": rss.peak, "load": load()}
+    return {
+        "build_s": seconds,
+        "driver_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "ray_start_s": timings[0]["wall_s"],
+        "peak_rss_mb": usage.peak,
+        "cpu_s": usage.cpu_s,
+        "phases": timings,
+        "load": load(),
+    }
 
 
 def phase_embed(n: int) -> dict[str, Any]:
@@ -198,6 +228,35 @@ def _child(args: list[str]) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+SERIAL = ("merge", "write")
+"""The Ray build's phases that only the driver works in (``ray.init`` is start-up)."""
+
+
+def _phase_rows(n: int, found: dict[str, Any]) -> list[str]:
+    """The Ray build's phases: wall seconds, the driver's and the actors' CPU seconds, and
+    the serial share (the driver-only phases' wall time over the build's after start-up)."""
+    out = [
+        "",
+        f"Ray build of {n:,} passages by phase (load {found['load']}; the driver's own peak "
+        f"RSS {found['driver_peak_rss_mb']:.0f} MB):",
+        "",
+        "| phase | wall s | driver CPU s | workers CPU s |",
+        "|---|---:|---:|---:|",
+    ]
+    for phase in found["phases"]:
+        out.append(
+            f"| {phase['phase']} | {phase['wall_s']:.1f} | {phase['driver_cpu_s']:.1f} | "
+            f"{phase['workers_cpu_s']:.1f} |"
+        )
+    work = sum(p["wall_s"] for p in found["phases"] if not p["phase"].startswith("ray."))
+    serial = sum(p["wall_s"] for p in found["phases"] if p["phase"].startswith(SERIAL))
+    out.append(
+        f"serial share (driver-only phases over the build without Ray's start and stop): "
+        f"{serial / work:.1%}"
+    )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000", help="comma-separated corpus sizes")
@@ -218,9 +277,11 @@ def main() -> None:
         return
     results: dict[str, Any] = {"builds": [], "machine": load()}
     rows = [
-        "| passages | engine | build s | passages/s | peak RSS MB | load | identical |",
-        "|---:|---|---:|---:|---:|---|---|",
+        "| passages | engine | build s | passages/s | CPU s (all processes) | peak RSS MB "
+        "| load | identical |",
+        "|---:|---|---:|---:|---:|---:|---|---|",
     ]
+    phases: list[str] = []
     for n in [int(s) for s in args.sizes.split(",") if s]:
         root = Path(tempfile.mkdtemp(prefix="index-build-bench-"))
         try:
@@ -250,11 +311,13 @@ def main() -> None:
             extra = f" (Ray start {found['ray_start_s']:.1f} s)" if "ray_start_s" in found else ""
             rows.append(
                 f"| {n:,} | {engine} | {found['build_s']:.1f}{extra} | "
-                f"{n / found['build_s']:.0f} | {found['peak_rss_mb']:.0f} | {found['load']} | "
-                f"{identical} |"
+                f"{n / found['build_s']:.0f} | {found['cpu_s']:.1f} | "
+                f"{found['peak_rss_mb']:.0f} | {found['load']} | {identical} |"
             )
-        rows.append(f"| {n:,} | speed-up | {speedup:.2f}× | | | | |")
+        rows.append(f"| {n:,} | speed-up | {speedup:.2f}× | | | | | |")
         print(rows[-3], rows[-2], rows[-1], sep="\n", flush=True)
+        phases += _phase_rows(n, distributed)
+    rows += phases
     if args.embed:
         results["embed"] = _child(["embed", str(args.embed)])
         embed = results["embed"]

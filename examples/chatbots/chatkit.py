@@ -182,7 +182,9 @@ class ChatCorpus:
 
     The entity graph and the AAR model are built on first use and saved in ``folder``; a
     folder's corpus index is kept up to date file by file (``index_path``, see
-    :func:`folders.sync_folder`), the demo corpus's is built once in ``folder``.
+    :func:`folders.sync_folder`), the demo corpus's is built once in ``folder``. AAR's passage
+    transforms and RaLa's token states are stored in the corpus index as sidecars
+    (:meth:`aar_index`, :meth:`rala_index`) and read from it by the chats.
     """
 
     name: str
@@ -238,6 +240,40 @@ class ChatCorpus:
             AssociationReranker(encoder=self.encoder, training=training).fit(
                 self.corpus.ids, self.vectors, pairs
             ).save(path)
+        return path
+
+    def aar_index(self) -> Path:
+        """The corpus index with the association model's passage transforms attached as its
+        ``aar`` sidecar (computed once; a model retrained on changed content replaces them;
+        passages the folder sync adds later get theirs from the stored model)."""
+        from rag_multihop.association import AssociationReranker
+        from rag_multihop.association.indexed import AssociationSidecar
+
+        model = AssociationReranker.load(self.aar_model())
+        return self._with_sidecar(AssociationSidecar.of(model))
+
+    def rala_index(self) -> Path:
+        """The corpus index with RaLa's token states of every passage attached as its
+        ``rala`` sidecar (encoded once; later runs and method switches read them)."""
+        from rag_multihop.coop import HiddenStateEncoder, RaLaReranker
+        from rag_multihop.coop.indexed import RaLaSidecar
+
+        return self._with_sidecar(RaLaSidecar(RaLaReranker(HiddenStateEncoder(self.encoder))))
+
+    def _with_sidecar(self, producer: Any) -> Path:
+        """The corpus index, ``producer``'s sidecar attached (only the passages it lacks are
+        computed; a sidecar another producer made is recomputed)."""
+        from rag_multihop.store import CorpusIndex
+
+        path = self.corpus_index()
+        index = CorpusIndex(path)
+        stored = (index.manifest().get("sidecars") or {}).get(producer.kind)
+        stale = stored is not None and stored["identity"] != producer.identity()
+        if stored is None or stale:
+            logger.info(
+                "storing %s values of %d passages in %s", producer.kind, len(self.corpus), path
+            )
+        index.attach_sidecar(producer, replace=stale)
         return path
 
 

@@ -152,6 +152,7 @@ def chat_generator(settings: LLMSettings) -> Any:
         "temperature": settings.temperature,
     }
     key: Secret | None = None
+    api_base: str | None
     if is_local_model(settings.model):
         server = ensure_local_server()  # it requires its own random key
         model, api_base, key = server.alias, server.base_url, Secret.from_token(server.api_key)
@@ -252,7 +253,7 @@ def build_bridge(p: Pipeline, s: HaystackStack) -> Wiring:
 
 def build_aar(p: Pipeline, s: HaystackStack) -> Wiring:
     _embedded(p, s, 50)
-    p.add_component("ranker", AssociationRanker(str(s.corpus.aar_model()), top_k=TOP_K))
+    p.add_component("ranker", AssociationRanker(index_path=str(s.corpus.aar_index()), top_k=TOP_K))
     p.connect("dense.documents", "ranker.documents")
     p.connect("text_embedder.embedding", "ranker.query_embedding")
     return "ranker.documents", ["text_embedder.text", "ranker.query"]
@@ -260,7 +261,7 @@ def build_aar(p: Pipeline, s: HaystackStack) -> Wiring:
 
 def build_coop(p: Pipeline, s: HaystackStack) -> Wiring:
     _embedded(p, s, 50)
-    p.add_component("ranker", RaLaRanker(top_k=TOP_K))
+    p.add_component("ranker", RaLaRanker(top_k=TOP_K, index_path=str(s.corpus.rala_index())))
     p.connect("dense.documents", "ranker.documents")
     return "ranker.documents", ["text_embedder.text", "ranker.query"]
 
@@ -341,6 +342,7 @@ class HaystackChat:
         self._condense = condense_pipeline(generator_factory(settings))
         self._answer = answer_pipeline(generator_factory(settings))
         self._retrieval: dict[str, tuple[Pipeline, Wiring]] = {}
+        self._reply: ChatMessage | None = None
 
     def reset(self) -> None:
         self.conversation.reset()
@@ -411,7 +413,7 @@ class HaystackChat:
         )
         retrieval_s = time.perf_counter() - retrieved_from
         yield retrieval
-        self._reply: ChatMessage | None = None
+        self._reply = None
         ordered = [by_id[s.id] for s in retrieval.sources]  # numbered as the cards are
         generated, error = yield from chatkit.generate(
             self._generate(condensed.standalone, ordered)
@@ -433,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, settings, corpus = chatkit.terminal_start(
         __doc__, argv, HaystackFolderReader(), llm_objects.check_endpoint
     )
-    factory = chat_generator
+    factory: Callable[[LLMSettings], Any] = chat_generator
     if args.llm_object:  # an OpenAI-compatible endpoint, so chat_generator's OpenAIChatGenerator
         factory = lambda s: llm_objects.haystack_generator(chat_generator(s), s)  # noqa: E731
     chat = HaystackChat(

@@ -68,11 +68,12 @@ class ChainOrder(BaseNodePostprocessor):
     """The nodes in the reasoning chain's display order (hop 1, hop 2, related), read from
     the retriever's trace by ``trace()``, so the numbers the model sees are the cards'."""
 
-    method: str
+    _method: str = PrivateAttr()
     _trace: Callable[[], chatkit.Trace | None] = PrivateAttr()
 
     def __init__(self, method: str, trace: Callable[[], chatkit.Trace | None]) -> None:
-        super().__init__(method=method)
+        super().__init__()
+        self._method = method
         self._trace = trace
 
     @classmethod
@@ -82,7 +83,7 @@ class ChainOrder(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        order = chatkit.chain_order([to_source(n) for n in nodes], self._trace(), self.method)
+        order = chatkit.chain_order([to_source(n) for n in nodes], self._trace(), self._method)
         return [nodes[i] for i in order]
 
 
@@ -268,11 +269,14 @@ RETRIEVERS: dict[str, Callable[[LlamaIndexStack], Built]] = {
         s.vector(50),
         [
             AssociationRerank(
-                model_path=str(s.corpus.aar_model()), top_n=TOP_K, embed_model=s.embed_model
+                index_path=str(s.corpus.aar_index()), top_n=TOP_K, embed_model=s.embed_model
             )
         ],
     ),
-    "coop": lambda s: (s.vector(50), [RaLaRerank(top_n=TOP_K)]),
+    "coop": lambda s: (
+        s.vector(50),
+        [RaLaRerank(top_n=TOP_K, index_path=str(s.corpus.rala_index()))],
+    ),
 }
 chatkit.check_builders(RETRIEVERS, "llama_index_chat")
 

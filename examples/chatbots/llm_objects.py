@@ -157,7 +157,7 @@ def llama_index_client(settings: LLMSettings) -> LLMClient:
         api_key=key,
         max_tokens=settings.max_tokens,
         temperature=settings.temperature,
-        timeout=settings.timeout,
+        timeout=settings.call_timeout,
     )
     return LLMClient.from_chat(
         LlamaIndexChatModel(llm),

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,6 +67,10 @@ from rag_multihop.validation import (
     loggable,
 )
 from rag_multihop.vectors import PassageVectors
+
+if TYPE_CHECKING:
+    from rag_multihop.association.indexed import IndexedPassages
+    from rag_multihop.store.snapshot import IndexSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -165,6 +169,7 @@ class AssociationReranker:
         self.training = training or TrainingConfig()
         self._store: _Store | None = None
         self._vectors: PassageVectors | None = None
+        self._index: IndexedPassages | None = None
 
     # --- state --------------------------------------------------------------------------------
 
@@ -223,7 +228,86 @@ class AssociationReranker:
             training=self.training,
         )
         other._store = None if self._store is None else self._checked(self._store, encoder)
+        other._index = self._index
         return other
+
+    # --- serving from a persistent corpus index -------------------------------------------------
+
+    @classmethod
+    def from_index(
+        cls,
+        snapshot: IndexSnapshot,
+        *,
+        encoder: Encoder | None = None,
+        settings: AssociationSettings | None = None,
+        lambda_: float | None = None,
+        mode: str | None = None,
+    ) -> AssociationReranker:
+        """A reranker served from a persistent index's ``aar`` sidecar: the model's weights
+        from its head, ``p`` from the index's vectors and ``f(p)`` from its parts (nothing
+        recomputed; a live passage without a stored ``f(p)`` gets it computed on the fly,
+        counted in :attr:`computed_at_query_time`). ``LookupError`` when the index holds no
+        ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's encoder (by the
+        fingerprint the index recorded; by dimension when it recorded none)."""
+        from rag_multihop.association.indexed import KIND, IndexedPassages
+        from rag_multihop.store.sidecars import read_sidecar
+
+        indexed = IndexedPassages(snapshot, read_sidecar(snapshot.root, snapshot.manifest, KIND))
+        empty = np.zeros((0, indexed.weights.dim), dtype=np.float32)
+        recorded = snapshot.manifest.get("encoder")
+        fingerprint = (
+            None
+            if recorded is None
+            else EncoderFingerprint(tuple(recorded["texts"]), np.array(recorded["vectors"]))
+        )
+        store = _Store(
+            indexed.weights,
+            str(indexed.identity["encoder"]),
+            (),
+            empty,
+            empty.copy(),
+            {},
+            fingerprint,
+        )
+        reranker = cls(encoder=encoder, settings=settings, lambda_=lambda_, mode=mode)
+        if fingerprint is None and encoder is not None:  # nothing recorded to compare with
+            if encoder.dim != indexed.weights.dim:
+                raise ValueError(
+                    f"the index's AAR model has dimension {indexed.weights.dim}, the given "
+                    f"encoder {encoder.name!r} {encoder.dim}"
+                )
+            reranker._store = store
+        else:
+            reranker._store = cls._checked(store, encoder)
+        reranker._index = indexed
+        return reranker
+
+    def with_index(self, snapshot: IndexSnapshot) -> AssociationReranker:
+        """This reranker reading ``p`` and ``f(p)`` from ``snapshot``'s ``aar`` sidecar, which
+        must hold this very model's transforms: another model's (a stale sidecar) is a
+        ``ValueError`` naming both (recompute it with ``CorpusIndex.attach_sidecar(
+        AssociationSidecar.of(reranker), replace=True)``)."""
+        from rag_multihop.association.indexed import AssociationSidecar
+
+        served = AssociationReranker.from_index(
+            snapshot, encoder=self.encoder, settings=self.settings
+        )
+        mine = AssociationSidecar.of(self).identity()["model"]
+        assert served._index is not None
+        stored = served._index.identity["model"]
+        if mine != stored:
+            raise ValueError(
+                f"the index at {snapshot.root} holds AAR passage transforms of model {stored}, "
+                f"not of this model ({mine}): recompute them with CorpusIndex.attach_sidecar("
+                "AssociationSidecar.of(reranker), replace=True), or use "
+                "AssociationReranker.from_index(snapshot) to serve the stored model"
+            )
+        return served
+
+    @property
+    def computed_at_query_time(self) -> int:
+        """Passages served from an index whose ``f(p)`` was not stored (computed on the fly)."""
+        return 0 if self._index is None else self._index.computed
 
     def check_encoder(self, encoder: Encoder) -> None:
         """``ValueError`` unless ``encoder`` is the model's encoder (by fingerprint; by name
@@ -231,7 +315,10 @@ class AssociationReranker:
         self._checked(self._fitted, encoder)
 
     def stores(self, passage_id: str) -> bool:
-        """Whether the model stores a vector and f(p) for ``passage_id``."""
+        """Whether the model (or the index it serves from) stores a vector and f(p) for
+        ``passage_id``."""
+        if self._index is not None:
+            return self._index.holds(passage_id)
         return passage_id in self._fitted.position
 
     def passage_vectors(self, passage_ids: Sequence[str]) -> np.ndarray:
@@ -462,20 +549,30 @@ class AssociationReranker:
         vectors: Mapping[str, Sequence[float] | np.ndarray] | None,
     ) -> tuple[np.ndarray, np.ndarray]:
         store = self._fitted
-        rows = [store.position.get(c.passage.id, -1) for c in candidates]
-        if min(rows) >= 0:
-            return store.vectors[rows], store.transformed[rows]
-        missing = [i for i, row in enumerate(rows) if row < 0]
+        known, known_vectors, known_transformed = self._stored([c.passage.id for c in candidates])
+        if len(known) == len(candidates):
+            return known_vectors, known_transformed
+        found = set(known)
+        missing = [i for i in range(len(candidates)) if i not in found]
         extra = self._lookup().passages([candidates[i].passage for i in missing], given=vectors)
-        passages = np.empty((len(rows), store.weights.dim), dtype=np.float32)
+        passages = np.empty((len(candidates), store.weights.dim), dtype=np.float32)
         transformed = np.empty_like(passages)
-        known = [i for i, row in enumerate(rows) if row >= 0]
-        known_rows = [rows[i] for i in known]
-        passages[known] = store.vectors[known_rows]
-        transformed[known] = store.transformed[known_rows]
+        passages[known] = known_vectors
+        transformed[known] = known_transformed
         passages[missing] = extra
         transformed[missing] = association_transform(extra, store.weights)
         return passages, transformed
+
+    def _stored(self, ids: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The indexes into ``ids`` of the passages whose P and f(P) are stored (in the model,
+        or in the index it serves from), with those rows."""
+        if self._index is not None:
+            return self._index.lookup(ids)
+        store = self._fitted
+        rows = [store.position.get(pid, -1) for pid in ids]
+        known = [i for i, row in enumerate(rows) if row >= 0]
+        chosen = [rows[i] for i in known]
+        return known, store.vectors[chosen], store.transformed[chosen]
 
     # --- persistence --------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ file order) or, without it, from the encoder (``--encoder``; without it the bund
 on int8 ONNX for a build of more than 2,000 passages when its fingerprint matches fp32,
 :mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input SHARD...`` builds from
 JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector`` column skips
-encoding) with Ray Data (:mod:`rag_multihop.store.ray_build`): a local Ray with
+encoding) with Ray actors (:mod:`rag_multihop.store.ray_build`): a local Ray with
 ``--workers`` CPUs, or the cluster at ``--address``. Bad input exits with status 2 and a
 message naming the file, record and field; a writer lock held by another process exits
 with status 1.
@@ -238,7 +238,7 @@ def add_index_parser(sub: Any) -> None:
                 "--engine",
                 choices=("inprocess", "ray"),
                 default="inprocess",
-                help="inprocess (default) or ray: Ray Data over --input shards",
+                help="inprocess (default) or ray: Ray actors over --input shards",
             )
             action.add_argument(
                 "--input",

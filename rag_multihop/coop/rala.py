@@ -32,7 +32,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from rag_multihop.reranked import RerankedRetriever
 from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from rag_multihop.coop.indexed import IndexedStates
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +230,7 @@ class RaLaReranker:
         candidates: int | None = None,
         codec: str | None = None,
         first_stage_margin: float | None = None,
-        store: PassageStates | None = None,
+        store: PassageStates | IndexedStates | None = None,
     ) -> None:
         self.settings = resolve_settings(
             RaLaSettings,
@@ -247,10 +250,10 @@ class RaLaReranker:
         self.encoder = (
             encoder if isinstance(encoder, HiddenStateEncoder) else HiddenStateEncoder(encoder)
         )
-        self.store = store
+        self.store: PassageStates | IndexedStates | None = store
         self.encoded_at_query_time = 0
         self._layout: StateLayout | None = None
-        self._checked_store: PassageStates | None = None
+        self._checked_store: PassageStates | IndexedStates | None = None
 
     @property
     def scoring(self) -> Scoring:
@@ -274,7 +277,7 @@ class RaLaReranker:
     def pooling(self) -> str:
         return self.settings.pooling or self.encoder.pooling
 
-    def _check_store(self, store: PassageStates, layout: StateLayout) -> None:
+    def _check_store(self, store: PassageStates | IndexedStates, layout: StateLayout) -> None:
         if store.layout != layout or (store.pooling != self.pooling and layout.pooled_layers):
             raise ValueError(
                 f"the passage store holds token layers {store.layout.token_layers}, pooled "
@@ -289,7 +292,7 @@ class RaLaReranker:
             )
         self._check_store_encoder(store, layout.token_layers[0])
 
-    def _check_store_encoder(self, store: PassageStates, layer: int) -> None:
+    def _check_store_encoder(self, store: PassageStates | IndexedStates, layer: int) -> None:
         """``ValueError`` unless the store holds this encoder's states (by fingerprint; by
         name, with a warning, for a store saved without one)."""
         built = f"the passage store holds states of encoder {store.encoder_name!r}"

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from types import MappingProxyType
 
 import numpy as np
-from scipy.stats import rankdata
 
 Calibration = Callable[[np.ndarray], np.ndarray]
 """A calibration: raw scores of one list in, calibrated scores out (same length, new array)."""
@@ -101,6 +100,8 @@ def pit(scores: np.ndarray) -> np.ndarray:
     array([1.        , 0.33333333, 0.66666667])
     """
     values = np.asarray(scores, dtype=np.float64)
+    from scipy.stats import rankdata  # deferred: scipy.stats costs ~1 s to import
+
     return np.asarray(rankdata(values, method="average"), dtype=np.float64) / values.size
 
 

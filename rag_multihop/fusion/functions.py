@@ -43,7 +43,6 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from rag_multihop.fusion.calibration import scale_down
 
@@ -200,6 +199,8 @@ def boltzmann(
 def rrf(table: ScoreTable, weights: np.ndarray, *, k: float = 60.0) -> np.ndarray:
     """Reciprocal rank fusion over raw-score ranks (1-based, ties share the average rank)."""
     fused = np.zeros(len(table.ids), dtype=np.float64)
+    from scipy.stats import rankdata  # deferred: scipy.stats costs ~1 s to import
+
     for s in range(table.n_systems):
         rows = np.flatnonzero(table.present[:, s])
         if rows.size:

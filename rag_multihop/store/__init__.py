@@ -5,16 +5,26 @@
   the methods read (corpus, vectors, dense search, title index, link graph, entity graph);
 - :mod:`.derive`: the indexing stages as pure functions from passages to a segment's arrays;
 - :mod:`.batches`: a first build as two passes of batch functions and a merge (the
-  in-process engine); :mod:`.ray_build`: the same plan on Ray Data (``docs/scale.md``);
+  in-process engine); :mod:`.ray_build`: the same plan on Ray actors, built in
+  :mod:`.parts` (``docs/scale.md``);
 - :mod:`.segment`, :mod:`.tables`, :mod:`.views`, :mod:`.serving`: the on-disk segments,
   their array forms, the look-ups across segments and the read-side objects.
 
-Methods open it without a rebuild: ``MultiHopRetriever.from_index(snapshot)`` and
-:func:`graph_fusion_retriever`. See ``docs/index.md``.
+- :mod:`.sidecars`: per-passage arrays of a model (AAR's passage transforms, RaLa's token
+  states) stored beside the segments and kept right by every write.
+
+Methods open it without a rebuild: ``MultiHopRetriever.from_index(snapshot)``,
+:func:`graph_fusion_retriever`, :func:`aar_retriever` and :func:`rala_retriever`. See
+``docs/index.md``.
 """
 
 from rag_multihop.store.index import CorpusIndex
-from rag_multihop.store.methods import graph_fusion_retriever, graph_retriever
+from rag_multihop.store.methods import (
+    aar_retriever,
+    graph_fusion_retriever,
+    graph_retriever,
+    rala_retriever,
+)
 from rag_multihop.store.segment import IndexLockedError
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.snapshot import IndexSnapshot
@@ -24,6 +34,8 @@ __all__ = [
     "IndexLockedError",
     "IndexSettings",
     "IndexSnapshot",
+    "aar_retriever",
     "graph_fusion_retriever",
     "graph_retriever",
+    "rala_retriever",
 ]

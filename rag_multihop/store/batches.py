@@ -3,7 +3,7 @@
 A batch is a dict of equal-length columns (lists), Arrow-friendly: ``id``, ``text`` and
 ``title`` come in, and each pass returns its own columns, one entry per passage. The plan,
 which any engine can map over shards (:func:`build_arrays` is the in-process engine, a loop;
-:mod:`rag_multihop.store.ray_build` maps the same functions with Ray Data):
+:mod:`rag_multihop.store.ray_build` maps the same functions with Ray):
 
 1. pass 1, :func:`read_batch`: each passage's names (its title and the subjects read from
    its text), their title dictionary entries, the hashes of its words and its entity names;

@@ -71,6 +71,19 @@ from rag_multihop.store.segment import (
 )
 from rag_multihop.store.served import serving_arrays
 from rag_multihop.store.settings import IndexSettings
+from rag_multihop.store.sidecars import (
+    AUTO_PRODUCERS,
+    ROWS,
+    SidecarProducer,
+    check_identity,
+    commit_sidecars,
+    new_entry,
+    read_sidecar,
+    remove_staging,
+    remove_unreferenced_sidecars,
+    sidecar_summary,
+    write_folder,
+)
 from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
 from rag_multihop.store.views import PrefetchedTitleIndex, SegmentSet
 from rag_multihop.types import Passage
@@ -95,6 +108,9 @@ class CorpusIndex:
         progress: called as ``progress(stage, passages done, passages in all)`` after
             each batch of a build's (or compaction's) long stages
             (:func:`rag_multihop.store.progress.progress_bars` shows them as bars).
+        sidecars: producers of the index's sidecars (``docs/index.md``: AAR passage
+            transforms, RaLa token states); a write computes each attached sidecar's values
+            of its new passages with them (``aar`` needs none: its head holds the model).
     """
 
     def __init__(
@@ -104,9 +120,11 @@ class CorpusIndex:
         extractor: EntityExtractor | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = None,
+        sidecars: Sequence[SidecarProducer] = (),
     ) -> None:
         self.path = Path(path)
         self.progress = progress
+        self.sidecars = {producer.kind: producer for producer in sidecars}
         self.extractor = extractor or HeuristicExtractor()
         self.lock_timeout = float(lock_timeout)
         manifest = self.manifest()
@@ -129,6 +147,7 @@ class CorpusIndex:
         extractor: EntityExtractor | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = None,
+        sidecars: Sequence[SidecarProducer] = (),
     ) -> CorpusIndex:
         """An empty index at ``path`` (an error if one is there) for ``dim``-dimensional
         vectors; ``encoder`` (optional) is fingerprinted into the manifest."""
@@ -169,7 +188,13 @@ class CorpusIndex:
             if (root / POINTER).exists():
                 raise FileExistsError(f"{root} already holds an index")
             write_manifest(root, manifest)
-        return cls(root, extractor=extractor, lock_timeout=lock_timeout, progress=progress)
+        return cls(
+            root,
+            extractor=extractor,
+            lock_timeout=lock_timeout,
+            progress=progress,
+            sidecars=sidecars,
+        )
 
     @classmethod
     def build(
@@ -284,6 +309,7 @@ class CorpusIndex:
             "settings": manifest["settings"],
             "extractor": manifest["extractor"],
             "encoder": None if manifest["encoder"] is None else manifest["encoder"]["name"],
+            "sidecars": sidecar_summary(manifest),
             "bytes": size,
         }
 
@@ -337,10 +363,12 @@ class CorpusIndex:
                 IndexSettings.from_dict(state.manifest["settings"]),
                 normalized=True,
                 base=state,
+                carried=np.flatnonzero(state.alive),
             )
             manifest = self.manifest()
             kept = {s["name"] for s in manifest["segments"]} | {manifest["serving"]["name"]}
             removed = remove_unreferenced(self.path, kept, manifest_name(version))
+            removed += remove_unreferenced_sidecars(self.path, manifest)
             logger.info("compacted %s to version %d; removed %s", self.path, version, removed)
             return version
 
@@ -416,9 +444,11 @@ class CorpusIndex:
         *,
         normalized: bool = False,
         base: _State | None = None,
+        carried: np.ndarray | None = None,
     ) -> int:
         """Stream ``chunks`` into the first segment over the empty ``state`` and publish it
-        (``base``: the version a compaction rewrites); the new version."""
+        (``base``: the version a compaction rewrites, whose live rows ``carried`` are); the
+        new version."""
         staged = StagedSegment(self.path)
         try:
             arrays = stream.stream_arrays(
@@ -430,7 +460,7 @@ class CorpusIndex:
                 normalized=normalized,
                 progress=self.progress,
             )
-            return self._publish(state, arrays, settings, base=base, staged=staged)
+            return self._publish(state, arrays, settings, base=base, staged=staged, carried=carried)
         except BaseException:
             staged.discard()
             raise
@@ -513,11 +543,12 @@ class CorpusIndex:
         *,
         base: _State | None = None,
         staged: StagedSegment | None = None,
+        carried: np.ndarray | None = None,
     ) -> int:
         """Write ``arrays`` (a segment adding rows from ``state``'s end, with its ANN index
         when ``settings`` ask for one) and the next version's manifest over ``state``
-        (``base``'s manifest for a compaction); ``staged``: the folder holding those of the
-        arrays already written."""
+        (``base``'s manifest for a compaction, whose old rows ``carried`` are); ``staged``:
+        the folder holding those of the arrays already written."""
         r0, e0 = state.n_rows, state.n_entities
         n = len(arrays["ids.off"]) - 1
         e1 = e0 + len(arrays["ents.off"]) - 1
@@ -535,6 +566,8 @@ class CorpusIndex:
         )
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
+        if manifest.get("sidecars"):  # first: a refused (stale) sidecar writes no segment
+            manifest["sidecars"] = self._sidecar_parts(manifest, version, arrays, r0, carried)
         name = write_segment(self.path, version, arrays, ann, staged)
         segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann)
         manifest.update(
@@ -557,6 +590,89 @@ class CorpusIndex:
             self.path, {manifest["serving"]["name"]}, None, prefixes=(SERVING_PREFIX,)
         )
         return version
+
+    # ------------------------------------------------------------------ sidecars
+
+    def attach_sidecar(self, producer: SidecarProducer, *, replace: bool = False) -> int:
+        """Store ``producer``'s values of every live passage as a sidecar (``docs/index.md``)
+        and use ``producer`` for later writes; the new version.
+
+        Attaching the producer of a sidecar already there computes only the live passages
+        it lacks (none: the version is unchanged). A sidecar made by another producer (another
+        model, encoder or setting) is a ``ValueError`` unless ``replace``, which recomputes it.
+        """
+        kind = producer.kind
+        with writer_lock(self.path, self.lock_timeout):
+            remove_staging(self.path)
+            state = _State.read(self.path)
+            manifest = dict(state.manifest)
+            entries = dict(manifest.get("sidecars") or {})
+            entry = entries.get(kind)
+            live = np.flatnonzero(state.alive)
+            version = state.version + 1
+            if entry is not None and not replace:
+                check_identity(producer, entry, self.path)
+                live = live[~read_sidecar(self.path, manifest, kind).covered(live)]
+                if not len(live):
+                    self.sidecars[kind] = producer
+                    return state.version
+                head = read_sidecar(self.path, manifest, kind).head
+                arrays = producer.compute(
+                    head, self._passages(state, live), self._vectors(state, live)
+                )
+            else:
+                head, arrays = producer.start(
+                    self._passages(state, live), self._vectors(state, live)
+                )
+                entry = new_entry(producer, write_folder(self.path, f"h-{kind}", version, head))
+            if len(live):
+                arrays[ROWS] = live.astype(np.int64)
+                part = write_folder(self.path, f"p-{kind}", version, arrays)
+                entry = {**entry, "parts": [*entry["parts"], part]}
+            entries[kind] = entry
+            manifest.update(version=version, created=time.time(), sidecars=entries)
+            write_manifest(self.path, manifest)
+            self.sidecars[kind] = producer
+            logger.info(
+                "index %s version %d: %s sidecar of %d passages",
+                self.path,
+                version,
+                kind,
+                len(live),
+            )
+            return version
+
+    def _sidecar_parts(
+        self,
+        manifest: dict[str, Any],
+        version: int,
+        arrays: dict[str, np.ndarray],
+        first_row: int,
+        carried: np.ndarray | None,
+    ) -> dict[str, Any]:
+        """The sidecars after a write (a part for its new rows, or, for a compaction, the
+        live rows' values carried into one part)."""
+        remove_staging(self.path)
+        return commit_sidecars(
+            self.path,
+            version,
+            manifest["sidecars"],
+            self.sidecars,
+            arrays,
+            first_row,
+            carried,
+            AUTO_PRODUCERS,
+        )
+
+    @staticmethod
+    def _passages(state: _State, rows: np.ndarray) -> list[Passage]:
+        return [state.passage(int(row)) for row in rows]
+
+    @staticmethod
+    def _vectors(state: _State, rows: np.ndarray) -> np.ndarray:
+        if not len(rows):
+            return np.zeros((0, state.dim), dtype=np.float32)
+        return np.stack([state.view.vector(int(row)) for row in rows]).astype(np.float32)
 
 
 class _State:

@@ -1,4 +1,4 @@
-"""The graph methods over an opened index (``MultiHopRetriever.from_index`` is the other).
+"""The methods over an opened index (``MultiHopRetriever.from_index`` is one more).
 
 :func:`graph_fusion_retriever` is the ``pit-boltzmann`` method of the benchmark (dense +
 entity-graph PPR seeded by the query's entities and the dense top 2, PIT calibration,
@@ -7,7 +7,9 @@ snapshot's stored structures; its rankings equal the benchmark method's over the
 passages. With ``first_stage=`` (any core retriever over the user's vector store) the dense
 candidates come from that store (:class:`~rag_multihop.index.first_stage.StoreFirstStage`:
 ids the index lacks skipped and counted, cosines from the index's vectors), so the index only
-contributes the graph.
+contributes the graph. :func:`aar_retriever` and :func:`rala_retriever` rerank the dense
+top K with the index's sidecars (``docs/index.md``): AAR's stored model and passage
+transforms, RaLa's stored token states; nothing is recomputed.
 
 Example:
     >>> import tempfile, numpy as np
@@ -27,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import FusionSettings
@@ -38,6 +41,10 @@ from rag_multihop.index.first_stage import StoreFirstStage
 from rag_multihop.protocols import Retriever
 from rag_multihop.store.snapshot import IndexSnapshot
 from rag_multihop.types import Candidate, Query
+
+if TYPE_CHECKING:
+    from rag_multihop.association.retriever import AssociationRetriever
+    from rag_multihop.coop.rala import RaLaRetriever
 
 DEFAULT_CHILD_K = 50
 """Candidates each child gives the fusion (the benchmark's ``fusion_child_k``)."""
@@ -110,3 +117,49 @@ def graph_fusion_retriever(
         pool_cap={"graph": settings.pool_cap},
     )
     return FusionRetriever({"dense": dense, "graph": graph}, settings=fusion)
+
+
+def _first_stage(
+    snapshot: IndexSnapshot, encoder: Encoder | None, first_stage: Retriever | None
+) -> Retriever:
+    if first_stage is None:
+        return dense_retriever(snapshot, encoder)
+    return StoreFirstStage(first_stage, snapshot.corpus, snapshot.vectors, encoder)
+
+
+def aar_retriever(
+    snapshot: IndexSnapshot,
+    *,
+    encoder: Encoder | None = None,
+    first_stage: Retriever | None = None,
+    candidates: int | None = None,
+    lambda_: float | None = None,
+    mode: str | None = None,
+) -> AssociationRetriever:
+    """The dense top ``candidates`` reranked by the AAR model the index's ``aar`` sidecar
+    holds (``AssociationReranker.from_index``: ``p`` and ``f(p)`` read, not recomputed)."""
+    from rag_multihop.association.reranker import AssociationReranker
+    from rag_multihop.association.retriever import AssociationRetriever
+
+    reranker = AssociationReranker.from_index(snapshot, encoder=encoder, lambda_=lambda_, mode=mode)
+    base = _first_stage(snapshot, encoder, first_stage)
+    return AssociationRetriever(base, reranker, candidates=candidates)
+
+
+def rala_retriever(
+    snapshot: IndexSnapshot,
+    encoder: Any,
+    *,
+    dense_encoder: Encoder | None = None,
+    first_stage: Retriever | None = None,
+    **options: Any,
+) -> RaLaRetriever:
+    """The dense top K reranked by RaLa with the token states of the index's ``rala``
+    sidecar (``encoder``: the model whose states they are, for the query's states;
+    ``options``: :class:`~rag_multihop.coop.rala.RaLaReranker`'s keyword arguments;
+    ``dense_encoder`` embeds queries that carry no embedding)."""
+    from rag_multihop.coop.indexed import rala_from_index
+    from rag_multihop.coop.rala import RaLaRetriever
+
+    reranker = rala_from_index(snapshot, encoder, **options)
+    return RaLaRetriever(_first_stage(snapshot, dense_encoder, first_stage), reranker)

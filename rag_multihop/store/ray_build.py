@@ -1,13 +1,17 @@
-"""Building a :class:`~rag_multihop.store.CorpusIndex` with Ray Data, locally or on a cluster.
+"""Building a :class:`~rag_multihop.store.CorpusIndex` with Ray, locally or on a cluster.
 
-The engine maps the batch plan of :mod:`rag_multihop.store.batches` over shards: it reads
-JSON Lines or Parquet shards (local paths, globs or any fsspec URL) with ``id``, ``text``,
-``title`` (optional) and ``vector`` (optional) columns, runs pass 1 (names, words, entities;
-the encoder, when vectors are not given, loaded once per worker actor) with
-``map_batches``, merges the title dictionary on the driver, broadcasts it through the
-object store, runs pass 2 (links), and writes the merged arrays as the index's first
-segment through the store's own writer, so the index equals
-:meth:`CorpusIndex.build <rag_multihop.store.CorpusIndex.build>` of the same passages.
+The engine maps the batch plan of :mod:`rag_multihop.store.batches` over shards, in parts
+(:mod:`rag_multihop.store.parts`). One pool of worker actors serves both passes: each actor
+reads the shards it is handed with pyarrow (JSON Lines or Parquet; local paths, globs or any
+fsspec URL; columns ``id``, ``text``, ``title`` optional, ``vector`` optional: without it
+the actor embeds with ``encoder``, loaded once per actor) and runs pass 1 into numpy arrays.
+The driver collects each unit's name-dictionary entries (a few arrays per passage) and
+shares them through the object store; every actor builds the dictionary from them and runs
+pass 2 over the units it read (their texts stay in the actor). The actors write each unit's
+part to disk (a cluster's actors return it to the driver, which writes it), and the driver
+merges the memory-mapped parts into the index's first segment through the store's own
+writer, so the index equals :meth:`CorpusIndex.build <rag_multihop.store.CorpusIndex.build>`
+of the same passages. No per-passage Python object crosses between processes.
 
 Example (a local Ray with two workers; needs ``pip install 'rag-multihop[ray]'``)::
 
@@ -21,11 +25,14 @@ node needs rag-multihop installed and read access to the shards (see ``docs/scal
 from __future__ import annotations
 
 import glob
-import itertools
 import logging
 import os
+import shutil
+import tempfile
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +41,10 @@ import numpy as np
 from rag_multihop._optional import require
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.store import batches
+from rag_multihop.store import batches, parts
 from rag_multihop.store.batches import LINK_STAGE, READ_STAGE, NameDictionary, Progress
 from rag_multihop.store.index import CorpusIndex
+from rag_multihop.store.segment import POINTER
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
@@ -44,8 +52,6 @@ logger = logging.getLogger(__name__)
 
 FORMATS = {".jsonl": "json", ".json": "json", ".jsonl.gz": "json", ".parquet": "parquet"}
 """Shard file endings and the reader each takes."""
-
-PASS_COLUMNS = ("id", "text", "title", "vector")
 
 
 def shard_format(path: str) -> str:
@@ -101,13 +107,13 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], str, Any]:
     return files, kinds.pop(), filesystem
 
 
-def _columns(table: Any) -> dict[str, list[Any]]:
-    """The ``id``, ``text`` and ``title`` columns of an Arrow batch as lists, checked."""
+def _columns(table: Any, path: str) -> dict[str, list[Any]]:
+    """The ``id``, ``text`` and ``title`` columns of shard ``path``'s table as lists, checked."""
     names = table.column_names
     for field in ("id", "text"):
         if field not in names:
             raise ValueError(
-                f"input shards need a {field!r} column; this shard has {sorted(names)}"
+                f"input shards need a {field!r} column; shard {path} has {sorted(names)}"
             )
     out = {field: table.column(field).to_pylist() for field in ("id", "text")}
     out["title"] = table.column("title").to_pylist() if "title" in names else [""] * table.num_rows
@@ -121,94 +127,185 @@ def _columns(table: Any) -> dict[str, list[Any]]:
     return out
 
 
-def _string_lists(values: list[list[str]]) -> Any:
-    import pyarrow as pa
+FOREGROUND = {"RAY_worker_niceness": "0"}
+"""The actors' environment on a local Ray the build starts: Ray runs worker processes at
+niceness 15, which on a busy machine starves them behind every other process; a local
+build is the foreground job, so its actors run at the driver's priority (Ray's own job
+supervisor is started the same way, ``ray.dashboard.modules.job.job_manager``)."""
 
-    return pa.array(values, type=pa.list_(pa.string()))
-
-
-def _number_lists(values: Sequence[Any], dtype: Any) -> Any:
-    """Ragged numeric lists as an Arrow list array built from one flat buffer."""
-    import pyarrow as pa
-
-    lengths = np.array([len(v) for v in values], dtype=np.int32)
-    offsets = np.zeros(len(values) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    flat = np.concatenate([np.asarray(v, dtype=dtype) for v in values] or [np.zeros(0, dtype)])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.astype(dtype, copy=False)))
+UNITS_PER_WORKER = 4
+"""Units of work per worker at least: files are cut into row slices when there are fewer."""
 
 
-def _flat_lists(column: Any, dtype: Any) -> list[np.ndarray]:
-    """An Arrow list column as one numpy array per row (views of one flat buffer)."""
-    array = column.combine_chunks() if hasattr(column, "combine_chunks") else column
-    offsets = array.offsets.to_numpy()
-    values = array.values.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-    values = values[offsets[0] : offsets[-1]]
-    return np.split(values, offsets[1:-1] - offsets[0])
+@dataclass(frozen=True)
+class Unit:
+    """A unit of work: slice ``piece`` of ``pieces`` near-equal row slices of one shard."""
+
+    number: int
+    path: str
+    piece: int = 0
+    pieces: int = 1
 
 
-class ReadStage:
-    """Pass 1 as a Ray actor: :func:`~rag_multihop.store.batches.read_batch`, and the
-    vectors when the shards hold none (the encoder is made once per actor)."""
+def plan_units(files: Sequence[str], workers: int) -> list[Unit]:
+    """The units of ``files`` in input order: each file whole, or cut into row slices
+    when there are fewer than :data:`UNITS_PER_WORKER` files per worker (each slice reads
+    its whole file, cheap next to the passes for Parquet; give more JSON Lines shards).
+
+    >>> [(u.path, u.piece, u.pieces) for u in plan_units(["a", "b"], 1)]
+    [('a', 0, 2), ('a', 1, 2), ('b', 0, 2), ('b', 1, 2)]
+    """
+    pieces = -(-UNITS_PER_WORKER * workers // len(files))
+    found = [(path, piece, pieces) for path in files for piece in range(pieces)]
+    return [Unit(number, *where) for number, where in enumerate(found)]
+
+
+def _local_filesystem() -> Any:
+    from pyarrow.fs import LocalFileSystem
+
+    return LocalFileSystem()
+
+
+def read_unit(unit: Unit, kind: str, filesystem: Any) -> Any:
+    """The Arrow table of ``unit`` (read with pyarrow, no Ray Data in between)."""
+    fs = filesystem or _local_filesystem()
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        with fs.open_input_file(unit.path) as handle:
+            table = pq.read_table(handle)
+    else:
+        from pyarrow import json as pajson
+
+        with fs.open_input_stream(unit.path, compression="detect") as handle:
+            table = pajson.read_json(handle, read_options=pajson.ReadOptions(block_size=32 << 20))
+    n = table.num_rows
+    start, end = unit.piece * n // unit.pieces, (unit.piece + 1) * n // unit.pieces
+    return table.slice(start, end - start)
+
+
+class BuildWorker:
+    """One Ray actor for both passes (the driver runs one too, while Ray starts): it reads
+    its units' shards itself, runs pass 1 (:func:`~rag_multihop.store.parts.read_part`,
+    embedding when the shards hold no vectors), keeps each unit's part (numpy arrays) until
+    pass 2, builds the name dictionary once from every unit's entries, runs pass 2
+    (:func:`~rag_multihop.store.parts.link_part`), and writes each unit's part as ``.npy``
+    files under ``folder`` (or, when ``folder`` is ``None``, as on a cluster, returns it to
+    the driver)."""
 
     def __init__(
-        self, subjects: bool, extractor: EntityExtractor, encoder: str | None = None
+        self,
+        kind: str,
+        filesystem: Any,
+        settings: IndexSettings,
+        extractor: EntityExtractor,
+        encoder: str | None,
+        batch_size: int,
+        folder: str | None,
     ) -> None:
-        from rag_multihop.encoders import make_encoder
+        self.arguments = (kind, filesystem, settings, extractor, encoder, batch_size)
+        self.kind, self.filesystem = kind, filesystem
+        self.settings, self.extractor, self.batch_size = settings, extractor, batch_size
+        self.folder = folder
+        self.encoder_name = encoder
+        self._encoder: Encoder | None = None
+        self.read_parts: dict[int, parts.Part] = {}
+        self.dictionary: NameDictionary | None = None
+        self.charged = 0.0
 
-        self.subjects = subjects
-        self.extractor = extractor
-        self.encoder = None if encoder is None else make_encoder(encoder)
+    @property
+    def encoder(self) -> Encoder | None:
+        """The encoder named at construction, made on first use (``None`` if none)."""
+        if self._encoder is None and self.encoder_name is not None:
+            from rag_multihop.encoders import make_encoder
 
-    def __call__(self, table: Any) -> Any:
-        import pyarrow as pa
+            self._encoder = make_encoder(self.encoder_name)
+        return self._encoder
 
-        columns = _columns(table)
-        read = batches.read_batch(columns, subjects=self.subjects, extractor=self.extractor)
-        out = {name: table.column(name) for name in PASS_COLUMNS if name in table.column_names}
-        if self.encoder is not None and "vector" not in out:
-            passages = batches.batch_passages(columns)
-            vectors = np.asarray(
-                self.encoder.encode([p.embedding_text for p in passages]), dtype=np.float32
+    def _cpu(self) -> float:
+        """This process's CPU seconds since the last call (the first: since it started,
+        Ray's worker start-up and the imports included)."""
+        now = time.process_time()
+        spent, self.charged = now - self.charged, now
+        return spent
+
+    def read(self, unit: Unit) -> tuple[parts.Part, float]:
+        """Pass 1 over ``unit``: its dictionary entries and the CPU seconds spent."""
+        table = read_unit(unit, self.kind, self.filesystem)
+        columns = _columns(table, unit.path)
+        if "vector" in table.column_names:
+            vectors = _matrix(table.column("vector"))
+        elif self.encoder is not None:
+            encoder = self.encoder
+            texts = [p.embedding_text for p in batches.batch_passages(columns)]
+            vectors = np.concatenate(
+                [
+                    np.asarray(encoder.encode(texts[i : i + self.batch_size]), np.float32)
+                    for i in range(0, len(texts), self.batch_size)
+                ]
+                or [np.zeros((0, encoder.dim), np.float32)]
             )
-            out["vector"] = pa.FixedSizeListArray.from_arrays(
-                pa.array(vectors.reshape(-1)), vectors.shape[1]
+        else:
+            raise ValueError(
+                f"shard {unit.path} has no 'vector' column; give one or name an encoder"
             )
-        for name in ("names", "keys", "quals", "entities"):
-            out[name] = _string_lists(read[name])
-        out["pieces"] = _number_lists(read["pieces"], np.uint64)
-        return pa.table(out)
-
-
-class LinkStage:
-    """Pass 2 as a Ray actor: :func:`~rag_multihop.store.batches.link_batch` against the
-    broadcast :class:`~rag_multihop.store.batches.NameDictionary` (fetched once per actor)."""
-
-    def __init__(self, dictionary: Any) -> None:
-        import ray
-
-        self.dictionary: NameDictionary = (
-            ray.get(dictionary) if isinstance(dictionary, ray.ObjectRef) else dictionary
+        if len(vectors):
+            vectors = l2_normalize(as_embedding_matrix(vectors, name="vectors"))
+        part = parts.read_part(
+            columns,
+            vectors,
+            subjects=self.settings.subjects,
+            extractor=self.extractor,
+            batch_size=self.batch_size,
         )
+        self.read_parts[unit.number] = part
+        return parts.entries(part), self._cpu()
 
-    def __call__(self, table: Any) -> Any:
-        import pyarrow as pa
+    def link(
+        self, number: int, first_row: int, entries: list[parts.Part]
+    ) -> tuple[parts.Part | None, float]:
+        """Pass 2 over unit ``number`` (first global row ``first_row``) against the
+        dictionary of every unit's ``entries``: its whole part written to ``folder`` (and
+        ``None`` returned) or returned; with the CPU seconds spent."""
+        if self.dictionary is None:
+            self.dictionary = parts.name_dictionary(entries, self.settings)
+        part = self.read_parts.pop(number)
+        part |= parts.link_part(part["texts.blob"], part["texts.off"], first_row, self.dictionary)
+        if self.folder is not None:
+            save_part(Path(self.folder), number, part)
+            return None, self._cpu()
+        return part, self._cpu()
 
-        found = batches.link_batch(
-            {"row": table.column("row").to_pylist(), "text": table.column("text").to_pylist()},
-            self.dictionary,
-        )
-        return pa.table(
-            {
-                "row": table.column("row"),
-                "link.dst": _number_lists(found["link.dst"], np.int32),
-                "link.w": _number_lists(found["link.w"], np.float64),
-                "link.nspan": _number_lists(found["link.nspan"], np.int32),
-                "link.span": _number_lists(found["link.span"], np.int32),
-                "link.sflag": _number_lists(found["link.sflag"], np.uint8),
-                "glink.dst": _number_lists(found["glink.dst"], np.int32),
-            }
-        )
+
+def save_part(folder: Path, number: int, part: Mapping[str, np.ndarray]) -> None:
+    """Write ``part`` as one ``.npy`` file per array under ``folder/<number>``."""
+    target = folder / f"{number:06d}"
+    target.mkdir(parents=True, exist_ok=True)
+    for name, array in part.items():
+        np.save(target / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+
+
+def load_part(folder: Path, number: int) -> dict[str, np.ndarray]:
+    """The arrays :func:`save_part` wrote, memory-mapped."""
+    return {
+        path.name[: -len(".npy")]: np.load(path, mmap_mode="r", allow_pickle=False)
+        for path in sorted((folder / f"{number:06d}").glob("*.npy"))
+    }
+
+
+def _on_this_machine(ray: Any) -> bool:
+    """Whether every node of the running Ray is this machine (workers can write here)."""
+    here = ray.util.get_node_ip_address()
+    return all(node["NodeManagerAddress"] == here for node in ray.nodes() if node["Alive"])
+
+
+def _object_store_bytes(files: Sequence[str], filesystem: Any) -> int:
+    """A local Ray's object store for a build: the shards' size (what crosses it is a
+    fraction of that), between 128 MB and 2 GB."""
+    if filesystem is not None:
+        return 512 << 20
+    size = sum(os.path.getsize(f) for f in files)
+    return int(min(max(size, 128 << 20), 2 << 30))
 
 
 def build_with_ray(
@@ -223,8 +320,12 @@ def build_with_ray(
     batch_size: int = batches.DEFAULT_BATCH_SIZE,
     progress: Progress | None = None,
     init_options: dict[str, Any] | None = None,
+    timings: list[dict[str, Any]] | None = None,
 ) -> CorpusIndex:
-    """Build the index at ``path`` from the shards ``inputs`` with Ray Data.
+    """Build the index at ``path`` from the shards ``inputs`` with Ray.
+
+    While Ray starts (or connects), the driver runs pass 1 over the first units itself;
+    the actors take the rest, and each process links the units it read.
 
     Args:
         path: the new index folder (an error if it holds an index).
@@ -236,148 +337,245 @@ def build_with_ray(
             shards without a ``vector`` column; its fingerprint goes into the manifest.
         address: a Ray cluster's address; ``None`` starts a local Ray with ``workers`` CPUs
             (and stops it when done); a Ray already initialised is used as it is.
-        workers: worker actors per pass.
-        batch_size: passages per ``map_batches`` batch.
-        progress: called as ``progress(stage, done, total)`` (``total`` 0 while unknown).
+        workers: worker actors (one CPU each), used by both passes.
+        batch_size: passages per call of the batch functions (and of the encoder).
+        progress: called as ``progress(stage, done, total)`` (``total`` 0 while unknown),
+            from the driver's threads.
         init_options: more keyword arguments for ``ray.init`` (e.g. ``object_store_memory``).
+        timings: a list to append one record per phase to: ``phase``, ``wall_s``,
+            ``driver_cpu_s`` and ``workers_cpu_s`` (the actors' CPU seconds in that phase).
     """
-    ray = require("ray", "ray")
-    require("ray.data", "ray")
-    import pyarrow as pa
-
     workers = check_positive_int(workers, "workers")
     batch_size = check_positive_int(batch_size, "batch_size")
     settings = settings or IndexSettings()
     extractor = extractor or HeuristicExtractor()
     files, kind, filesystem = expand_inputs(inputs)
-    clock = _Clock()
-    started = False
-    if not ray.is_initialized():
-        options = {"include_dashboard": False, "log_to_driver": False, **(init_options or {})}
-        if address is None:
-            options.setdefault("num_cpus", workers)
-        ray.init(address=address, **options)
-        started = True
-        clock.lap("ray.init")
+    if (Path(path) / POINTER).exists():
+        raise FileExistsError(f"{path} already holds an index")
+    clock = _Clock(timings)
+    scratch = Path(tempfile.mkdtemp(prefix=".ray-parts-", dir=Path(path).parent))
+    stopping: threading.Thread | None = None
     try:
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True
-        context.enable_progress_bars = False
-        reader = ray.data.read_parquet if kind == "parquet" else ray.data.read_json
-        options = {"lines": True} if kind == "json" else {}
-        # read before the actors start: they hold one CPU each (a local Ray has exactly
-        # ``workers``), so read and file-listing tasks queued behind them would never run
-        dataset = reader(files, filesystem=filesystem, **options).materialize()
-        clock.lap("read")
-        if dataset.num_blocks() < 4 * workers:  # a few blocks per worker balance the load
-            dataset = dataset.repartition(4 * workers).materialize()
-            clock.lap("repartition")
-        read_tables = list(
-            _collected(
-                dataset.map_batches(
-                    ReadStage,
-                    fn_constructor_kwargs={
-                        "subjects": settings.subjects,
-                        "extractor": extractor,
-                        "encoder": encoder,
-                    },
-                    batch_size=batch_size,
-                    batch_format="pyarrow",
-                    compute=ray.data.ActorPoolStrategy(size=workers),
-                    num_cpus=1,
-                ),
-                READ_STAGE,
-                0,
-                progress,
-            )
+        own = BuildWorker(kind, filesystem, settings, extractor, encoder, batch_size, str(scratch))
+        run = _Run(plan_units(files, workers), progress)
+        helper = _Helper(own, run)  # works while Ray is imported and started
+        started = False
+        try:
+            ray = require("ray", "ray")
+            if not ray.is_initialized():
+                options: dict[str, Any] = {
+                    "include_dashboard": False,
+                    "log_to_driver": False,
+                    **(init_options or {}),
+                }
+                if address is None:
+                    options.setdefault("num_cpus", workers)
+                    options.setdefault(
+                        "object_store_memory", _object_store_bytes(files, filesystem)
+                    )
+                ray.init(address=address, **options)
+                started = True
+            clock.lap("ray.init (the driver runs pass 1 meanwhile)")
+            foreground = started and address is None
+            actor_options = {"runtime_env": {"env_vars": FOREGROUND}} if foreground else {}
+            _with_actors(ray, run, own, helper, workers, clock, actor_options)
+        except BaseException:
+            helper.stop()
+            if started:
+                ray.shutdown()
+            raise
+        helper.stop()
+        # every part is on the driver's disk: Ray stops (or disconnects) while the driver merges
+        stopping = threading.Thread(target=ray.shutdown if started else _nothing)
+        stopping.start()
+        loaded = [load_part(scratch, unit.number) for unit in run.units]
+        _check_parts(loaded)
+        arrays = parts.merge_parts(loaded)
+        del loaded
+        clock.lap("merge (segment arrays from the parts)")
+        index = CorpusIndex.create(
+            path,
+            dim=arrays["vectors"].shape[1],
+            settings=settings,
+            encoder=own.encoder,
+            extractor=extractor,
         )
-        clock.lap("pass 1 (read, names, words, entities)")
-        read = pa.concat_tables(read_tables, promote_options="permissive")
-        n = read.num_rows
-        if n == 0:
-            raise ValueError(f"the input shards {files[:3]} hold no passages")
-        columns = _columns(read)
-        duplicates = n - len(set(columns["id"]))
-        if duplicates:
-            raise ValueError(
-                f"the input shards repeat {duplicates} passage id(s); ids must be unique"
-            )
-        if "vector" not in read.column_names:
-            raise ValueError(
-                "the input shards have no 'vector' column; give one or name an encoder"
-            )
-        vectors = _matrix(read.column("vector"))
-        keys = read.column("keys").to_pylist()
-        quals = read.column("quals").to_pylist()
-        dictionary = NameDictionary.of(keys, quals, columns["title"], settings)
-        reference = ray.put(dictionary)
-        clock.lap("merge 1 (title dictionary)")
-        blocks = max(1, min(n, 4 * workers))
-        cuts = np.linspace(0, n, blocks + 1).astype(int)
-        texts = read.column("text")
-        pairs = ray.data.from_arrow(
-            [
-                pa.table({"row": pa.array(np.arange(a, b, dtype=np.int64)), "text": texts[a:b]})
-                for a, b in itertools.pairwise(cuts.tolist())
-                if b > a
-            ]
-        )
-        linked = pa.concat_tables(
-            list(
-                _collected(
-                    pairs.map_batches(
-                        LinkStage,
-                        fn_constructor_kwargs={"dictionary": reference},
-                        batch_size=batch_size,
-                        batch_format="pyarrow",
-                        concurrency=workers,
-                        num_cpus=1,
-                    ),
-                    LINK_STAGE,
-                    n,
-                    progress,
-                )
-            )
-        )
-        order = np.argsort(linked.column("row").to_numpy(), kind="stable")
-        linked = linked.take(pa.array(order))
-        clock.lap("pass 2 (links)")
-        if not np.array_equal(linked.column("row").to_numpy(), np.arange(n)):
-            raise RuntimeError("pass 2 lost or repeated passages; rerun the build")
-        read_columns = {
-            "names": read.column("names").to_pylist(),
-            "keys": keys,
-            "quals": quals,
-            "pieces": _flat_lists(read.column("pieces"), np.uint64),
-            "entities": read.column("entities").to_pylist(),
-        }
-        link_columns = {
-            name: linked.column(name).to_pylist()
-            for name in ("link.dst", "link.w", "link.nspan", "link.span", "link.sflag", "glink.dst")
-        }
-    finally:
+        index.write_first_segment(arrays)
+        clock.lap("write")
+        stopping.join()
         if started:
-            ray.shutdown()
-    unit = l2_normalize(as_embedding_matrix(vectors, name="vectors"))
-    arrays = batches.segment_arrays(columns, read_columns, link_columns, unit)
-    clock.lap("merge 2 (segment arrays)")
-    made: Encoder | None = None
-    if encoder is not None:
-        from rag_multihop.encoders import make_encoder
-
-        made = make_encoder(encoder)
-    index = CorpusIndex.create(
-        path, dim=unit.shape[1], settings=settings, encoder=made, extractor=extractor
+            clock.lap("ray.shutdown (the rest of it, after the write)")
+    finally:
+        if stopping is not None:
+            stopping.join()
+        shutil.rmtree(scratch, ignore_errors=True)
+    logger.info(
+        "built %s with Ray from %d shard(s): %d passages", path, len(files), sum(run.counts)
     )
-    index.write_first_segment(arrays)
-    clock.lap("write")
-    logger.info("built %s with Ray from %d shard(s): %d passages", path, len(files), n)
     return index
+
+
+def _nothing() -> None:
+    """Nothing to stop (a Ray the caller started keeps running)."""
+
+
+class _Run:
+    """The units of one build, handed out one at a time to the driver's helper thread and
+    the actors, and what pass 1 found for each (entries, rows, who holds the unit)."""
+
+    def __init__(self, units: list[Unit], progress: Progress | None) -> None:
+        self.units = units
+        self.progress = progress
+        self.entries: dict[int, parts.Part] = {}
+        self.owners: dict[int, Any] = {}
+        self.counts = [0] * len(units)
+        self._queue = list(reversed(units))
+        self._lock = threading.Lock()
+
+    def take(self) -> Unit | None:
+        with self._lock:
+            return self._queue.pop() if self._queue else None
+
+    def read(self, unit: Unit, entries: parts.Part, owner: Any) -> None:
+        """Record pass 1 of ``unit`` by ``owner`` (``None``: the driver)."""
+        with self._lock:
+            self.entries[unit.number], self.owners[unit.number] = entries, owner
+            self.counts[unit.number] = int(entries["rows"][0])
+            if self.progress is not None:
+                self.progress(READ_STAGE, sum(self.counts), 0)
+
+
+class _Helper:
+    """The driver's share of pass 1: a thread running units on the driver's own
+    :class:`BuildWorker` until :meth:`stop` (called once Ray is up)."""
+
+    def __init__(self, worker: BuildWorker, run: _Run) -> None:
+        self.worker, self.run = worker, run
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="ray-build-driver", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            while not self._stop.is_set():
+                unit = self.run.take()
+                if unit is None:
+                    return
+                self.run.read(unit, self.worker.read(unit)[0], None)
+        except BaseException as exc:  # re-raised on the driver's main thread by stop()
+            self.error = exc
+
+    def stop(self) -> None:
+        """Take no more units, wait for the current one, raise what the thread raised."""
+        self._stop.set()
+        self._thread.join()
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+
+
+def _with_actors(
+    ray: Any,
+    run: _Run,
+    own: BuildWorker,
+    helper: _Helper,
+    workers: int,
+    clock: _Clock,
+    options: dict[str, Any],
+) -> None:
+    """Both passes with ``workers`` actors (none when the driver read every unit while
+    Ray started; ``options`` for each actor); parts end up under the driver's folder."""
+    folder = Path(str(own.folder))
+    cpu = 0.0
+    pool: list[Any] = []
+    first = run.take()
+    if first is not None:
+        actor = ray.remote(num_cpus=1, **options)(BuildWorker)
+        on_disk = str(folder) if _on_this_machine(ray) else None
+        pool = [
+            actor.remote(*own.arguments, on_disk)
+            for _ in range(min(workers, len(run.units) - first.number))
+        ]
+        cpu += _pass_one(ray, pool, run, first)
+    helper.stop()
+    clock.lap("pass 1 (read, names, words, entities)", workers_cpu=cpu)
+    n = sum(run.counts)
+    if n == 0:
+        raise ValueError(f"the input shards {[u.path for u in run.units[:3]]} hold no passages")
+    firsts = np.cumsum([0, *run.counts[:-1]]).tolist()
+    entries = [run.entries[unit.number] for unit in run.units]
+    shared = ray.put(entries) if pool else None
+    pending = {
+        run.owners[u.number].link.remote(u.number, firsts[u.number], shared): u.number
+        for u in run.units
+        if run.owners[u.number] is not None
+    }
+    done = 0
+    for unit in run.units:  # the driver's own units, while the actors link theirs
+        if run.owners[unit.number] is None:
+            own.link(unit.number, firsts[unit.number], entries)
+            done += run.counts[unit.number]
+            if run.progress is not None:
+                run.progress(LINK_STAGE, done, n)
+    cpu = 0.0
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        number = pending.pop(ready[0])
+        returned, seconds = ray.get(ready[0])
+        cpu += seconds
+        if returned is not None:
+            save_part(folder, number, returned)
+        done += run.counts[number]
+        if run.progress is not None:
+            run.progress(LINK_STAGE, done, n)
+    own.dictionary = None  # the driver's copy: not needed for the merge
+    run.entries.clear()
+    clock.lap("pass 2 (links, parts written)", workers_cpu=cpu)
+
+
+def _pass_one(ray: Any, pool: list[Any], run: _Run, first: Unit) -> float:
+    """Pass 1 on the actors, from ``first`` on, each unit to whichever actor is free (two
+    queued per actor); the actors' CPU seconds."""
+    pending: dict[Any, tuple[Any, Unit]] = {}
+    unit: Unit | None = first
+    for actor in pool * 2:
+        if unit is None:
+            break
+        pending[actor.read.remote(unit)] = (actor, unit)
+        unit = run.take()
+    cpu = 0.0
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        actor, done = pending.pop(ready[0])
+        entries, seconds = ray.get(ready[0])
+        run.read(done, entries, actor)
+        cpu += seconds
+        if unit is not None:
+            pending[actor.read.remote(unit)] = (actor, unit)
+            unit = run.take()
+    return cpu
+
+
+def _check_parts(loaded: Sequence[Mapping[str, np.ndarray]]) -> None:
+    """Every part has vectors of one dimension, and no passage id repeats."""
+    dims = sorted({int(part["vectors"].shape[1]) for part in loaded if len(part["vectors"])})
+    if len(dims) > 1:
+        raise ValueError(f"the input shards hold vectors of several lengths {dims[:5]}")
+    hashes = np.concatenate([np.asarray(part["id.key"]) for part in loaded])
+    if len(np.unique(hashes)) == len(hashes):
+        return
+    ids = [i for part in loaded for i in parts.decoded(part, "ids")]
+    repeated = len(ids) - len(set(ids))
+    if repeated:
+        raise ValueError(f"the input shards repeat {repeated} passage id(s); ids must be unique")
 
 
 def _matrix(column: Any) -> np.ndarray:
     """A list (or fixed-size list) column of equal-length vectors as a 2-D array."""
     array = column.combine_chunks()
+    if len(array) == 0:
+        return np.zeros((0, getattr(array.type, "list_size", 0)), dtype=np.float32)
     lengths = (
         set(np.diff(array.offsets.to_numpy()).tolist())
         if hasattr(array, "offsets")
@@ -393,22 +591,28 @@ def _matrix(column: Any) -> np.ndarray:
 
 
 class _Clock:
-    """Logs the seconds each phase of a build took (``INFO``)."""
+    """Logs each phase of a build (``INFO``): wall seconds, the driver's and the actors' CPU
+    seconds; appends the same record to ``timings`` when given."""
 
-    def __init__(self) -> None:
-        self.last = time.perf_counter()
+    def __init__(self, timings: list[dict[str, Any]] | None) -> None:
+        self.timings = timings
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
 
-    def lap(self, phase: str) -> None:
-        now = time.perf_counter()
-        logger.info("ray build: %s took %.2f s", phase, now - self.last)
-        self.last = now
-
-
-def _collected(dataset: Any, stage: str, total: int, progress: Progress | None) -> Iterator[Any]:
-    """The blocks of ``dataset``, in order, reporting progress as they arrive."""
-    done = 0
-    for table in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
-        done += table.num_rows
-        if progress is not None:
-            progress(stage, done, total)
-        yield table
+    def lap(self, phase: str, workers_cpu: float = 0.0) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        record = {
+            "phase": phase,
+            "wall_s": wall - self.wall,
+            "driver_cpu_s": cpu - self.cpu,
+            "workers_cpu_s": workers_cpu,
+        }
+        logger.info(
+            "ray build: %s took %.2f s (CPU: driver %.2f s, workers %.2f s)",
+            phase,
+            record["wall_s"],
+            record["driver_cpu_s"],
+            workers_cpu,
+        )
+        if self.timings is not None:
+            self.timings.append(record)
+        self.wall, self.cpu = wall, cpu

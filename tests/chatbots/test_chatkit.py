@@ -333,3 +333,22 @@ def test_docstring_examples_run() -> None:
     import doctest
 
     assert doctest.testmod(chatkit).failed == 0
+
+
+def test_aar_and_rala_values_are_stored_in_the_corpus_index_once(
+    tmp_path: Path, minilm, llama_index_reader
+) -> None:
+    from rag_multihop.store import CorpusIndex
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(
+        "# Alpha\n\nAlpha founded Beta in Gamma.\n\n# Beta\n\nBeta is a company in Gamma.\n"
+    )
+    corpus = chatkit.load_chat_corpus(
+        tmp_path / "docs", reader=llama_index_reader, encoder=minilm, cache=tmp_path
+    )
+    path = corpus.rala_index()
+    version = CorpusIndex(path).version
+    assert corpus.rala_index() == path and CorpusIndex(path).version == version  # not redone
+    info = CorpusIndex(path).info()
+    assert info["sidecars"]["rala"]["rows"] == len(corpus.corpus) == info["passages"]

@@ -1,4 +1,4 @@
-"""The Ray Data build (``index build --engine ray``) writes the index the in-process build
+"""The Ray build (``index build --engine ray``) writes the index the in-process build
 writes: a local Ray with two workers over a 300-passage slice of the 2Wiki corpus, from
 JSON Lines shards (titled) and Parquet shards through the CLI (untitled: the passages known
 by the subjects read from their text), compared array by array and ranking by ranking."""
@@ -27,7 +27,6 @@ from rag_multihop.store.segment import (
 )
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'rag-multihop[ray]'")
-pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'ray[data]'")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -183,3 +182,19 @@ def test_ray_build_names_a_missing_column(tmp_path, local_ray) -> None:
     (shards / "a.jsonl").write_text(json.dumps({"id": "p1", "body": "text"}) + "\n")
     with pytest.raises(Exception, match=r"input shards need a 'text' column"):
         build_with_ray(tmp_path / "idx", [str(shards / "a.jsonl")], workers=2)
+
+
+def test_parts_come_back_through_the_object_store_when_workers_cannot_reach_the_disk(
+    tmp_path, local_ray, slice_2wiki, monkeypatch
+) -> None:
+    """On a cluster the actors return their parts and the driver writes them: forced here
+    on the local Ray, the index is the same."""
+    from rag_multihop.store import ray_build
+
+    monkeypatch.setattr(ray_build, "_on_this_machine", lambda ray: False)
+    passages, vectors, _ = slice_2wiki
+    _write_jsonl(tmp_path / "shards", passages, vectors, parts=3)
+    built = build_with_ray(tmp_path / "ray.idx", [str(tmp_path / "shards")], workers=2)
+    expected = CorpusIndex.build(tmp_path / "local.idx", passages, vectors)
+    _assert_same_index(built.path, expected.path)
+    assert not list(tmp_path.glob(".ray-parts-*"))  # the scratch folder is removed

@@ -168,6 +168,7 @@ def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path
         "AssociationRanker",
         "init_parameters": {
             "model_path": model_path,
+            "index_path": None,
             "top_k": 4,
             "lambda_": 0.25,
             "mode": "reverse",
@@ -260,3 +261,33 @@ def test_in_a_pipeline_after_an_embedding_retriever(model_path):
     )
     ranked = out["ranker"]["documents"]
     assert len(ranked) == 2 and all("association" in d.meta[SIGNALS_KEY] for d in ranked)
+
+
+def test_from_a_corpus_index_sidecar_it_ranks_like_the_saved_model_and_sees_later_passages(
+    model_path, tmp_path
+):
+    from rag_multihop.association.indexed import AssociationSidecar
+    from rag_multihop.store import CorpusIndex
+
+    first = list(TEXTS)[:4]
+    index = CorpusIndex.build(
+        tmp_path / "idx",
+        [Passage(pid, TEXTS[pid]) for pid in first],
+        ENCODER.encode([TEXTS[pid] for pid in first]),
+        encoder=ENCODER,
+    )
+    index.attach_sidecar(AssociationSidecar.of(AssociationReranker.load(model_path)))
+    served = AssociationRanker(index_path=str(tmp_path / "idx"), top_k=3)
+    saved = AssociationRanker(model_path, top_k=3)
+
+    def ranked(ranker, ids):
+        found = ranker.run(query=QUESTION, documents=documents(ids))["documents"]
+        return [(d.id, round(d.score, 6)) for d in found]
+
+    assert ranked(served, first) == ranked(saved, first)
+    index.add([Passage("capital", TEXTS["capital"])], ENCODER.encode([TEXTS["capital"]]))
+    assert ranked(served, [*first, "capital"]) == ranked(saved, [*first, "capital"])
+    assert served._loaded().stores("capital")  # reopened: its f(p) written by the index
+    assert AssociationRanker.from_dict(served.to_dict()).index_path == str(tmp_path / "idx")
+    with pytest.raises(ValueError, match="exactly one of model_path and index_path"):
+        AssociationRanker(top_k=3)

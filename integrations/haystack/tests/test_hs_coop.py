@@ -196,3 +196,23 @@ def test_retriever_filters_every_search(store: InMemoryDocumentStore) -> None:
     )
     found = asyncio.run(at_init.run_async(query=QUESTION, top_k=5))["documents"]
     assert [d.id for d in found] == ids
+
+
+def test_rala_ranker_reads_the_token_states_of_a_corpus_index(tmp_path) -> None:
+    from rag_multihop.coop import RaLaReranker
+    from rag_multihop.coop.indexed import RaLaSidecar
+    from rag_multihop.store import CorpusIndex
+
+    docs = [Document(id=d.id, content=d.content, meta=d.meta, score=0.1) for d in documents()]
+    plain_ranker = RaLaRanker(top_k=3)
+    expected = plain_ranker.run(query=QUESTION, documents=docs)["documents"]
+    index = CorpusIndex.build(
+        tmp_path / "idx", PASSAGES, HashingEncoder().encode([p.embedding_text for p in PASSAGES])
+    )
+    index.attach_sidecar(RaLaSidecar(RaLaReranker(plain_ranker._ready().encoder)))
+    ranker = RaLaRanker(top_k=3, index_path=str(tmp_path / "idx"))
+    found = ranker.run(query=QUESTION, documents=docs)["documents"]
+    assert [d.id for d in found] == [d.id for d in expected]
+    assert [d.score for d in found] == pytest.approx([d.score for d in expected], abs=1e-3)
+    assert ranker._ready().encoded_at_query_time == 0  # every document's states were stored
+    assert RaLaRanker.from_dict(ranker.to_dict()).index_path == str(tmp_path / "idx")

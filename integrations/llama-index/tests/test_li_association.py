@@ -136,6 +136,7 @@ def test_settings_round_trip_without_the_embed_model(model_path):
     data = rerank.to_dict()
     assert data == {
         "model_path": model_path,
+        "index_path": None,
         "top_n": 4,
         "lambda_": 0.3,
         "mode": "reverse",
@@ -277,3 +278,34 @@ def test_bundled_minilm_under_another_name_is_the_same_model(minilm_embedding, t
     same_dim = AssociationRerank(model_path=path, embed_model=HashingEmbedding(dim=384))
     with pytest.raises(ValueError, match=r"\(also dim 384\) is a different model"):
         same_dim.postprocess_nodes(nodes(), query_str=QUESTION)
+
+
+def test_from_a_corpus_index_sidecar_it_ranks_like_the_saved_model_and_sees_later_passages(
+    model_path, tmp_path
+):
+    from rag_multihop.association.indexed import AssociationSidecar
+    from rag_multihop.store import CorpusIndex
+
+    encoder = HashingEncoder(DIM)
+    first = list(TEXTS)[:4]
+    index = CorpusIndex.build(
+        tmp_path / "idx",
+        [Passage(pid, TEXTS[pid]) for pid in first],
+        encoder.encode([TEXTS[pid] for pid in first]),
+    )
+    index.attach_sidecar(AssociationSidecar.of(AssociationReranker.load(model_path)))
+    served = AssociationRerank(index_path=str(tmp_path / "idx"), top_n=3)
+    saved = AssociationRerank(model_path=model_path, top_n=3, embed_model=HashingEmbedding())
+    query = QueryBundle(QUESTION, embedding=encoder.encode([QUESTION])[0].tolist())
+
+    def ranked(rerank, ids):
+        return [
+            (n.node.node_id, round(n.score, 6)) for n in rerank.postprocess_nodes(nodes(ids), query)
+        ]
+
+    assert ranked(served, first) == ranked(saved, first)
+    index.add([Passage("capital", TEXTS["capital"])], encoder.encode([TEXTS["capital"]]))
+    assert ranked(served, [*first, "capital"]) == ranked(saved, [*first, "capital"])
+    assert served._load().stores("capital")  # reopened: its f(p) written by the index
+    with pytest.raises(ValueError, match="exactly one of model_path and index_path"):
+        AssociationRerank(top_n=3)

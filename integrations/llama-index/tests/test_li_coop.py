@@ -136,3 +136,26 @@ def test_query_engine_answers_with_the_completed_chain(base) -> None:
     assert str(async_) == "Philadelphia"
     with pytest.raises(ValueError, match="needs a CoopRetriever built with an llm"):
         CoopQueryEngine(retriever=CoopRetriever(base))
+
+
+def test_rala_postprocessor_reads_the_token_states_of_a_corpus_index(tmp_path) -> None:
+    from rag_multihop.coop import RaLaReranker
+    from rag_multihop.coop.indexed import RaLaSidecar
+    from rag_multihop.store import CorpusIndex
+    from rag_multihop.testing import HashingEncoder
+
+    given = [
+        NodeWithScore(node=TextNode(id_=p.id, text=p.text, metadata={"title": p.title}), score=0.1)
+        for p in PASSAGES
+    ]
+    plain_rerank = RaLaRerank(top_n=3)
+    expected = plain_rerank.postprocess_nodes(given, query_str=QUESTION)
+    index = CorpusIndex.build(
+        tmp_path / "idx", PASSAGES, HashingEncoder().encode([p.embedding_text for p in PASSAGES])
+    )
+    index.attach_sidecar(RaLaSidecar(RaLaReranker(plain_rerank.reranker().encoder)))
+    rerank = RaLaRerank(top_n=3, index_path=str(tmp_path / "idx"))
+    found = rerank.postprocess_nodes(given, query_str=QUESTION)
+    assert [n.node.node_id for n in found] == [n.node.node_id for n in expected]
+    assert [n.score for n in found] == pytest.approx([n.score for n in expected], abs=1e-3)
+    assert rerank.reranker().encoded_at_query_time == 0  # every node's states were stored

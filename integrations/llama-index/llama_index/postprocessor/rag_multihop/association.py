@@ -26,9 +26,16 @@ is used. The embed model is ``embed_model``, else LlamaIndex's ``Settings.embed_
 the postprocessor works wherever LlamaIndex calls postprocessors: query engines, chat engines
 (``condense_plus_context`` and friends), ``postprocess_nodes``.
 
+**From a persistent corpus index.** With ``index_path`` instead of ``model_path`` the model
+and every passage's vector and f(p) are read from the index's ``aar`` sidecar
+(``CorpusIndex.attach_sidecar(AssociationSidecar.of(reranker))``; node ids are the index's
+passage ids): nothing is recomputed, and the index is reopened when a writer moves its
+version (passages added later are scored from their stored f(p)).
+
 Example:
     >>> from llama_index.postprocessor.rag_multihop import AssociationRerank
     >>> rerank = AssociationRerank(model_path="models/aar-demo", top_n=3)  # doctest: +SKIP
+    >>> rerank = AssociationRerank(index_path="corpus.idx", top_n=3)  # doctest: +SKIP
     >>> query_engine = index.as_query_engine(node_postprocessors=[rerank])  # doctest: +SKIP
 """
 
@@ -68,6 +75,8 @@ class AssociationRerank(BaseNodePostprocessor):
     Args:
         model_path: directory of a saved model (``rag-multihop aar train`` or
             ``AssociationReranker.save``); loaded on first use.
+        index_path: instead of ``model_path``, a persistent corpus index with an ``aar``
+            sidecar (see above).
         top_n: number of nodes returned.
         lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
         mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
@@ -79,7 +88,12 @@ class AssociationRerank(BaseNodePostprocessor):
             ``None`` uses ``Settings.embed_model``.
     """
 
-    model_path: str = Field(description="Directory of a saved rag-multihop association model.")
+    model_path: str | None = Field(
+        default=None, description="Directory of a saved rag-multihop association model."
+    )
+    index_path: str | None = Field(
+        default=None, description="Corpus index with an aar sidecar (instead of model_path)."
+    )
     top_n: int = Field(default=5, gt=0, description="Number of nodes to return.")
     lambda_: float | None = Field(
         default=None, description="Association weight in [0, 1]; None = saved value."
@@ -90,12 +104,15 @@ class AssociationRerank(BaseNodePostprocessor):
     )
     embed_model: BaseEmbedding | None = Field(default=None, exclude=True)
     _reranker: AssociationReranker | None = PrivateAttr(default=None)
+    _snapshot: Any = PrivateAttr(default=None)
     _encoders: dict[int, Encoder] = PrivateAttr(default_factory=dict)
     _warned: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _check_settings(self) -> AssociationRerank:
         resolve_settings(AssociationSettings, None, lambda_=self.lambda_, mode=self.mode)
+        if (self.model_path is None) == (self.index_path is None):
+            raise ValueError("AssociationRerank needs exactly one of model_path and index_path")
         return self
 
     @classmethod
@@ -103,6 +120,17 @@ class AssociationRerank(BaseNodePostprocessor):
         return "AssociationRerank"
 
     def _load(self) -> AssociationReranker:
+        if self.index_path is not None:
+            if self._snapshot is None or not self._snapshot.is_current():
+                from rag_multihop.store import CorpusIndex
+
+                self._snapshot = CorpusIndex(self.index_path).snapshot()
+                self._reranker = AssociationReranker.from_index(
+                    self._snapshot, lambda_=self.lambda_, mode=self.mode
+                )
+                self._encoders = {}
+            assert self._reranker is not None
+            return self._reranker
         if self._reranker is None:
             self._reranker = AssociationReranker.load(
                 self.model_path, lambda_=self.lambda_, mode=self.mode
@@ -148,7 +176,7 @@ class AssociationRerank(BaseNodePostprocessor):
             CBEventType.RERANKING,
             payload={
                 EventPayload.NODES: nodes,
-                EventPayload.MODEL_NAME: self.model_path,
+                EventPayload.MODEL_NAME: self.model_path or self.index_path,
                 EventPayload.QUERY_STR: query_bundle.query_str,
                 EventPayload.TOP_K: self.top_n,
             },

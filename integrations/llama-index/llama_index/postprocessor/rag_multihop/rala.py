@@ -7,8 +7,9 @@ each node's tokens, on the last layer of a sentence-transformers encoder
 (:attr:`model`: a name or path; ``None`` is the bundled all-MiniLM-L6-v2). ``scoring`` picks
 Eq. 4 (``"gap-weighted"``) or Eq. 3 (``"layer-gap"``) instead; every knob is a
 :class:`rag_multihop.coop.RaLaSettings` field with the core's default and check. Node token
-states are computed for the nodes at query time (the core's ``PassageStates`` precomputes
-them for a whole corpus). Returned nodes are copies with the RaLa score and the signals under
+states are computed for the nodes at query time, or read from a persistent corpus index's
+``rala`` sidecar with ``index_path`` (the core's ``PassageStates`` precomputes them too).
+Returned nodes are copies with the RaLa score and the signals under
 ``metadata["rag_multihop_signals"]``.
 
 Example:
@@ -44,6 +45,9 @@ class RaLaRerank(BaseNodePostprocessor):
             states (an API embedding) cannot be used.
         scoring, token_weighting, layer, buckets, seed, pooling, drop_punctuation:
             :class:`rag_multihop.coop.RaLaSettings` fields (see :attr:`settings`).
+        index_path: a persistent corpus index with a ``rala`` sidecar: nodes it holds (by
+            node id) are scored from their stored token states instead of being encoded at
+            query time (reopened when a writer moves its version).
     """
 
     top_n: int = Field(default=5, gt=0, description="Number of nodes to return.")
@@ -55,7 +59,11 @@ class RaLaRerank(BaseNodePostprocessor):
     seed: int = Field(default=_DEFAULTS.seed, description="Seed of the premature-layer draw.")
     pooling: str | None = Field(default=_DEFAULTS.pooling, description="mean, cls or None.")
     drop_punctuation: bool = Field(default=_DEFAULTS.drop_punctuation, description="Drop it.")
+    index_path: str | None = Field(
+        default=None, description="Corpus index with a rala sidecar (stored token states)."
+    )
     _core: RaLaReranker | None = PrivateAttr(default=None)
+    _snapshot: Any = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         # checked before pydantic, whose errors would echo a key pasted here by mistake
@@ -86,11 +94,20 @@ class RaLaRerank(BaseNodePostprocessor):
         return "RaLaRerank"
 
     def reranker(self) -> RaLaReranker:
-        """The core reranker (the encoder loads on its first use)."""
+        """The core reranker (the encoder loads on its first use), reading the index's
+        stored token states when ``index_path`` is set (reopened when its version moves)."""
         if self._core is None:
             from rag_multihop.encoders import load_encoder
 
             self._core = RaLaReranker(load_encoder(self.model), settings=self.settings)
+        if self.index_path is not None and (
+            self._snapshot is None or not self._snapshot.is_current()
+        ):
+            from rag_multihop.coop.indexed import IndexedStates
+            from rag_multihop.store import CorpusIndex
+
+            self._snapshot = CorpusIndex(self.index_path).snapshot()
+            self._core.store = IndexedStates.open(self._snapshot)
         return self._core
 
     def _postprocess_nodes(

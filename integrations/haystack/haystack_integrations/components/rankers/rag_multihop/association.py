@@ -66,6 +66,9 @@ class AssociationRanker:
     Args:
         model_path: directory of a saved model (``rag-multihop aar train`` or
             ``AssociationReranker.save``); loaded in :meth:`warm_up`.
+        index_path: instead of ``model_path``, a persistent corpus index with an ``aar``
+            sidecar: the model, every passage's vector and f(p) read from it (document ids
+            are the index's passage ids; reopened when a writer moves its version).
         top_k: documents returned (a ``run`` value overrides it).
         lambda_: blend weight in [0, 1]; ``None`` keeps the saved value.
         mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
@@ -80,15 +83,19 @@ class AssociationRanker:
 
     def __init__(
         self,
-        model_path: str,
+        model_path: str | None = None,
         *,
+        index_path: str | None = None,
         top_k: int = 10,
         lambda_: float | None = None,
         mode: str | None = None,
         embedder: Any = None,
         id_key: str | None = None,
     ) -> None:
-        self.model_path = str(model_path)
+        if (model_path is None) == (index_path is None):
+            raise ValueError("AssociationRanker needs exactly one of model_path and index_path")
+        self.model_path = None if model_path is None else str(model_path)
+        self.index_path = None if index_path is None else str(index_path)
         self.top_k = check_positive_int(top_k, "top_k")
         resolve_settings(AssociationSettings, None, lambda_=lambda_, mode=mode)  # checks both
         self.lambda_ = lambda_
@@ -96,6 +103,7 @@ class AssociationRanker:
         self.embedder = check_embedder(embedder)
         self.id_key = id_key
         self._reranker: AssociationReranker | None = None
+        self._snapshot: Any = None
         self._warned = False
 
     def warm_up(self) -> None:
@@ -103,7 +111,21 @@ class AssociationRanker:
         self._loaded()
 
     def _loaded(self) -> AssociationReranker:
+        if self.index_path is not None:
+            if self._snapshot is None or not self._snapshot.is_current():
+                from rag_multihop.store import CorpusIndex
+
+                self._snapshot = CorpusIndex(self.index_path).snapshot()
+                self._reranker = AssociationReranker.from_index(
+                    self._snapshot,
+                    encoder=MemoEncoder(as_encoder(self.embedder)),
+                    lambda_=self.lambda_,
+                    mode=self.mode,
+                )
+            assert self._reranker is not None
+            return self._reranker
         if self._reranker is None:
+            assert self.model_path is not None
             self._reranker = AssociationReranker.load(
                 self.model_path,
                 encoder=MemoEncoder(as_encoder(self.embedder)),
@@ -116,6 +138,7 @@ class AssociationRanker:
         return default_to_dict(
             self,
             model_path=self.model_path,
+            index_path=self.index_path,
             top_k=self.top_k,
             lambda_=self.lambda_,
             mode=self.mode,

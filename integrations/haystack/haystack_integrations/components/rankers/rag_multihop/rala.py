@@ -39,6 +39,9 @@ class RaLaRanker:
             ``None`` is the bundled all-MiniLM-L6-v2.
         scoring, token_weighting, layer, buckets, seed, pooling, drop_punctuation:
             :class:`rag_multihop.coop.RaLaSettings` fields, kept as :attr:`settings`.
+        index_path: a persistent corpus index with a ``rala`` sidecar: documents it holds
+            (by id) are scored from their stored token states instead of being encoded at
+            query time (reopened when a writer moves its version).
     """
 
     def __init__(
@@ -53,6 +56,7 @@ class RaLaRanker:
         seed: int = _DEFAULTS.seed,
         pooling: str | None = _DEFAULTS.pooling,
         drop_punctuation: bool = _DEFAULTS.drop_punctuation,
+        index_path: str | None = None,
     ) -> None:
         self.top_k = check_positive_int(top_k, "top_k")
         self.model = check_encoder_name(model)
@@ -65,7 +69,9 @@ class RaLaRanker:
             pooling=pooling,
             drop_punctuation=drop_punctuation,
         )
+        self.index_path = None if index_path is None else str(index_path)
         self._core: RaLaReranker | None = None
+        self._snapshot: Any = None
 
     def warm_up(self) -> None:
         """Load the encoder and learn its depth (once)."""
@@ -76,6 +82,14 @@ class RaLaRanker:
             from rag_multihop.encoders import load_encoder
 
             self._core = RaLaReranker(load_encoder(self.model), settings=self.settings)
+        if self.index_path is not None and (
+            self._snapshot is None or not self._snapshot.is_current()
+        ):
+            from rag_multihop.coop.indexed import IndexedStates
+            from rag_multihop.store import CorpusIndex
+
+            self._snapshot = CorpusIndex(self.index_path).snapshot()
+            self._core.store = IndexedStates.open(self._snapshot)
         return self._core
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +105,7 @@ class RaLaRanker:
             seed=s.seed,
             pooling=s.pooling,
             drop_punctuation=s.drop_punctuation,
+            index_path=self.index_path,
         )
 
     @classmethod
