@@ -94,7 +94,7 @@ def _last(j: int) -> str:
     return (word + "n").capitalize()
 
 
-def passages(start: int, end: int, universe: int, seed: int) -> list[Any]:
+def passages(start: int, end: int, universe: int, seed: int | list[int]) -> list[Any]:
     """Passages ``start .. end-1``; they name titles of passages ``0 .. universe-1``."""
     from rag_multihop import Passage
 
@@ -141,20 +141,79 @@ def _status_mb(field: str) -> float:
 EF_SEARCH = (16, 32, 64, 128)
 
 
+BUILD_BATCH = 50_000
+"""Passages (and vectors) per batch handed to the streamed build."""
+
+
+def corpus_batches(n: int, dim: int) -> Any:
+    """The corpus of ``n`` passages with their vectors, :data:`BUILD_BATCH` at a time
+    (generated lazily: the build never sees the whole corpus at once)."""
+    for start in range(0, n, BUILD_BATCH):
+        end = min(start + BUILD_BATCH, n)
+        yield passages(start, end, n, seed=[n, start]), vectors(start, end, dim)
+
+
+class _AnnTimer:
+    """Wraps the index's ANN builder to time vector insertion apart from the rest."""
+
+    def __init__(self) -> None:
+        import rag_multihop.store.index as module
+
+        self.seconds = 0.0
+        self._build = module.make_ann_index
+        module.make_ann_index = self  # type: ignore[assignment]
+
+    def __call__(self, *args: Any, **options: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._build(*args, **options)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+class _Stages:
+    """Records when each build stage reported its last batch (and, with ``log``, prints
+    each batch with the memory then to stderr)."""
+
+    def __init__(self, log: bool) -> None:
+        self.start = time.perf_counter()
+        self.ends: dict[str, float] = {}
+        self.log = log
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        self.ends[stage] = time.perf_counter() - self.start
+        if self.log:
+            print(
+                f"{stage}: {done:,}/{total:,} at {self.ends[stage]:.0f} s (CPU "
+                f"{time.process_time():.0f} s), RSS "
+                f"{_status_mb('VmRSS'):.0f} MB (anon {_status_mb('RssAnon'):.0f}), peak "
+                f"{_rss_mb():.0f} MB, load {os.getloadavg()[0]:.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
 def phase_build(path: Path, n: int, dim: int, ann: str) -> dict[str, Any]:
     from rag_multihop.store import CorpusIndex, IndexSettings
 
-    corpus = passages(0, n, n, seed=n)
-    matrix = vectors(0, n, dim)
-    start = time.perf_counter()
-    CorpusIndex.build(path, corpus, matrix, settings=IndexSettings(ann=ann))
+    timer = _AnnTimer()
+    stages = _Stages(log=n >= 500_000)
+    start, cpu = time.perf_counter(), time.process_time()
+    CorpusIndex.build_batches(
+        path, corpus_batches(n, dim), settings=IndexSettings(ann=ann), progress=stages
+    )
     seconds = time.perf_counter() - start
     disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    read_s = stages.ends.get("read names", 0.0)
     return {
         "build_s": seconds,
+        "build_cpu_s": time.process_time() - cpu,
+        "build_read_s": read_s,
+        "build_links_s": stages.ends.get("find links", 0.0) - read_s,
+        "build_ann_s": timer.seconds,
         "build_rss_mb": _rss_mb(),
         "disk_mb": disk / 2**20,
-        "bytes_per_passage_beyond_vectors": (disk - matrix.nbytes) / n,
+        "bytes_per_passage_beyond_vectors": (disk - n * dim * 4) / n,
     }
 
 
@@ -248,9 +307,15 @@ def phase_add(path: Path, n: int, dim: int) -> dict[str, Any]:
     new = passages(n, n + CHANGE, n + CHANGE, seed=n + 1)
     matrix = vectors(n, n + CHANGE, dim)
     index = CorpusIndex(path)
-    start = time.perf_counter()
+    timer = _AnnTimer()
+    start, cpu = time.perf_counter(), time.process_time()
     index.add(new, matrix)
-    return {"add_10k_s": time.perf_counter() - start, "add_rss_mb": _rss_mb()}
+    return {
+        "add_10k_s": time.perf_counter() - start,
+        "add_cpu_s": time.process_time() - cpu,
+        "add_ann_s": timer.seconds,
+        "add_rss_mb": _rss_mb(),
+    }
 
 
 def phase_delete(path: Path, n: int) -> dict[str, Any]:
@@ -259,14 +324,18 @@ def phase_delete(path: Path, n: int) -> dict[str, Any]:
     rows = np.random.default_rng(3).choice(n, size=min(CHANGE, n), replace=False)
     doomed = [f"p{i}" for i in rows]
     index = CorpusIndex(path)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     index.delete(doomed)
-    return {"delete_10k_s": time.perf_counter() - start, "delete_rss_mb": _rss_mb()}
+    return {
+        "delete_10k_s": time.perf_counter() - start,
+        "delete_cpu_s": time.process_time() - cpu,
+        "delete_rss_mb": _rss_mb(),
+    }
 
 
 def _child(args: list[str]) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, "--phase", *args], check=True, capture_output=True, text=True
+        [sys.executable, __file__, "--phase", *args], check=True, stdout=subprocess.PIPE, text=True
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -280,7 +349,10 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
-        "--keep", action="store_true", help="keep each index (after add and delete) in --workdir"
+        "--keep", action="store_true", help="keep each index (in --workdir) after its row"
+    )
+    parser.add_argument(
+        "--phases", default="build,serve,add,delete", help="the phases to run, in order"
     )
     parser.add_argument("--phase", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -305,15 +377,13 @@ def main() -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="index-scale-"))
     for n in [int(s) for s in args.sizes.split(",")]:
         path = workdir / f"idx-{n}"
-        shutil.rmtree(path, ignore_errors=True)
+        if args.phases.startswith("build"):
+            shutil.rmtree(path, ignore_errors=True)
         common = [str(path), str(n), str(args.dim)]
         row: dict[str, Any] = {"passages": n, "dim": args.dim, "ann": args.ann}
-        for phase, extra in (
-            ("build", [args.ann]),
-            ("serve", [str(args.queries)]),
-            ("add", []),
-            ("delete", []),
-        ):
+        extras = {"build": [args.ann], "serve": [str(args.queries)], "add": [], "delete": []}
+        for phase in args.phases.split(","):
+            extra = extras[phase]
             row |= _child([phase, *common, *extra])
             row[f"{phase}_load_average"] = os.getloadavg()[0]
             print(json.dumps({"passages": n, "phase": phase, **row}), flush=True)
@@ -348,7 +418,7 @@ def main() -> None:
     print("| " + " | ".join(k for k, _ in keys) + " |")
     print("|" + "---|" * len(keys))
     for row in rows:
-        print("| " + " | ".join(f.format(row[k]) for k, f in keys) + " |")
+        print("| " + " | ".join(f.format(row[k]) if k in row else "-" for k, f in keys) + " |")
 
 
 if __name__ == "__main__":

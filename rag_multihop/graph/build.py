@@ -324,8 +324,11 @@ def passage_title_links(
     for start, word in enumerate(words):
         if not (word[0].isupper() or word[0].isdigit()):
             continue
+        key = ""
         for end in range(start + 1, min(start + max_title_words, len(words)) + 1):
-            key = " ".join(token for token in normalised[start:end] if token)
+            token = normalised[end - 1]  # the key grows by one word: the non-empty tokens joined
+            if token:
+                key = f"{key} {token}" if key else token
             for j in rows_of(key):
                 if j != row:
                     targets.add(j)

@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from rag_multihop.text import normalize_entity
+from rag_multihop.text import normalize_entity, normalize_word
 from rag_multihop.validation import check_positive_int
 
 __all__ = [
@@ -221,7 +221,7 @@ class HeuristicExtractor:
             first = word.lower()
             if length == 1:
                 if self.include_single_words and first not in STOP_CAPITALISED:
-                    found.append(normalize_entity(word))
+                    found.append(normalize_word(word))
             elif length <= self.max_span_words:
                 span = text[words[i].start() : words[span_end].end()]
                 if start_of_sentence and first in STOP_CAPITALISED and first not in {"the"}:

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -91,18 +92,31 @@ def set_ef_search(index: Any, ef_search: int) -> None:
         hnsw.efSearch = int(ef_search)
 
 
+ADD_ROWS = 1 << 16
+"""Vectors are added to an index this many rows at a time (the same for every caller, so
+the same vectors give the same graph)."""
+
+
 def make_ann_index(
-    vectors: np.ndarray, ann: str = "auto", *, ef_search: int = DEFAULT_EF_SEARCH
+    vectors: np.ndarray,
+    ann: str = "auto",
+    *,
+    ef_search: int = DEFAULT_EF_SEARCH,
+    after_add: Callable[[], None] | None = None,
 ) -> Any:
     """A FAISS inner-product index of ``ann`` (resolved for ``len(vectors)``) holding
     ``vectors`` (float32 ``(n, d)``, normalised by the caller for cosine), trained on them
-    when the index type needs training."""
+    when the index type needs training; added :data:`ADD_ROWS` at a time, ``after_add``
+    called after each (an index build releases memory-mapped rows there)."""
     check_ef_search(ef_search)
     factory = resolve_ann(check_ann(ann), len(vectors))
     faiss = _faiss()
     index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
     if not index.is_trained:
         index.train(vectors)
-    index.add(vectors)
+    for start in range(0, len(vectors), ADD_ROWS):
+        index.add(np.ascontiguousarray(vectors[start : start + ADD_ROWS], dtype=np.float32))
+        if after_add is not None:
+            after_add()
     set_ef_search(index, ef_search)
     return index

@@ -121,20 +121,44 @@ class NameDictionary:
     ) -> NameDictionary:
         """The dictionary of passages whose pass-1 ``keys`` and ``quals`` (in row order)
         and ``titles`` are given."""
-        by_key: dict[str, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
-        for row, (found, qualifiers) in enumerate(zip(keys, quals, strict=True)):
+        builder = DictionaryBuilder()
+        builder.add(keys, quals, titles)
+        return builder.finish(settings)
+
+
+class DictionaryBuilder:
+    """A :class:`NameDictionary` made batch by batch, in row order (a streaming build
+    keeps only this of pass 1 in memory)."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
+        self._graph_rows: dict[str, list[int]] = defaultdict(list)
+        self._rows = 0
+
+    def add(
+        self, keys: Sequence[Sequence[str]], quals: Sequence[Sequence[str]], titles: Sequence[str]
+    ) -> None:
+        """The next passages' pass-1 ``keys`` and ``quals`` and their ``titles``."""
+        by_key, graph_rows = self._by_key, self._graph_rows
+        for row, (found, qualifiers, title) in enumerate(
+            zip(keys, quals, titles, strict=True), start=self._rows
+        ):
             for key, joined in zip(found, qualifiers, strict=True):
                 by_key[key].append(
                     (row, tuple(joined.split(QUALIFIER_SEPARATOR)) if joined else ())
                 )
-        graph_rows: dict[str, list[int]] = defaultdict(list)
-        for row, title in enumerate(titles):
             key = title_key(title)
             if key:
                 graph_rows[key].append(row)
-        return cls(
-            TitleIndex.from_keys(dict(by_key), len(titles), max_words=settings.title_max_words),
-            dict(graph_rows),
+        self._rows += len(titles)
+
+    def finish(self, settings: IndexSettings) -> NameDictionary:
+        """The dictionary of every passage added."""
+        return NameDictionary(
+            TitleIndex.from_keys(
+                dict(self._by_key), self._rows, max_words=settings.title_max_words
+            ),
+            dict(self._graph_rows),
             settings.graph_max_title_words,
         )
 

@@ -35,10 +35,11 @@ Example (a toy 2-dimensional "encoder": vectors are given):
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.index.ann import make_ann_index
-from rag_multihop.store import batches, derive
+from rag_multihop.store import batches, derive, stream
 from rag_multihop.store.batches import Progress
 from rag_multihop.store.encoder_check import index_encoder_similarity
 from rag_multihop.store.patch import linked_sources, patch_links
@@ -57,8 +58,10 @@ from rag_multihop.store.segment import (
     POINTER,
     SERVING_PREFIX,
     Segment,
+    StagedSegment,
     current_manifest_path,
     describe_arrays,
+    drop_pages,
     manifest_name,
     read_manifest,
     read_segment,
@@ -210,6 +213,41 @@ class CorpusIndex:
         index.add(passages, matrix)
         return index
 
+    @classmethod
+    def build_batches(
+        cls,
+        path: str | os.PathLike[str],
+        batches: Iterable[tuple[Sequence[Passage], np.ndarray]],
+        **options: Any,
+    ) -> CorpusIndex:
+        """:meth:`create` an index (``options``: its arguments) of the passages ``batches``
+        yield with their vectors, streamed: each batch's columns go to disk as it is read
+        (:mod:`~rag_multihop.store.stream`), so memory does not grow with the corpus
+        beyond its name dictionary. The result equals :meth:`build` of all the passages.
+
+        >>> import tempfile
+        >>> from rag_multihop import Passage
+        >>> batches = (([Passage(f"p{i}", f"Text {i}.", f"T{i}")], np.eye(2)[i : i + 1])
+        ...            for i in range(2))
+        >>> CorpusIndex.build_batches(tempfile.mkdtemp() + "/idx", batches).info()["passages"]
+        2
+        """
+        stream_of = iter(batches)
+        for passages, vectors in stream_of:
+            if len(passages):
+                matrix = as_embedding_matrix(vectors, name="vectors")
+                break
+        else:
+            raise ValueError("batches holds no passages; an index is built from at least one")
+        index = cls.create(path, dim=matrix.shape[1], **options)
+        with writer_lock(index.path, index.lock_timeout):
+            state = _State.read(index.path)
+            version = index._first_segment(
+                state, itertools.chain([(passages, matrix)], stream_of), index.settings
+            )
+        logger.info("index %s version %d: built from batches", index.path, version)
+        return index
+
     # ------------------------------------------------------------------ reading
 
     def manifest(self) -> dict[str, Any]:
@@ -316,22 +354,18 @@ class CorpusIndex:
 
     def compact(self) -> int:
         """Rewrite the live passages as one segment (tombstones and superseded links
-        dropped, entities renumbered); remove the segments and manifests no longer
-        current. The new version."""
+        dropped, entities renumbered), streamed batch by batch; remove the segments and
+        manifests no longer current. The new version."""
         with writer_lock(self.path, self.lock_timeout):
             state = _State.read(self.path)
-            live = np.flatnonzero(state.alive)
-            passages = [state.passage(int(row)) for row in live]
-            vectors = np.concatenate(
-                [
-                    np.asarray(s["vectors"])[state.alive[s.rows[0] : s.rows[1]]]
-                    for s in state.segments
-                ]
-                or [np.zeros((0, state.dim), np.float32)]
-            )
             empty = _State(state.manifest, [], np.zeros(0, dtype=bool))
-            version = self._commit(
-                empty, passages, vectors, [], normalized=True, base=state, carried=live
+            version = self._first_segment(
+                empty,
+                state.live_batches(batches.DEFAULT_BATCH_SIZE * 8),
+                IndexSettings.from_dict(state.manifest["settings"]),
+                normalized=True,
+                base=state,
+                carried=np.flatnonzero(state.alive),
             )
             manifest = self.manifest()
             kept = {s["name"] for s in manifest["segments"]} | {manifest["serving"]["name"]}
@@ -377,20 +411,22 @@ class CorpusIndex:
         *,
         normalized: bool = False,
         base: _State | None = None,
-        carried: np.ndarray | None = None,
     ) -> int:
         """Write one segment (``passages`` added, ``dead`` rows deleted, touched links
         recomputed) and the next version's manifest over ``state``."""
         settings = IndexSettings.from_dict(state.manifest["settings"])
-        unit = vectors if normalized else l2_normalize(vectors)
         if state.segments:
+            unit = vectors if normalized else l2_normalize(vectors)
             arrays, recomputed, patched = self._update_arrays(state, settings, passages, unit, dead)
-        else:  # a first build or a compaction: the batch plan over the whole corpus
-            arrays = batches.build_arrays(
-                passages, unit, settings, self.extractor, progress=self.progress
+            version = self._publish(state, arrays, settings, base=base)
+        else:  # a first build: the batch plan, streamed to disk
+            size = batches.DEFAULT_BATCH_SIZE * 8
+            chunks = (
+                (passages[i : i + size], vectors[i : i + size])
+                for i in range(0, len(passages), size)
             )
+            version = self._first_segment(state, chunks, settings, normalized=normalized, base=base)
             recomputed = patched = 0
-        version = self._publish(state, arrays, settings, base=base, carried=carried)
         logger.info(
             "index %s version %d: +%d passages, -%d, links of %d recomputed, %d patched",
             self.path,
@@ -401,6 +437,35 @@ class CorpusIndex:
             patched,
         )
         return version
+
+    def _first_segment(
+        self,
+        state: _State,
+        chunks: Iterable[tuple[Sequence[Passage], np.ndarray]],
+        settings: IndexSettings,
+        *,
+        normalized: bool = False,
+        base: _State | None = None,
+        carried: np.ndarray | None = None,
+    ) -> int:
+        """Stream ``chunks`` into the first segment over the empty ``state`` and publish it
+        (``base``: the version a compaction rewrites, whose live rows ``carried`` are); the
+        new version."""
+        staged = StagedSegment(self.path)
+        try:
+            arrays = stream.stream_arrays(
+                staged,
+                chunks,
+                settings,
+                self.extractor,
+                dim=state.dim,
+                normalized=normalized,
+                progress=self.progress,
+            )
+            return self._publish(state, arrays, settings, base=base, staged=staged, carried=carried)
+        except BaseException:
+            staged.discard()
+            raise
 
     def write_first_segment(self, arrays: dict[str, np.ndarray]) -> int:
         """Commit the arrays an indexing engine built for this empty index
@@ -479,23 +544,33 @@ class CorpusIndex:
         settings: IndexSettings,
         *,
         base: _State | None = None,
+        staged: StagedSegment | None = None,
         carried: np.ndarray | None = None,
     ) -> int:
         """Write ``arrays`` (a segment adding rows from ``state``'s end, with its ANN index
         when ``settings`` ask for one) and the next version's manifest over ``state``
-        (``base``'s manifest for a compaction, whose old rows ``carried`` are)."""
+        (``base``'s manifest for a compaction, whose old rows ``carried`` are); ``staged``:
+        the folder holding those of the arrays already written."""
         r0, e0 = state.n_rows, state.n_entities
         n = len(arrays["ids.off"]) - 1
         e1 = e0 + len(arrays["ents.off"]) - 1
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
         alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
         stored_ann = settings.ann.lower() != "flat" and n
-        ann = make_ann_index(np.asarray(arrays["vectors"]), settings.ann) if stored_ann else None
+        ann = (
+            make_ann_index(
+                np.asarray(arrays["vectors"]),
+                settings.ann,
+                after_add=lambda: drop_pages(arrays["vectors"]),
+            )
+            if stored_ann
+            else None
+        )
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
         if manifest.get("sidecars"):  # first: a refused (stale) sidecar writes no segment
             manifest["sidecars"] = self._sidecar_parts(manifest, version, arrays, r0, carried)
-        name = write_segment(self.path, version, arrays, ann)
+        name = write_segment(self.path, version, arrays, ann, staged)
         segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann)
         manifest.update(
             version=version,
@@ -636,6 +711,16 @@ class _State:
     @property
     def n_entities(self) -> int:
         return self.view.n_entities
+
+    def live_batches(self, size: int) -> Iterator[tuple[list[Passage], np.ndarray]]:
+        """The live passages with their (unit) vectors, in row order, ``size`` at a time."""
+        for segment in self.segments:
+            start, end = segment.rows
+            live = np.flatnonzero(self.alive[start:end])
+            for at in range(0, len(live), size):
+                local = live[at : at + size]
+                passages = [self.passage(start + int(i)) for i in local]
+                yield passages, np.asarray(segment["vectors"])[local]
 
     def passage(self, row: int) -> Passage:
         view = self.view

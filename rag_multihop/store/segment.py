@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import mmap
 import os
 import shutil
 import time
@@ -118,26 +119,139 @@ def fsync_directory(folder: Path) -> None:
         os.close(descriptor)
 
 
+ARRAY_HEADER_BYTES = 256
+"""The ``.npy`` header an :class:`ArrayFile` reserves (format 1.0, padded with spaces)."""
+
+
+class ArrayFile:
+    """A ``.npy`` file written row block by row block, its length unknown until
+    :meth:`close` writes the header (so a build streams a column to disk instead of
+    holding it). Rows written can be read back (:meth:`read`) with a plain file read: no
+    memory map, so the pages stay out of the writer's resident memory.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "x.npy"
+    >>> column = ArrayFile(path, np.int32)
+    >>> column.append(np.arange(3)); column.append(np.arange(2))
+    >>> column.read(2, 4).tolist(), column.close(), np.load(path).tolist()
+    ([2, 0], (5,), [0, 1, 2, 0, 1])
+    """
+
+    def __init__(self, path: Path, dtype: Any, row_shape: tuple[int, ...] = ()) -> None:
+        self.path = path
+        self.dtype = np.dtype(dtype)
+        self.row_shape = tuple(int(x) for x in row_shape)
+        self.row_bytes = self.dtype.itemsize * int(np.prod(self.row_shape))
+        self.rows = 0
+        self._handle = open(path, "w+b")  # noqa: SIM115 - closed by close()
+        self._handle.write(b"\0" * ARRAY_HEADER_BYTES)
+
+    def append(self, values: Any) -> None:
+        """Write ``values`` (rows of ``row_shape``) after the rows written so far."""
+        block = np.ascontiguousarray(values, dtype=self.dtype)
+        if block.shape[1:] != self.row_shape and block.size:
+            raise ValueError(
+                f"{self.path.name}: rows of shape {block.shape[1:]}, not {self.row_shape}"
+            )
+        if block.size:
+            self._handle.write(block.reshape(-1).view(np.uint8).data)
+            self.rows += block.size // max(int(np.prod(self.row_shape)), 1)
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        """Rows ``[start, end)`` written so far (a copy)."""
+        self._handle.flush()
+        count = end - start
+        data = os.pread(
+            self._handle.fileno(),
+            count * self.row_bytes,
+            ARRAY_HEADER_BYTES + start * self.row_bytes,
+        )
+        return np.frombuffer(data, dtype=self.dtype).reshape(count, *self.row_shape)
+
+    def close(self) -> tuple[int, ...]:
+        """Write the header, fsync and close; the array's shape."""
+        shape = (self.rows, *self.row_shape)
+        text = f"{{'descr': '{self.dtype.str}', 'fortran_order': False, 'shape': {shape!r}, }}"
+        padding = ARRAY_HEADER_BYTES - 10 - len(text) - 1
+        if padding < 0:
+            raise ValueError(f"{self.path.name}: header of {shape} does not fit")
+        header = b"\x93NUMPY\x01\x00" + (ARRAY_HEADER_BYTES - 10).to_bytes(2, "little")
+        self._handle.flush()
+        os.pwrite(self._handle.fileno(), header + (text + " " * padding + "\n").encode(), 0)
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        return shape
+
+
+class StagedSegment:
+    """A segment folder being written (``segments/.tmp-<hex>/``): columns streamed into
+    :class:`ArrayFile` s or saved whole, published by :func:`write_segment`. A writer killed
+    meanwhile leaves only the staging folder, which the next writer removes."""
+
+    def __init__(self, root: Path) -> None:
+        folder = root / SEGMENTS
+        folder.mkdir(parents=True, exist_ok=True)
+        self.token = uuid.uuid4().hex[:12]
+        self.folder = folder / f"{TEMP_PREFIX}{self.token}"
+        self.folder.mkdir()
+        self.files: dict[str, ArrayFile] = {}
+
+    def column(self, key: str, dtype: Any, row_shape: tuple[int, ...] = ()) -> ArrayFile:
+        """A new streamed array ``key``."""
+        column = self.files[key] = ArrayFile(self.folder / f"{key}.npy", dtype, row_shape)
+        return column
+
+    def save(self, key: str, value: np.ndarray) -> np.ndarray:
+        """Write array ``key`` whole; the file, memory-mapped (the caller can drop
+        ``value``)."""
+        value = np.ascontiguousarray(value)
+        with open(self.folder / f"{key}.npy", "wb") as handle:
+            np.save(handle, value, allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        spec = {"shape": list(value.shape), "dtype": value.dtype.str}
+        return _load_array(self.folder / f"{key}.npy", spec)
+
+    def close_columns(self) -> dict[str, np.ndarray]:
+        """Finish every streamed array; each as a read-only memory map (no page read)."""
+        out = {}
+        for key, column in self.files.items():
+            shape = column.close()
+            spec = {"shape": list(shape), "dtype": column.dtype.str}
+            out[key] = _load_array(column.path, spec)
+        self.files = {}
+        return out
+
+    def holds(self, key: str) -> bool:
+        return (self.folder / f"{key}.npy").is_file()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def write_segment(
     root: Path,
     version: int,
     arrays: Mapping[str, np.ndarray],
     ann: Any = None,
+    staged: StagedSegment | None = None,
     *,
     prefix: str = SEGMENT_PREFIX,
 ) -> str:
     """Write ``arrays`` (and ``ann``, a FAISS index over the vectors, as ``ann.faiss``; the
     vectors then only there when it holds them) as a new folder under ``root/segments``
     named ``<prefix>-<version>-<hex>`` (:data:`SERVING_PREFIX` for serving arrays); its
-    name."""
+    name. With ``staged``, the arrays already written there are kept as they are and that
+    folder is published."""
     folder = root / SEGMENTS
-    folder.mkdir(parents=True, exist_ok=True)
-    token = uuid.uuid4().hex[:12]
-    staging = folder / f"{TEMP_PREFIX}{token}"
-    staging.mkdir()
+    staging = (staged or StagedSegment(root)).folder
+    token = staging.name[len(TEMP_PREFIX) :]
     in_ann = ann is not None and holds_vectors(ann)
     for key, value in arrays.items():
         if key == "vectors" and in_ann:
+            (staging / f"{key}.npy").unlink(missing_ok=True)
+            continue
+        if (staging / f"{key}.npy").is_file():
             continue
         with open(staging / f"{key}.npy", "wb") as handle:
             np.save(handle, np.ascontiguousarray(value), allow_pickle=False)
@@ -154,6 +268,18 @@ def write_segment(
     os.rename(staging, folder / name)
     fsync_directory(folder)
     return name
+
+
+def drop_pages(array: np.ndarray) -> None:
+    """Tell the kernel that the memory-mapped pages of ``array`` (a file map) are no longer
+    needed by this process (they leave its resident memory; reading them again faults them
+    back in from the page cache). Nothing for an array in anonymous memory."""
+    base: Any = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            base.madvise(mmap.MADV_DONTNEED)
+            return
+        base = getattr(base, "_mmap", None) or getattr(base, "base", None)
 
 
 def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:

@@ -24,20 +24,21 @@ import hashlib
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 
+@lru_cache(maxsize=1 << 19)
 def key_hash(key: str) -> int:
-    """The 64-bit BLAKE2b hash of ``key`` (stable across processes and machines)."""
+    """The 64-bit BLAKE2b hash of ``key`` (stable across processes and machines; memoised:
+    an index build hashes every word of every text, and texts repeat their words)."""
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 def key_hashes(keys: Iterable[str]) -> np.ndarray:
     """:func:`key_hash` of each key as a ``uint64`` array (each distinct key hashed once)."""
-    cache: dict[str, int] = {}
-    values = [cache[k] if k in cache else cache.setdefault(k, key_hash(k)) for k in keys]
-    return np.array(values, dtype=np.uint64)
+    return np.fromiter(map(key_hash, keys), dtype=np.uint64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,9 +62,19 @@ def build_postings(hashes: np.ndarray, values: np.ndarray) -> Postings:
         raise ValueError(f"got {hashes.shape[0]} key hashes for {values.shape[0]} values")
     order = np.argsort(hashes, kind="stable")
     sorted_hashes = hashes[order]
-    unique, starts = np.unique(sorted_hashes, return_index=True)
+    return Postings(*sorted_runs(sorted_hashes), values[order])
+
+
+def sorted_runs(sorted_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a sorted array and the pointers to where each run starts
+    (with the length appended): ``np.unique(..., return_index=True)`` without its sort."""
+    starts = np.flatnonzero(
+        np.concatenate([[True], sorted_hashes[1:] != sorted_hashes[:-1]])
+        if len(sorted_hashes)
+        else np.zeros(0, dtype=bool)
+    )
     pointers = np.append(starts, len(sorted_hashes)).astype(np.int64)
-    return Postings(unique, pointers, values[order])
+    return sorted_hashes[starts], pointers
 
 
 def lookup(table: Postings, hash_value: int) -> np.ndarray:

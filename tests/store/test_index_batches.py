@@ -17,7 +17,10 @@ from rag_multihop.graph.extract import HeuristicExtractor
 from rag_multihop.store import CorpusIndex, IndexSettings
 from rag_multihop.store.batches import build_arrays
 from rag_multihop.store.ray_build import expand_inputs
+from rag_multihop.store.segment import StagedSegment
+from rag_multihop.store.stream import stream_arrays
 from rag_multihop.testing import polish_wedding_passages
+from rag_multihop.validation import l2_normalize
 
 
 @pytest.fixture
@@ -129,3 +132,52 @@ def test_bulk_encoder_falls_back_when_onnx_is_missing(monkeypatch):
     monkeypatch.setattr(bulk, "make_encoder", make)
     name, reason = bulk.bulk_encoder_name(None)
     assert name == "minilm" and "int8 encoder is unavailable" in reason
+
+
+@pytest.mark.parametrize("chunk, batch_size", [(1, 1), (3, 2), (1000, 512)])
+def test_the_streamed_build_writes_the_arrays_of_the_batch_plan(
+    tmp_path, passages, chunk, batch_size
+) -> None:
+    vectors = _vectors(len(passages))
+    unit = l2_normalize(vectors)
+    expected = build_arrays(passages, unit, IndexSettings(), HeuristicExtractor())
+    staged = StagedSegment(tmp_path)
+    chunks = [
+        (passages[i : i + chunk], vectors[i : i + chunk]) for i in range(0, len(passages), chunk)
+    ]
+    found = stream_arrays(
+        staged, chunks, IndexSettings(), HeuristicExtractor(), dim=4, batch_size=batch_size
+    )
+    assert found.keys() == expected.keys()
+    for name in expected:
+        assert found[name].dtype == expected[name].dtype, name
+        assert np.array_equal(found[name], expected[name]), name
+        if name != "vectors":
+            assert np.array_equal(np.load(staged.folder / f"{name}.npy"), expected[name]), name
+    assert sorted(p.name for p in staged.folder.iterdir()) == sorted(f"{k}.npy" for k in expected)
+
+
+def test_an_index_built_from_batches_equals_one_built_at_once(tmp_path, passages) -> None:
+    vectors = _vectors(len(passages))
+    whole = CorpusIndex.build(tmp_path / "whole", passages, vectors)
+    batches = ((passages[i : i + 5], vectors[i : i + 5]) for i in range(0, len(passages), 5))
+    streamed = CorpusIndex.build_batches(tmp_path / "streamed", batches)
+    a, b = whole.snapshot(), streamed.snapshot()
+    assert list(a.passage_ids) == list(b.passage_ids)
+    for segment_a, segment_b in zip(a.segments.segments, b.segments.segments, strict=True):
+        assert segment_a.arrays.keys() == segment_b.arrays.keys()
+        for name in segment_a.arrays:
+            assert np.array_equal(segment_a[name], segment_b[name]), name
+
+
+def test_a_build_from_batches_refuses_repeated_ids_and_empty_input(tmp_path, passages) -> None:
+    vectors = _vectors(len(passages))
+    twice = [(passages[:3], vectors[:3]), (passages[2:4], vectors[2:4])]
+    with pytest.raises(ValueError, match=r"repeat id\(s\) \['" + passages[2].id + "'\\]"):
+        CorpusIndex.build_batches(tmp_path / "twice", twice)
+    with pytest.raises(ValueError, match=r"batches holds no passages"):
+        CorpusIndex.build_batches(tmp_path / "none", [([], np.zeros((0, 4)))])
+    with pytest.raises(ValueError, match=r"vectors"):
+        CorpusIndex.build_batches(
+            tmp_path / "dims", [(passages[:1], vectors[:1]), (passages[1:2], np.ones((1, 3)))]
+        )
