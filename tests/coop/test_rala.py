@@ -22,6 +22,7 @@ from rag_multihop.coop import (
 from rag_multihop.coop.settings import SCORING_NAMES
 from rag_multihop.coop.states import HiddenStatesUnavailable, StateLayout, is_punctuation
 from rag_multihop.testing import POLISH_WEDDING_QUESTION, HashingEncoder
+from tests.coop.models import perturbed_copy
 
 
 @pytest.fixture(scope="module")
@@ -235,17 +236,7 @@ def test_retriever_with_k_larger_than_the_pool(
 @pytest.fixture(scope="module")
 def other_model(minilm):
     """A model of MiniLM's shape (6 layers, 384 dimensions) with other weights."""
-    import copy
-
-    import torch
-
-    model = copy.deepcopy(minilm.model)
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if ".layer." in name and name.endswith("weight"):
-                parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.05)
-    return model
+    return perturbed_copy(minilm.model)
 
 
 def test_a_store_of_another_model_of_the_same_shape_is_refused(

@@ -11,18 +11,7 @@ from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, graph_fusion_retriever
 from rag_multihop.store.encoder_check import check_index_encoder
 from rag_multihop.store.methods import dense_retriever
-
-
-class _Shuffled:
-    """Another 64-dimensional model: the hashing encoder over suffixed words."""
-
-    name, dim = "shuffled", 64
-
-    def __init__(self, base) -> None:
-        self.base = base
-
-    def encode(self, texts, *, show_progress=False):
-        return self.base.encode([" ".join(w + "q" for w in t.split()) for t in texts])
+from tests.store.encoders import ShuffledEncoder
 
 
 class _Counting:
@@ -48,7 +37,7 @@ MISMATCH = r"encoder 'shuffled' is not the model the index .*idx was built with 
 
 
 def test_every_query_time_caller_refuses_another_model(snapshot, hashing_encoder) -> None:
-    other = _Shuffled(hashing_encoder)
+    other = ShuffledEncoder(hashing_encoder)
     with pytest.raises(ValueError, match=MISMATCH):
         MultiHopRetriever.from_index(snapshot, encoder=other)
     with pytest.raises(ValueError, match=MISMATCH):
@@ -73,8 +62,8 @@ def test_an_index_without_a_fingerprint_checks_the_dimension(
 ) -> None:
     vectors = hashing_encoder.encode([p.embedding_text for p in polish_wedding])
     snapshot = CorpusIndex.build(tmp_path / "plain", polish_wedding, vectors).snapshot()
-    MultiHopRetriever.from_index(snapshot, encoder=_Shuffled(hashing_encoder))
-    narrow = _Shuffled(hashing_encoder)
+    MultiHopRetriever.from_index(snapshot, encoder=ShuffledEncoder(hashing_encoder))
+    narrow = ShuffledEncoder(hashing_encoder)
     narrow.dim = 8
     with pytest.raises(ValueError, match="encoder 'shuffled' has dimension 8; the index .*plain"):
         check_index_encoder(snapshot.manifest, narrow, where=snapshot.root)

@@ -18,6 +18,7 @@ from rag_multihop.coop.indexed import RaLaSidecar, rala_from_index
 from rag_multihop.corpus import Corpus
 from rag_multihop.eval.datasets import load_named
 from rag_multihop.store import CorpusIndex
+from tests.coop.models import perturbed_copy
 
 SIZE = 200
 RALA_SIZE = 60
@@ -198,17 +199,7 @@ def test_rala_from_a_reopened_index_and_after_add_delete_compact(
 @pytest.fixture(scope="module")
 def impostor(minilm) -> HiddenStateEncoder:
     """MiniLM's shape and name with other weights."""
-    import copy
-
-    import torch
-
-    model = copy.deepcopy(minilm.model)
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if ".layer." in name and name.endswith("weight"):
-                parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.05)
-    return HiddenStateEncoder(model, name=HiddenStateEncoder(minilm).name)
+    return HiddenStateEncoder(perturbed_copy(minilm.model), name=HiddenStateEncoder(minilm).name)
 
 
 def test_rala_states_of_another_model_or_layout_are_refused(

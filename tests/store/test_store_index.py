@@ -19,6 +19,7 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings, graph_fusion_retriever
 from rag_multihop.validation import l2_normalize
+from tests.store.encoders import ShuffledEncoder
 
 
 def _vectors(encoder, passages) -> np.ndarray:
@@ -118,23 +119,11 @@ def test_the_fusion_searches_the_index_once_per_query(index, hashing_encoder) ->
     assert found and calls == [50, 2]
 
 
-class _Shuffled:
-    """Another 64-dimensional model: the hashing encoder over suffixed words."""
-
-    name, dim = "shuffled", 64
-
-    def __init__(self, base) -> None:
-        self.base = base
-
-    def encode(self, texts, *, show_progress=False):
-        return self.base.encode([" ".join(w + "q" for w in t.split()) for t in texts])
-
-
 def test_the_encoder_fingerprint_is_recorded_and_checked(tmp_path, hashing_encoder) -> None:
     index = CorpusIndex.create(tmp_path / "idx", dim=64, encoder=hashing_encoder)
     assert index.info()["encoder"] == "hashing-test"
     assert index.encoder_matches(hashing_encoder)
-    assert not index.encoder_matches(_Shuffled(hashing_encoder))
+    assert not index.encoder_matches(ShuffledEncoder(hashing_encoder))
     with pytest.raises(ValueError, match="dimension 64, not 8"):
         CorpusIndex.create(tmp_path / "other", dim=8, encoder=hashing_encoder)
 
