@@ -38,7 +38,8 @@ class AssociationSettings:
         first_stage_margin: association takes a rank from the incoming order only by this
             much of the blended score (:func:`~rag_multihop.margin.margin_order`; ranks kept
             against it carry the signal ``first_stage``). 0 (the default) is the plain
-            blended order; not yet chosen on tune halves (docs/benchmarks.md, corpus views).
+            blended order, right for a model trained on gold pairs; 0.02 suits one trained
+            on label-free corpus pairs (tune halves, docs/benchmarks.md, corpus views).
     """
 
     lambda_: float = DEFAULT_LAMBDA
