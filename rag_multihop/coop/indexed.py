@@ -11,7 +11,7 @@ so parts concatenate and compaction copies packed bytes without decoding.
 
 Example:
     >>> index = CorpusIndex(path, sidecars=[RaLaSidecar(reranker)])  # doctest: +SKIP
-    >>> index.attach_sidecar(RaLaSidecar(reranker))  # states of every live passage
+    >>> index.attach_sidecar(RaLaSidecar(reranker))  # doctest: +SKIP
     >>> rala = rala_from_index(index.snapshot(), reranker.encoder)  # doctest: +SKIP
 """
 
