@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -208,27 +209,26 @@ def test_create_refuses_an_existing_index_and_open_a_missing_one(tmp_path, index
         CorpusIndex(tmp_path / "elsewhere")
 
 
+def _refused_when_truncated(index: CorpusIndex, path: Path, cut: int) -> None:
+    """Opening refuses ``path`` cut short by ``cut`` bytes, naming it; then it is restored."""
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-cut])
+    with pytest.raises(ArtifactError, match=rf"{re.escape(path.name)} is truncated"):
+        index.snapshot()
+    path.write_bytes(whole)
+
+
 def test_a_missing_or_corrupt_segment_is_a_clear_error(tmp_path, index) -> None:
     segment = next((tmp_path / "idx" / "segments").glob("s-*"))
     serving = next((tmp_path / "idx" / "segments").glob("w-*"))
-    walk = serving / "walk.p.npy"
-    whole = walk.read_bytes()
-    walk.write_bytes(whole[:-8])
-    with pytest.raises(ArtifactError, match=r"walk\.p\.npy is truncated"):
-        index.snapshot()
-    walk.write_bytes(whole)
+    _refused_when_truncated(index, serving / "walk.p.npy", 8)
     vectors = segment / "vectors.npy"
     np.save(vectors, np.zeros((2, 64), dtype=np.float32))
     with pytest.raises(
         ArtifactError, match=r"vectors\.npy holds an array other than .* the segment is corrupt"
     ):
         index.snapshot()
-    texts = segment / "texts.blob.npy"
-    whole = texts.read_bytes()
-    texts.write_bytes(whole[:-5])
-    with pytest.raises(ArtifactError, match=r"texts\.blob\.npy is truncated"):
-        index.snapshot()
-    texts.write_bytes(whole)
+    _refused_when_truncated(index, segment / "texts.blob.npy", 5)
     os.remove(vectors)
     with pytest.raises(ArtifactError, match=r"vectors\.npy is missing"):
         index.snapshot()
