@@ -132,8 +132,11 @@ class IndexSnapshot:
         """Passage id → live position, by a hashed search of the stored ids."""
         return IdPositions(self.segments, self.positions, self.passage_ids.recent)
 
-    @cached_property
+    @property
     def corpus(self) -> IndexCorpus:
+        """The live passages as a :class:`Corpus` (a light view, made on each access: cached,
+        it would make a reference cycle that keeps the snapshot's file maps open until the
+        garbage collector runs)."""
         return IndexCorpus(self)
 
     @cached_property

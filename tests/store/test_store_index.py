@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -238,6 +240,20 @@ def test_a_missing_or_corrupt_segment_is_a_clear_error(tmp_path, index) -> None:
     (tmp_path / "idx" / "CURRENT").write_text("manifests/v-000009.json")
     with pytest.raises(ArtifactError, match="not a manifest here"):
         index.snapshot()
+
+
+def test_a_dropped_snapshot_closes_its_file_maps_at_once(tmp_path, index) -> None:
+    """A reader that opens a snapshot per request must not pile up open files until the
+    garbage collector runs: the snapshot (and its maps) go with its last reference."""
+    gc.disable()
+    try:
+        snapshot = CorpusIndex(tmp_path / "idx").snapshot()
+        assert len(snapshot.corpus.ids) == 5 and snapshot.corpus[0].id
+        dropped = weakref.ref(snapshot)
+        del snapshot
+        assert dropped() is None
+    finally:
+        gc.enable()
 
 
 def test_a_snapshot_is_unchanged_while_a_writer_works(
