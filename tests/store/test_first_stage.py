@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
 from rag_multihop import Candidate, Corpus, Passage, Query
-from rag_multihop.eval.datasets import load_named
 from rag_multihop.index.ann import AUTO_FLAT_LIMIT, check_ann, make_ann_index, resolve_ann
 from rag_multihop.index.dense import DenseIndex, DenseRetriever
 from rag_multihop.index.first_stage import StoreFirstStage
 from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, graph_fusion_retriever
+from tests.store.slices import wiki_slice
 
 SIZE = 200
 
@@ -21,14 +19,7 @@ SIZE = 200
 @pytest.fixture(scope="module")
 def slice_2wiki(shared_datasets):
     """200 passages (the gold of the first questions, then others) and 25 questions."""
-    dataset = load_named("2wiki", shared_datasets)
-    questions = dataset.questions[:25]
-    gold = [pid for q in questions for pid in q.gold_ids]
-    rest = [p.id for p in dataset.corpus if p.id not in set(gold)]
-    ids = list(dict.fromkeys(gold))
-    ids += random.Random(0).sample(rest, SIZE - len(ids))
-    passages = [Passage(p.id, p.text, p.title) for p in (dataset.corpus[i] for i in ids)]
-    return passages, [q.question for q in questions]
+    return wiki_slice(shared_datasets, SIZE, 25)
 
 
 class UserStore:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from rag_multihop import Corpus, Passage, Query
-from rag_multihop.eval.datasets import load_named
 from rag_multihop.eval.views import opaque_name
 from rag_multihop.fusion.core import FusionSettings
 from rag_multihop.fusion.retriever import FusionRetriever
@@ -21,6 +20,7 @@ from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.index.dense import DenseIndex, DenseRetriever
 from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, IndexSettings, graph_fusion_retriever
+from tests.store.slices import wiki_slice
 
 SIZE = 300
 
@@ -28,15 +28,7 @@ SIZE = 300
 @pytest.fixture(scope="module")
 def slice_2wiki(shared_datasets):
     """300 passages (the gold of the first questions, then others) and 40 questions."""
-    dataset = load_named("2wiki", shared_datasets)
-    questions = dataset.questions[:40]
-    gold = [pid for q in questions for pid in q.gold_ids]
-    rest = [p.id for p in dataset.corpus if p.id not in set(gold)]
-    ids = list(dict.fromkeys(gold))
-    ids += random.Random(0).sample(rest, SIZE - len(ids))
-    passages = [dataset.corpus[pid] for pid in ids]
-    passages = [Passage(p.id, p.text, p.title) for p in passages]
-    return passages, [q.question for q in questions]
+    return wiki_slice(shared_datasets, SIZE, 40)
 
 
 def _fresh_multihop(passages, vectors, encoder, *, subjects=True, ppr=None) -> MultiHopRetriever:
