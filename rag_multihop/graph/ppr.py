@@ -79,7 +79,13 @@ def row_stochastic(adjacency: sparse.spmatrix | np.ndarray) -> tuple[sparse.csr_
     out_weight = np.asarray(matrix.sum(axis=1)).ravel()
     dangling = out_weight == 0
     inverse = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=~dangling)
-    return sparse.csr_matrix(sparse.diags(inverse) @ matrix), dangling
+    # D^-1 A: each row's entries scaled by its inverse weight, as the product with the
+    # diagonal would (same float products), without a sparse matrix product
+    stochastic = sparse.csr_matrix(matrix, copy=True)
+    stochastic.sum_duplicates()
+    stochastic.data *= np.repeat(inverse, np.diff(stochastic.indptr))
+    stochastic.eliminate_zeros()
+    return stochastic, dangling
 
 
 def personalized_pagerank(

@@ -121,6 +121,20 @@ class LiveRows:
         return new, mapped[keep], keep
 
 
+def first_occurrence_order(values: np.ndarray, size: int) -> np.ndarray:
+    """The distinct ``values`` (integers in ``[0, size)``) in the order they first occur,
+    without sorting ``values`` (``np.unique`` with ``return_index`` sorts all of them).
+
+    >>> first_occurrence_order(np.array([4, 1, 4, 0, 1]), 5).tolist()
+    [4, 1, 0]
+    """
+    first = np.full(size, len(values), dtype=np.int64)
+    np.minimum.at(first, values, np.arange(len(values)))
+    occurs = np.zeros(len(values), dtype=bool)
+    occurs[first[first < len(values)]] = True
+    return np.asarray(values[occurs], dtype=np.int64)
+
+
 def _csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pointers and indices in one integer type (int32 when both fit)."""
     fits = int(indptr[-1]) <= INT32_LIMIT and len(indptr) <= INT32_LIMIT
@@ -155,8 +169,7 @@ def serving_arrays(segments: SegmentSet) -> dict[str, np.ndarray]:
         # numbered by first mention when written, so no sort is needed
         order = np.arange(n_entities, dtype=np.int64)
     else:
-        unique, first = np.unique(flat, return_index=True)
-        order = unique[np.argsort(first, kind="stable")]
+        order = first_occurrence_order(flat, n_entities)
     number = np.full(n_entities, -1, dtype=np.int64)
     number[order] = np.arange(len(order))
     mentions = sparse.csr_matrix((np.ones(len(flat)), number[flat], m_ptr), shape=(n, len(order)))
