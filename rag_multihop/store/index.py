@@ -97,6 +97,9 @@ FORMAT_VERSION = 4
 DEFAULT_LOCK_TIMEOUT = 30.0
 SNAPSHOT_ATTEMPTS = 5
 """Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
+ATTACH_BATCH = 65_536
+"""Passages :meth:`CorpusIndex.attach_sidecar` computes and writes at a time (one part each):
+its memory stays bounded whatever the corpus size."""
 
 
 class CorpusIndex:
@@ -612,25 +615,31 @@ class CorpusIndex:
             entry = entries.get(kind)
             live = np.flatnonzero(state.alive)
             version = state.version + 1
+            computed = len(live)
             if entry is not None and not replace:
                 check_identity(producer, entry, self.path)
-                live = live[~read_sidecar(self.path, manifest, kind).covered(live)]
-                if not len(live):
+                sidecar = read_sidecar(self.path, manifest, kind)
+                live = live[~sidecar.covered(live)]
+                computed = len(live)
+                if not computed:
                     self.sidecars[kind] = producer
                     return state.version
-                head = read_sidecar(self.path, manifest, kind).head
-                arrays = producer.compute(
-                    head, self._passages(state, live), self._vectors(state, live)
-                )
-            else:
+                head, parts = sidecar.head, list(entry["parts"])
+            else:  # the head from the first batch (a codec is fitted on it), then its part
+                first = live[:ATTACH_BATCH]
                 head, arrays = producer.start(
-                    self._passages(state, live), self._vectors(state, live)
+                    self._passages(state, first), self._vectors(state, first)
                 )
                 entry = new_entry(producer, write_folder(self.path, f"h-{kind}", version, head))
-            if len(live):
-                arrays[ROWS] = live.astype(np.int64)
-                part = write_folder(self.path, f"p-{kind}", version, arrays)
-                entry = {**entry, "parts": [*entry["parts"], part]}
+                parts = [self._part(kind, version, first, arrays)] if len(first) else []
+                live = live[ATTACH_BATCH:]
+            for at in range(0, len(live), ATTACH_BATCH):
+                rows = live[at : at + ATTACH_BATCH]
+                arrays = producer.compute(
+                    head, self._passages(state, rows), self._vectors(state, rows)
+                )
+                parts.append(self._part(kind, version, rows, arrays))
+            entry = {**entry, "parts": parts}
             entries[kind] = entry
             manifest.update(version=version, created=time.time(), sidecars=entries)
             write_manifest(self.path, manifest)
@@ -640,7 +649,7 @@ class CorpusIndex:
                 self.path,
                 version,
                 kind,
-                len(live),
+                computed,
             )
             return version
 
@@ -666,15 +675,28 @@ class CorpusIndex:
             AUTO_PRODUCERS,
         )
 
+    def _part(
+        self, kind: str, version: int, rows: np.ndarray, arrays: dict[str, np.ndarray]
+    ) -> dict[str, Any]:
+        """Write the values ``arrays`` of the global ``rows`` as a part of sidecar ``kind``."""
+        return write_folder(
+            self.path, f"p-{kind}", version, {**arrays, ROWS: rows.astype(np.int64)}
+        )
+
     @staticmethod
     def _passages(state: _State, rows: np.ndarray) -> list[Passage]:
         return [state.passage(int(row)) for row in rows]
 
     @staticmethod
     def _vectors(state: _State, rows: np.ndarray) -> np.ndarray:
-        if not len(rows):
-            return np.zeros((0, state.dim), dtype=np.float32)
-        return np.stack([state.view.vector(int(row)) for row in rows]).astype(np.float32)
+        """The stored vectors of the global ``rows`` (ascending), one gather per segment."""
+        out = np.empty((len(rows), state.dim), dtype=np.float32)
+        for segment in state.segments:
+            start, end = segment.rows
+            mine = np.flatnonzero((rows >= start) & (rows < end))
+            if mine.size:
+                out[mine] = np.asarray(segment["vectors"])[rows[mine] - start]
+        return out
 
 
 class _State:

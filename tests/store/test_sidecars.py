@@ -120,6 +120,34 @@ def test_aar_from_a_reopened_index_ranks_like_the_model_and_survives_add_delete_
         assert served.computed_at_query_time == 0
 
 
+def test_attaching_in_batches_over_several_segments_equals_one_batch(
+    tmp_path, wiki_slice, monkeypatch
+) -> None:
+    """A corpus larger than one attach batch is written as several parts, and a churned
+    index (three segments, tombstones) gathers its vectors from each: the served AAR
+    ranks as an attach in one batch does."""
+    import rag_multihop.store.index as index_module
+
+    passages, vectors_by_id, queries = wiki_slice
+    model = _model(passages, vectors_by_id)
+    rankings = []
+    for name, batch in (("one", len(passages)), ("many", 37)):
+        monkeypatch.setattr(index_module, "ATTACH_BATCH", batch)
+        index = CorpusIndex.build(
+            tmp_path / name, passages, np.stack([vectors_by_id[p.id] for p in passages])
+        )
+        _churn(index, passages, vectors_by_id, random.Random(2))
+        index.attach_sidecar(AssociationSidecar.of(model))
+        snapshot = CorpusIndex(tmp_path / name).snapshot()
+        parts = snapshot.manifest["sidecars"]["aar"]["parts"]
+        assert len(parts) == -(-snapshot.n_live // batch)
+        served = AssociationReranker.from_index(snapshot)
+        rankings.append(_ranking(served, snapshot, queries))
+        assert served.computed_at_query_time == 0
+    assert rankings[0] == rankings[1]
+    assert rankings[0] == _ranking(model, snapshot, queries)
+
+
 def test_a_stale_aar_sidecar_is_refused_and_replaced_only_when_asked(tmp_path, wiki_slice) -> None:
     passages, vectors_by_id, _ = wiki_slice
     index = _fresh_index(
