@@ -1,4 +1,4 @@
-"""``rag-multihop index build|add|delete|compact|info``: a persistent corpus index.
+"""``rag-multihop index build|add|delete|compact|attach|info``: a persistent corpus index.
 
 Passages come as JSON Lines (or a JSON list) of ``{"id": str, "text": str, "title": str}``
 records (``title`` optional); vectors from ``--vectors FILE.npy`` (one row per passage, in
@@ -9,7 +9,9 @@ JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector`` column skip
 encoding) with Ray actors (:mod:`rag_multihop.store.ray_build`): a local Ray with
 ``--workers`` CPUs, or the cluster at ``--address``. Bad input exits with status 2 and a
 message naming the file, record and field; a writer lock held by another process exits
-with status 1.
+with status 1. ``attach`` stores a method's per-passage values beside the index (a sidecar,
+``docs/index.md``): ``--aar MODEL_DIR`` a trained AAR model's passage transforms, ``--rala``
+RaLa's token states from ``--encoder`` (which must be the index's encoder).
 
 Example::
 
@@ -18,6 +20,7 @@ Example::
     rag-multihop index add --index my.idx --passages more.jsonl --upsert
     rag-multihop index delete --index my.idx --ids p1,p7
     rag-multihop index compact --index my.idx
+    rag-multihop index attach --index my.idx --aar aar-model/
     rag-multihop index info --index my.idx
 """
 
@@ -144,6 +147,28 @@ def _shards_have_vectors(inputs: list[str]) -> bool:
     return isinstance(first, dict) and "vector" in first
 
 
+def _sidecar(args: argparse.Namespace, index: Any) -> Any:
+    """The sidecar producer ``attach`` was asked for: ``--aar``'s model, or RaLa over
+    ``--encoder`` (checked against the encoder the index recorded)."""
+    from rag_multihop.encoders import make_encoder
+
+    if args.aar is not None:
+        from rag_multihop.association import AssociationReranker
+        from rag_multihop.association.indexed import AssociationSidecar
+
+        return AssociationSidecar.of(AssociationReranker.load(args.aar))
+    from rag_multihop.coop import RaLaReranker
+    from rag_multihop.coop.indexed import RaLaSidecar
+
+    encoder = make_encoder(args.encoder)
+    if not index.encoder_matches(encoder):
+        raise ValueError(
+            f"the encoder {args.encoder!r} is not the model {args.index} was built with: "
+            "RaLa's token states must come from the index's encoder"
+        )
+    return RaLaSidecar(RaLaReranker(encoder, codec=args.codec))
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings
 
@@ -190,6 +215,14 @@ def cmd_index(args: argparse.Namespace) -> int:
         elif args.action == "compact":
             index = CorpusIndex(args.index)
             index.compact()
+        elif args.action == "attach":
+            from rag_multihop.coop.states import HiddenStatesUnavailable
+
+            index = CorpusIndex(args.index)
+            try:
+                index.attach_sidecar(_sidecar(args, index), replace=args.replace)
+            except HiddenStatesUnavailable as exc:
+                raise ValueError(f"--rala needs a sentence-transformers --encoder: {exc}") from None
         else:
             index = CorpusIndex(args.index)
     except KeyError as exc:
@@ -214,6 +247,7 @@ def add_index_parser(sub: Any) -> None:
         ("add", "add passages (--upsert replaces those already there)"),
         ("delete", "delete passages by id"),
         ("compact", "rewrite the live passages as one segment"),
+        ("attach", "store AAR transforms (--aar MODEL_DIR) or RaLa token states (--rala)"),
         ("info", "print the index's version, counts, settings and size"),
     ):
         action = actions.add_parser(name, help=text)
@@ -271,6 +305,24 @@ def add_index_parser(sub: Any) -> None:
             )
         if name == "add":
             action.add_argument("--upsert", action="store_true", help="replace existing ids")
+        if name == "attach":
+            from rag_multihop.coop.codecs import CODEC_NAMES, DEFAULT_CODEC
+
+            what = action.add_mutually_exclusive_group(required=True)
+            what.add_argument("--aar", type=Path, help="a saved AAR model (rag-multihop aar train)")
+            what.add_argument("--rala", action="store_true", help="RaLa's token states")
+            add_encoder_argument(action)
+            action.add_argument(
+                "--codec",
+                choices=CODEC_NAMES,
+                default=DEFAULT_CODEC,
+                help="--rala: how the token vectors are packed",
+            )
+            action.add_argument(
+                "--replace",
+                action="store_true",
+                help="recompute a sidecar another model or setting made",
+            )
         if name == "delete":
             action.add_argument("--ids", default=None, help="comma-separated passage ids")
             action.add_argument("--ids-file", type=Path, default=None, help="JSON list of ids")

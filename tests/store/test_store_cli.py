@@ -166,3 +166,56 @@ def test_without_vectors_the_bundled_encoder_embeds_and_is_recorded(tmp_path, ca
     more = _write(tmp_path, "b.jsonl", [{"id": "psycho", "text": "Psycho is a film."}])
     assert main(["index", "add", "--index", idx, "--passages", str(more), *cache]) == 0
     assert json.loads(capsys.readouterr().out)["passages"] == 3
+
+
+def test_attach_stores_a_sidecar_once_and_refuses_another_model(tmp_path, capsys) -> None:
+    from rag_multihop.association import AssociationReranker, TrainingConfig
+
+    idx = str(tmp_path / "idx")
+    vectors = _npy(tmp_path, "a.npy", 2)
+    passages = _write(tmp_path, "a.jsonl", PASSAGES)
+    assert (
+        main(
+            [
+                "index",
+                "build",
+                "--index",
+                idx,
+                "--passages",
+                str(passages),
+                "--vectors",
+                str(vectors),
+            ]
+        )
+        == 0
+    )
+    models = []
+    for seed in (0, 1):
+        model = AssociationReranker(training=TrainingConfig(epochs=2, batch_size=2, seed=seed))
+        model.fit(["rope", "ah"], np.load(vectors), [("rope", "ah")], encoder_name="test")
+        models.append(str(model.save(tmp_path / f"aar-{seed}")))
+    capsys.readouterr()
+    assert main(["index", "attach", "--index", idx, "--aar", models[0]]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["sidecars"]["aar"]["rows"] == 2 and info["version"] == 2
+    assert main(["index", "attach", "--index", idx, "--aar", models[0]]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == 2  # nothing missing: unchanged
+    assert main(["index", "attach", "--index", idx, "--aar", models[1]]) == 2
+    assert "replace=True" in capsys.readouterr().err
+    assert main(["index", "attach", "--index", idx, "--aar", models[1], "--replace"]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == 3
+    assert main(["index", "attach", "--index", idx, "--aar", str(tmp_path / "nothing")]) == 2
+    assert "nothing" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["index", "attach", "--index", idx])  # --aar or --rala is required
+
+
+def test_attach_rala_stores_the_index_encoders_token_states(tmp_path, capsys) -> None:
+    idx = str(tmp_path / "idx")
+    passages = _write(tmp_path, "a.jsonl", PASSAGES)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert main(["index", "build", "--index", idx, "--passages", str(passages), *cache]) == 0
+    capsys.readouterr()
+    assert main(["index", "attach", "--index", idx, "--rala", "--codec", "int8"]) == 0
+    sidecar = json.loads(capsys.readouterr().out)["sidecars"]["rala"]
+    assert sidecar["rows"] == 2 and sidecar["identity"]["codec"] == "int8"
