@@ -343,7 +343,7 @@ class CorpusIndex:
             return self.version
         with writer_lock(self.path, self.lock_timeout):
             state = _State.read(self.path)
-            rows = [state.view.row_of(i) for i in wanted]
+            rows = state.view.rows_of(wanted)
             missing = [i for i, row in zip(wanted, rows, strict=True) if row is None]
             if missing and not missing_ok:
                 raise KeyError(
@@ -394,7 +394,7 @@ class CorpusIndex:
             return self.version
         with writer_lock(self.path, self.lock_timeout):
             state = _State.read(self.path)
-            rows = [state.view.row_of(i) for i in ids]
+            rows = state.view.rows_of(ids)
             present = [i for i, row in zip(ids, rows, strict=True) if row is not None]
             if present and not replace:
                 raise ValueError(

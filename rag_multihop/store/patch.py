@@ -40,11 +40,12 @@ def linked_sources(
     vectorised scan of the stored link targets)."""
     if not len(dead) or not segments:
         return np.zeros(0, dtype=np.int64)
-    doomed = np.asarray(sorted(dead), dtype=np.int64)
+    doomed = np.zeros(alive.shape[0], dtype=bool)
+    doomed[np.asarray(dead, dtype=np.int64)] = True
     owner, _ = _current_owner(segments, alive.shape[0])
     found = []
     for i, segment in enumerate(segments):
-        hits = np.flatnonzero(np.isin(np.asarray(segment["link.dst"]), doomed))
+        hits = np.flatnonzero(doomed[np.asarray(segment["link.dst"])])
         if hits.size == 0:
             continue
         entries = np.unique(np.searchsorted(segment["link.ptr"], hits, side="right") - 1)
