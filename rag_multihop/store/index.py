@@ -40,6 +40,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,10 @@ from rag_multihop.store.batches import Progress
 from rag_multihop.store.encoder_check import index_encoder_similarity
 from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
+    LOCK,
+    MANIFESTS,
     POINTER,
+    SEGMENTS,
     SERVING_PREFIX,
     Segment,
     StagedSegment,
@@ -212,8 +216,10 @@ class CorpusIndex:
     ) -> CorpusIndex:
         """:meth:`create` an index (``options``: its arguments) and :meth:`add` ``passages``."""
         matrix = as_embedding_matrix(vectors, name="vectors")
+        made_folder = not Path(path).exists()
         index = cls.create(path, dim=matrix.shape[1], **options)
-        index.add(passages, matrix)
+        with _undone_on_failure(index.path, made_folder):
+            index.add(passages, matrix)
         return index
 
     @classmethod
@@ -242,8 +248,12 @@ class CorpusIndex:
                 break
         else:
             raise ValueError("batches holds no passages; an index is built from at least one")
+        made_folder = not Path(path).exists()
         index = cls.create(path, dim=matrix.shape[1], **options)
-        with writer_lock(index.path, index.lock_timeout):
+        with (
+            _undone_on_failure(index.path, made_folder),
+            writer_lock(index.path, index.lock_timeout),
+        ):
             state = _State.read(index.path)
             version = index._first_segment(
                 state, itertools.chain([(passages, matrix)], stream_of), index.settings
@@ -697,6 +707,26 @@ class CorpusIndex:
             if mine.size:
                 out[mine] = np.asarray(segment["vectors"])[rows[mine] - start]
         return out
+
+
+@contextmanager
+def _undone_on_failure(root: Path, made_folder: bool) -> Iterator[None]:
+    """Undo :meth:`CorpusIndex.create` when the first write of a build fails (bad input,
+    an interrupt), so that the build can be run again: the pointer, the version-0 manifest
+    and the lock file go, and the folders they leave empty (a user's files stay). Nothing
+    is removed once a version beyond 0 exists."""
+    try:
+        yield
+    except BaseException:
+        manifest = current_manifest_path(root)
+        if manifest.name == manifest_name(0):
+            for path in (root / POINTER, manifest, root / LOCK):
+                path.unlink(missing_ok=True)
+            folders = [root / MANIFESTS, root / SEGMENTS, *([root] if made_folder else [])]
+            for folder in folders:
+                with suppress(OSError):  # not empty (or gone): left as it is
+                    folder.rmdir()
+        raise
 
 
 class _State:

@@ -67,3 +67,10 @@ def test_corpus_lookup_by_id_and_position():
     assert corpus.texts() == ["A\nx", "y"]
     with pytest.raises(KeyError, match="unknown passage id 'zz'"):
         corpus.index_of("zz")
+
+
+@pytest.mark.parametrize("field", ["id", "text", "title"])
+def test_passage_rejects_text_that_is_not_valid_unicode(field):
+    values = {"id": "p", "text": "ok", "title": "T"} | {field: "caf" + chr(0xD800)}
+    with pytest.raises(ValueError, match=rf"Passage\.{field} .*not valid Unicode.*position 3"):
+        Passage(values["id"], values["text"], values["title"])

@@ -211,6 +211,27 @@ def test_create_refuses_an_existing_index_and_open_a_missing_one(tmp_path, index
         CorpusIndex(tmp_path / "elsewhere")
 
 
+@pytest.mark.parametrize("folder", ["made by the build", "the user's"])
+def test_a_build_that_fails_leaves_no_index_and_can_be_run_again(tmp_path, folder) -> None:
+    """Bad input to a first build undoes its create (the folder it made, or only its own
+    files in the user's folder), so the same call with good input then succeeds."""
+    passages = [Passage("a", "Rope is a film.", "Rope"), Passage("a", "Again.", "Again")]
+    path = tmp_path / "idx"
+    if folder == "the user's":
+        path.mkdir()
+        (path / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(ValueError, match="repeat id"):
+        CorpusIndex.build(path, passages, np.ones((2, 4)))
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    batches = iter([(passages[:1], np.ones((1, 4))), (passages[1:], np.full((1, 4), np.nan))])
+    with pytest.raises(ValueError, match="NaN"):
+        CorpusIndex.build_batches(path, batches)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert CorpusIndex.build(path, passages[:1], np.ones((1, 4))).info()["passages"] == 1
+    assert folder == "made by the build" or (path / "notes.txt").read_text() == "mine"
+
+
 def _refused_when_truncated(index: CorpusIndex, path: Path, cut: int) -> None:
     """Opening refuses ``path`` cut short by ``cut`` bytes, naming it; then it is restored."""
     whole = path.read_bytes()
