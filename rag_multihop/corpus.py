@@ -4,6 +4,8 @@ Example:
     >>> corpus = Corpus([Passage("a", "Alpha."), Passage("b", "Beta.")])
     >>> len(corpus), corpus.index_of("b"), corpus["a"].text
     (2, 1, 'Alpha.')
+    >>> as_corpus([Passage("a", "Alpha.")]).ids, as_corpus(corpus) is corpus
+    (['a'], True)
 """
 
 from __future__ import annotations
@@ -22,9 +24,19 @@ class Corpus(Sequence[Passage]):
     """
 
     def __init__(self, passages: Iterable[Passage]) -> None:
+        if isinstance(passages, (str, bytes)):
+            raise TypeError("a corpus is made of Passage objects, not one string")
         self._passages: tuple[Passage, ...] = tuple(passages)
         if not self._passages:
             raise ValueError("corpus is empty: give at least one passage")
+        wrong = next(
+            ((i, p) for i, p in enumerate(self._passages) if not isinstance(p, Passage)), None
+        )
+        if wrong is not None:
+            raise TypeError(
+                f"a corpus is made of rag_multihop.Passage objects; item {wrong[0]} is a "
+                f"{type(wrong[1]).__name__}"
+            )
         self._position = {p.id: i for i, p in enumerate(self._passages)}
         if len(self._position) != len(self._passages):
             dupes = [pid for pid, n in Counter(p.id for p in self._passages).items() if n > 1]
@@ -73,3 +85,9 @@ class Corpus(Sequence[Passage]):
     def texts(self) -> list[str]:
         """The texts encoders see, in corpus order (see :attr:`Passage.embedding_text`)."""
         return [p.embedding_text for p in self._passages]
+
+
+def as_corpus(passages: Corpus | Iterable[Passage]) -> Corpus:
+    """``passages`` as a :class:`Corpus` (a corpus is returned as it is; a list or other
+    iterable of passages is checked and wrapped)."""
+    return passages if isinstance(passages, Corpus) else Corpus(passages)

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rag_multihop._settings import SettingsField, resolve_settings
-from rag_multihop.corpus import Corpus
+from rag_multihop.corpus import Corpus, as_corpus
 from rag_multihop.graph.build import EdgeWeights, EntityGraph
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.graph.ppr import Transition, personalized_pagerank, transition_matrix
@@ -48,7 +48,7 @@ from rag_multihop.graph.push import PushGraph, push_pagerank
 from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.protocols import Retriever
 from rag_multihop.tracing import NoSpan, Span, span
-from rag_multihop.types import Candidate, Query, rank_candidates
+from rag_multihop.types import Candidate, Passage, Query, rank_candidates
 from rag_multihop.validation import check_positive_int, loggable
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class GraphRetriever:
     def __init__(
         self,
         graph: EntityGraph,
-        corpus: Corpus,
+        corpus: Corpus | Sequence[Passage],
         *,
         seed_retriever: Retriever | None = None,
         extractor: EntityExtractor | None = None,
@@ -121,6 +121,7 @@ class GraphRetriever:
         push_epsilon: float | None = None,
         check_corpus: bool = True,
     ) -> None:
+        corpus = as_corpus(corpus)
         if check_corpus:
             graph.check_corpus(corpus)
         self.settings = resolve_settings(

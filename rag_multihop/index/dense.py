@@ -30,10 +30,10 @@ import numpy as np
 
 from rag_multihop._artifact_config import read_config, write_config
 from rag_multihop._atomic import ArtifactError, atomic_directory, read_artifact, read_json_file
-from rag_multihop.corpus import Corpus
+from rag_multihop.corpus import Corpus, as_corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.index.ann import DEFAULT_EF_SEARCH, make_ann_index, resolve_ann
-from rag_multihop.types import Candidate, Query, rank_candidates
+from rag_multihop.types import Candidate, Passage, Query, rank_candidates
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
 
@@ -207,12 +207,13 @@ class DenseRetriever:
 
     def __init__(
         self,
-        corpus: Corpus,
+        corpus: Corpus | Sequence[Passage],
         index: DenseIndex,
         encoder: Encoder | None = None,
         *,
         check_ids: bool = True,
     ) -> None:
+        corpus = as_corpus(corpus)
         if len(index) != len(corpus):
             raise ValueError(f"index holds {len(index)} passages but the corpus has {len(corpus)}")
         unknown = [pid for pid in index.ids if pid not in corpus] if check_ids else []

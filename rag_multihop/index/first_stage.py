@@ -25,13 +25,14 @@ Example:
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 
-from rag_multihop.corpus import Corpus
+from rag_multihop.corpus import Corpus, as_corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.protocols import Retriever
-from rag_multihop.types import Candidate, Query, rank_candidates
+from rag_multihop.types import Candidate, Passage, Query, rank_candidates
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
 
@@ -53,7 +54,7 @@ class StoreFirstStage:
     def __init__(
         self,
         store: Retriever,
-        corpus: Corpus,
+        corpus: Corpus | Sequence[Passage],
         vectors: np.ndarray,
         encoder: Encoder | None = None,
     ) -> None:
@@ -61,6 +62,7 @@ class StoreFirstStage:
             raise TypeError(
                 f"store must be a retriever with retrieve(query, k), got {type(store).__name__}"
             )
+        corpus = as_corpus(corpus)
         # an array, a memory map or a row-indexable stand-in (an index's live vectors) is
         # used as it is; anything else (lists) becomes an array
         matrix = vectors if getattr(vectors, "ndim", None) == 2 else as_embedding_matrix(vectors)

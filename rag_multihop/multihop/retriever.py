@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from rag_multihop._settings import resolve_settings
-from rag_multihop.corpus import Corpus
+from rag_multihop.corpus import Corpus, as_corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.fusion.core import FusionSettings, fuse_candidates
 from rag_multihop.graph.build import EntityGraph
@@ -108,7 +108,7 @@ from rag_multihop.multihop.titles import TextMentions, TitleIndex
 from rag_multihop.protocols import Retriever
 from rag_multihop.store.encoder_check import check_index_encoder
 from rag_multihop.tracing import span
-from rag_multihop.types import Candidate, Query
+from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
 
@@ -285,7 +285,7 @@ class MultiHopRetriever:
 
     def __init__(
         self,
-        corpus: Corpus,
+        corpus: Corpus | Sequence[Passage],
         vectors: np.ndarray,
         *,
         index: DenseIndex | None = None,
@@ -349,6 +349,7 @@ class MultiHopRetriever:
             tail_guard=tail_guard,
             lexical_weight=lexical_weight,
         )
+        corpus = as_corpus(corpus)
         matrix = as_embedding_matrix(vectors, name="passage vectors", ids=corpus.ids)
         if matrix.shape[0] != len(corpus):
             raise ValueError(f"got {matrix.shape[0]} vectors for {len(corpus)} passages")
@@ -513,13 +514,14 @@ class MultiHopRetriever:
     @classmethod
     def from_corpus(
         cls,
-        corpus: Corpus,
+        corpus: Corpus | Sequence[Passage],
         encoder: Encoder,
         *,
         settings: MultiHopSettings | None = None,
         show_progress: bool = False,
     ) -> MultiHopRetriever:
         """Embed every passage (``title + "\\n" + text``) and build everything else."""
+        corpus = as_corpus(corpus)
         vectors = encoder.encode(corpus.texts(), show_progress=show_progress)
         return cls(corpus, vectors, encoder=encoder, settings=settings)
 

@@ -60,6 +60,28 @@ def test_corpus_rejects_empty_and_duplicates():
         Corpus([Passage("a", "x"), Passage("a", "y"), Passage("b", "z")])
 
 
+def test_corpus_rejects_what_is_not_a_passage():
+    with pytest.raises(TypeError, match="item 1 is a dict"):
+        Corpus([Passage("a", "x"), {"id": "b", "text": "y"}])
+    with pytest.raises(TypeError, match="not one string"):
+        Corpus("ab")
+
+
+def test_methods_take_a_list_of_passages_as_their_corpus():
+    import numpy as np
+
+    from rag_multihop.multihop import MultiHopRetriever
+
+    passages = [
+        Passage("a", "Rope is a film.", "Rope"),
+        Passage("b", "Psycho is a film.", "Psycho"),
+    ]
+    retriever = MultiHopRetriever(passages, np.eye(2))
+    assert isinstance(retriever.corpus, Corpus) and retriever.corpus.ids == ["a", "b"]
+    found = retriever.retrieve(Query("Which film is Rope?", embedding=np.array([1.0, 0.0])), k=2)
+    assert found[0].id == "a"
+
+
 def test_corpus_lookup_by_id_and_position():
     corpus = Corpus([Passage("a", "x", title="A"), Passage("b", "y")])
     assert corpus["b"].text == "y" and corpus[0].id == "a"
