@@ -21,7 +21,12 @@ For a question q (:meth:`MultiHopRetriever.run`):
 4. **Graph tail**: the fill's ranks 3+ are fused with Personalized PageRank over the entity
    graph (:class:`~rag_multihop.graph.retriever.GraphRetriever`) seeded by the pair and the
    question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
-   ``graph_cap``), which reaches passages that share entities rather than titles.
+   ``graph_cap``), which reaches passages that share entities rather than titles. With
+   the tail guard, only passages holding at least
+   :data:`~rag_multihop.multihop.scoring.MIN_WALK_MASS` of the walk join the fusion: PIT
+   gives a diffuse walk's first passages full marks however little mass they hold (a
+   corpus whose titles the entity graph cannot link, such as opaque ids), and they pushed
+   the fill's linked second hops (each compared film's director) out of the top 5.
 5. **Tail guard**: a tail rank keeps its passage only when the question or the pair supports
    it: named by the question, among the first stage's best ``fill_depth`` (by ``base``),
    linked from a pair passage *and* similar to the question (cosine above 0: a link counts
@@ -253,6 +258,12 @@ class _Pool:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def _ranked(candidates: list[Candidate]) -> list[Candidate]:
+    """``candidates`` scored by rank in (0, 1] (the first 1.0)."""
+    n = max(len(candidates), 1)
+    return [c.with_score((n - i) / n) for i, c in enumerate(candidates)]
 
 
 def _grown(values: np.ndarray, size: int) -> np.ndarray:
@@ -647,13 +658,19 @@ class MultiHopRetriever:
             for i, row in enumerate(rest)
         ]
         if self.graph_retriever is None or not seeds_rows:
-            n = max(len(rest), 1)
-            return [c.with_score((len(rest) - i) / n) for i, c in enumerate(fill)][: k - reserved]
+            return _ranked(fill)[: k - reserved]
         seeds = [Candidate(self.corpus[row], 1.0) for row in seeds_rows]
         depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(self._ids)
         walked = self.graph_retriever.rank(query, seeds, k=depth)
         skip = {self._ids[row] for row in head}
-        walk = [c for c in walked if c.id not in skip and pool.allows(self._row[c.id])]
+        floor = MIN_WALK_MASS if self.settings.tail_guard else 0.0
+        walk = [
+            c
+            for c in walked
+            if c.id not in skip and pool.allows(self._row[c.id]) and c.score >= floor
+        ]
+        if not walk:
+            return _ranked(fill)[: k - reserved]
         return fuse_candidates(
             {"fill": fill, "graph": walk[: self.settings.graph_cap]},
             self._tail_fusion,
