@@ -1,6 +1,6 @@
-"""The tail's walk joins the fusion only with passages it reaches with real mass: a diffuse
-walk (a corpus whose titles the entity graph cannot link, e.g. opaque document ids) must
-not push the fill's linked second hops out of the top 5. Through the public API, with a
+"""A diffuse tail walk (no passage holding 2% of its mass: a corpus whose titles the entity
+graph cannot link, e.g. opaque document ids) must not push the fill's linked second hops
+out of the top 5; a walk with mass somewhere is fused as before. Through the public API, with a
 stand-in walk whose masses are set by hand."""
 
 from __future__ import annotations
@@ -54,9 +54,11 @@ class _Walk:
         return [Candidate(self.corpus[self.corpus.ids.index(i)], m) for i, m in ranked]
 
 
-def _retriever(masses: dict[str, float], **overrides: bool) -> MultiHopRetriever:
-    corpus = Corpus([p for p, _ in PASSAGES])
-    vectors = np.stack([_unit(cos, 1 + i) for i, (_, cos) in enumerate(PASSAGES)])
+def _retriever(
+    masses: dict[str, float], rows: list[tuple[Passage, float]] = PASSAGES, **overrides: bool
+) -> MultiHopRetriever:
+    corpus = Corpus([p for p, _ in rows])
+    vectors = np.stack([_unit(cos, 1 + i) for i, (_, cos) in enumerate(rows)])
     retriever = MultiHopRetriever(corpus, vectors, **overrides)
     retriever.graph_retriever = _Walk(corpus, masses)  # type: ignore[assignment]
     return retriever
@@ -76,10 +78,21 @@ def test_without_the_guard_the_diffuse_walk_takes_the_ranks() -> None:
     assert not {"da", "db"} <= set(ids[:4])
 
 
-def test_a_passage_the_walk_reaches_with_mass_still_joins_the_tail() -> None:
+def test_a_walk_that_reaches_a_passage_with_mass_is_fused_as_before() -> None:
     masses = {**DIFFUSE, "x1": 4 * MIN_WALK_MASS}
-    result = _retriever(masses).run(QUESTION, k=5)
-    by_id = {c.id: c for c in result.candidates}
-    assert "x1" in by_id
+    guarded = _retriever(masses).run(QUESTION, k=5)
+    unguarded = _retriever(masses, tail_guard=False).run(QUESTION, k=5)
+    by_id = {c.id: c for c in guarded.candidates}
     assert by_id["x1"].signals["graph"] == 4 * MIN_WALK_MASS
-    assert all("graph" not in by_id[i].signals for i in ("da", "db") if i in by_id)
+    assert [c.id for c in guarded.candidates] == [c.id for c in unguarded.candidates]
+
+
+def test_on_titled_passages_a_diffuse_walk_is_fused_as_before() -> None:
+    titles = ["Harlan Vale", "Tide of Embers", "Osric Menner", "Lise Corvath"]
+    titled = [
+        (Passage(p.id, p.text, titles[i]), cos) if i < len(titles) else (p, cos)
+        for i, (p, cos) in enumerate(PASSAGES)
+    ]
+    guarded = [c.id for c in _retriever(DIFFUSE, titled).retrieve(QUESTION, k=5)]
+    unguarded = [c.id for c in _retriever(DIFFUSE, titled, tail_guard=False).retrieve(QUESTION, 5)]
+    assert guarded == unguarded
