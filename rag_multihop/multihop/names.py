@@ -17,7 +17,9 @@ written in, so a text that writes one of them names the passage:
 - a ruler's name (*Robert II of Dreux*, *Frederick, Prince of Anhalt-Harzgerode*) is also
   written with any rank after a comma (*Robert II, Count of Dreux*) or none;
 - the first given name may be shortened to its first three to five letters (*Tim*,
-  *Chris*, *Don*) when it is longer; the given names after the first, or all of them, may
+  *Chris*, *Don*) when it is longer, or written in a familiar form of
+  :data:`FAMILIAR_NAMES` (*Frank Sinatra* for *Francis Albert Sinatra*, *Eddie Romero* for
+  *Edgar Sinco Romero*); the given names after the first, or all of them, may
   be written as initials (*Enzo G. Castellari*, *P. Bhaskaran*).
 
 Only names of two to six capitalised words (particles aside) get aliases, at most four
@@ -65,6 +67,28 @@ MAX_GIVEN = 4
 NICKNAME_LETTERS = (3, 4, 5)
 """A first given name longer than these is also written by its first so many letters."""
 
+
+_FAMILIAR_TABLE = """
+Albert:Al,Bert Alexander:Alex,Sandy Alfred:Fred,Freddie,Alf Andrew:Andy,Drew
+Anthony:Tony Antonio:Tony Arthur:Art Benjamin:Ben,Benny Bernard:Bernie Charles:Charlie,Chuck
+Christopher:Chris,Kit Daniel:Dan,Danny David:Dave,Davey Donald:Don,Donnie Douglas:Doug
+Edgar:Ed,Eddie Edmund:Ed,Eddie,Ned Edward:Ed,Eddie,Ted,Teddy,Ned Edwin:Ed,Eddie
+Elizabeth:Liz,Beth,Betty,Bess Eugene:Gene Francis:Frank,Frankie Franklin:Frank
+Frederick:Fred,Freddie Gerald:Jerry,Gerry Gregory:Greg Harold:Harry,Hal Henry:Harry,Hank
+Herbert:Herb,Bert Isaac:Ike Jacob:Jake James:Jim,Jimmy,Jamie Jerome:Jerry John:Jack,Johnny
+Jonathan:Jon Joseph:Joe,Joey Katherine:Kate,Kathy Catherine:Kate,Cathy Kenneth:Ken,Kenny
+Lawrence:Larry Laurence:Larry Leonard:Len,Lenny Louis:Lou,Louie Margaret:Peggy,Maggie,Meg
+Matthew:Matt Michael:Mike,Mickey Nicholas:Nick Patrick:Pat,Paddy Patricia:Pat,Patty
+Peter:Pete Raymond:Ray Richard:Dick,Rick,Rich,Richie Robert:Bob,Bobby,Rob,Robbie,Bert
+Ronald:Ron,Ronnie Samuel:Sam,Sammy Stephen:Steve Steven:Steve Theodore:Ted,Teddy,Theo
+Thomas:Tom,Tommy Timothy:Tim Vincent:Vince William:Bill,Billy,Will,Willie,Willy
+"""
+FAMILIAR_NAMES: dict[str, tuple[str, ...]] = {
+    formal: tuple(familiar.split(","))
+    for formal, familiar in (entry.split(":") for entry in _FAMILIAR_TABLE.split())
+}
+"""Familiar forms of common given names (*Frank* for *Francis*, *Chuck* for *Charles*),
+which a first given name is also written with."""
 
 _ROMAN = re.compile(r"M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})")
 
@@ -147,6 +171,8 @@ def name_aliases(name: str) -> tuple[str, ...]:
         for letters in NICKNAME_LETTERS:
             if len(first) > letters + 1:
                 forms[" ".join([first[:letters], *surname])] = None
+        for familiar in FAMILIAR_NAMES.get(first, ()):
+            forms[" ".join([familiar, *surname])] = None
         initials = [f"{w[0]}." for w in given]
         forms[" ".join([first, *initials[1:], *surname])] = None
         forms[" ".join([*initials, *surname])] = None

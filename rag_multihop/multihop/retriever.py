@@ -21,7 +21,14 @@ For a question q (:meth:`MultiHopRetriever.run`):
 4. **Graph tail**: the fill's ranks 3+ are fused with Personalized PageRank over the entity
    graph (:class:`~rag_multihop.graph.retriever.GraphRetriever`) seeded by the pair and the
    question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
-   ``graph_cap``), which reaches passages that share entities rather than titles.
+   ``graph_cap``), which reaches passages that share entities rather than titles. With
+   the tail guard, when a pair passage is known by subjects read from its text (its
+   title, an opaque id or a document name, is not its name, so the entity graph could
+   not link it) and the walk reaches no passage with
+   :data:`~rag_multihop.multihop.scoring.MIN_WALK_MASS` of its mass, the tail keeps the
+   fill's order: PIT gives such a diffuse walk's first passages full marks however
+   little mass they hold, and they pushed the fill's linked second hops (each compared
+   film's director) out of the top 5.
 5. **Tail guard**: a tail rank keeps its passage only when the question or the pair supports
    it: named by the question, among the first stage's best ``fill_depth`` (by ``base``),
    linked from a pair passage *and* similar to the question (cosine above 0: a link counts
@@ -253,6 +260,12 @@ class _Pool:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def _ranked(candidates: list[Candidate]) -> list[Candidate]:
+    """``candidates`` scored by rank in (0, 1] (the first 1.0)."""
+    n = max(len(candidates), 1)
+    return [c.with_score((n - i) / n) for i, c in enumerate(candidates)]
 
 
 def _grown(values: np.ndarray, size: int) -> np.ndarray:
@@ -649,18 +662,24 @@ class MultiHopRetriever:
             for i, row in enumerate(rest)
         ]
         if self.graph_retriever is None or not seeds_rows:
-            n = max(len(rest), 1)
-            return [c.with_score((len(rest) - i) / n) for i, c in enumerate(fill)][: k - reserved]
+            return _ranked(fill)[: k - reserved]
         seeds = [Candidate(self.corpus[row], 1.0) for row in seeds_rows]
         depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(self._ids)
         walked = self.graph_retriever.rank(query, seeds, k=depth)
         skip = {self._ids[row] for row in head}
         walk = [c for c in walked if c.id not in skip and pool.allows(self._row[c.id])]
+        if not walk or (self._diffuse(walk) and not self._read_subjects.isdisjoint(head)):
+            return _ranked(fill)[: k - reserved]
         return fuse_candidates(
             {"fill": fill, "graph": walk[: self.settings.graph_cap]},
             self._tail_fusion,
             top_n=max(k - reserved, 0),
         )
+
+    def _diffuse(self, walk: list[Candidate]) -> bool:
+        """With the tail guard: the walk reaches no passage with
+        :data:`~rag_multihop.multihop.scoring.MIN_WALK_MASS` of its mass."""
+        return self.settings.tail_guard and max(c.score for c in walk) < MIN_WALK_MASS
 
     # ------------------------------------------------------------------ public
 

@@ -65,7 +65,9 @@ class MultiHopSettings:
             the question, among the first stage's best ``fill_depth``, linked from a pair
             passage and similar to the question, or reached by the walk with
             :data:`~rag_multihop.multihop.scoring.MIN_WALK_MASS`); each other rank goes to the
-            first stage's next passage (:func:`~rag_multihop.multihop.scoring.guarded_order`).
+            first stage's next passage (:func:`~rag_multihop.multihop.scoring.guarded_order`);
+            and when a pair passage is known by subjects read from its text, a walk that
+            reaches no passage with that mass keeps out of the tail.
         lexical_weight: weight of the BM25 score, scaled by the query's best, in every
             candidate's base score (0, the default, switches it off): in chunks and files
             whose titles do not name them, a question's names are found in the text alone.

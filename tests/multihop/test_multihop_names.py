@@ -30,6 +30,9 @@ from rag_multihop.multihop.titles import TitleIndex
         ("Joseph Ferdinand Leopold of Bavaria", "Joseph Ferdinand of Bavaria"),
         ("Robert II of Dreux", "Robert II, Count of Dreux"),
         ("John, Count of Brienne", "John of Brienne"),
+        ("Francis Albert Sinatra", "Frank Sinatra"),
+        ("Edgar Sinco Romero", "Eddie Romero"),
+        ("Charles Edward Anderson Berry", "Chuck Berry"),
     ],
 )
 def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> None:
@@ -43,6 +46,7 @@ def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> No
         ("Robert II of Dreux", "Robert of Dreux"),  # the regnal number is kept
         ("Aretha Louise Franklin", "Franklin"),  # one word names too many people
         ("Ed Wood", "Ed Wood"),  # the name itself is no alias
+        ("Louis of Bavaria", "Lou of Bavaria"),  # a ruler keeps his given name
     ],
 )
 def test_an_alias_keeps_what_tells_people_apart(name, never) -> None:
@@ -83,6 +87,20 @@ def test_a_shorter_form_of_a_subject_links_the_passage_that_writes_it() -> None:
         Passage("o", "The Organization is a 1971 film directed by Don Medford.", "doc-3"),
         Passage("m", "Donald Muller (November 26, 1917 - December 12, 2012), known "
                      "professionally as Don Medford, was a director.", "doc-4"),
+    ]  # fmt: skip
+    links = _links(passages)
+    assert links[0] == {1: 1.0}
+    assert links[2] == {3: 1.0}
+
+
+def test_a_familiar_first_name_links_the_passage_that_writes_it() -> None:
+    passages = [
+        Passage("s", "Come Dance with Me is a 1959 song performed by Frank Sinatra.", "doc-1"),
+        Passage("p", "Francis Albert Sinatra (December 12, 1915 – May 14, 1998) was an "
+                     "American singer.", "doc-2"),
+        Passage("t", "The Walls of Hell is a 1964 war film directed by Eddie Romero.", "doc-3"),
+        Passage("r", "Edgar Sinco Romero (July 7, 1924 – May 28, 2013) was a Filipino film "
+                     "director.", "doc-4"),
     ]  # fmt: skip
     links = _links(passages)
     assert links[0] == {1: 1.0}
