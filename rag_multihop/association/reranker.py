@@ -296,11 +296,10 @@ class AssociationReranker:
     ) -> AssociationReranker:
         """A reranker served from a persistent index's ``aar`` sidecar: the model's weights
         and pair source from its head, ``p`` from the index's vectors and ``f(p)`` from its
-        parts (nothing
-        recomputed; a live passage without a stored ``f(p)`` gets it computed on the fly,
-        counted in :attr:`computed_at_query_time`). ``LookupError`` when the index holds no
-        ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's encoder (by the
-        fingerprint the index recorded; by dimension when it recorded none)."""
+        parts (nothing recomputed; a live passage without a stored ``f(p)`` gets it computed
+        on the fly, counted in :attr:`computed_at_query_time`). ``LookupError`` when the
+        index holds no ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's
+        encoder (by the fingerprint the index recorded; by dimension when it recorded none)."""
         from rag_multihop.association.indexed import KIND, IndexedPassages
         from rag_multihop.store.sidecars import read_sidecar
 
