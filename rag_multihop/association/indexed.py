@@ -1,7 +1,10 @@
 """AAR's passage transforms ``f(p)`` as a sidecar of the persistent corpus index.
 
 :class:`AssociationSidecar` writes them: its head holds the model's weights (numpy arrays
-under torch's parameter names), each part ``f`` of its rows' stored unit vectors, so the
+under torch's parameter names) and, when known, its pair source (``pair_source``, a
+one-string array: it picks the default first-stage margin, changes no stored value, so it
+is no part of the sidecar's identity, and a head without it, attached by an older version,
+still serves), each part ``f`` of its rows' stored unit vectors, so the
 index computes ``f(p)`` of every passage added later by itself (no producer needed after the
 first attach). :class:`IndexedPassages` reads ``p`` (the index's vectors) and ``f(p)`` (the
 sidecar) of live passages by id for :meth:`AssociationReranker.from_index
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 
 KIND = "aar"
 TRANSFORMED = "f"
+PAIR_SOURCE = "pair_source"
 
 
 def weights_digest(weights: AssociationWeights) -> str:
@@ -47,27 +51,33 @@ def weights_digest(weights: AssociationWeights) -> str:
 
 class AssociationSidecar:
     """The ``aar`` sidecar producer of one association model (``weights``; ``encoder_name``
-    names the encoder its passage vectors come from)."""
+    names the encoder its passage vectors come from; ``pair_source`` how its training pairs
+    were obtained, ``None`` when not recorded)."""
 
     kind = KIND
 
-    def __init__(self, weights: AssociationWeights, encoder_name: str) -> None:
+    def __init__(
+        self, weights: AssociationWeights, encoder_name: str, pair_source: str | None = None
+    ) -> None:
         self.weights = weights
         self.encoder_name = str(encoder_name)
+        self.pair_source = pair_source
         self._digest = weights_digest(weights)
 
     @classmethod
     def of(cls, reranker: AssociationReranker) -> AssociationSidecar:
         """The producer of a fitted reranker's model."""
-        return cls(reranker.weights, reranker.encoder_name)
+        return cls(reranker.weights, reranker.encoder_name, reranker.pair_source)
 
     @classmethod
     def from_sidecar(cls, sidecar: Sidecar) -> AssociationSidecar:
-        """The producer whose weights the stored head holds."""
+        """The producer whose weights (and pair source) the stored head holds."""
         state = {name: np.array(value) for name, value in sidecar.head.items()}
+        source = state.pop(PAIR_SOURCE, None)
         state[RESIDUAL_KEY] = state[RESIDUAL_KEY].reshape(())  # a memory map has no 0-d form
         weights = AssociationWeights.from_state_dict(state)
-        return cls(weights, str(sidecar.identity["encoder"]))
+        pair_source = None if source is None else str(source[0])
+        return cls(weights, str(sidecar.identity["encoder"]), pair_source)
 
     def identity(self) -> dict[str, Any]:
         return {"model": self._digest, "encoder": self.encoder_name, "dim": self.weights.dim}
@@ -78,7 +88,10 @@ class AssociationSidecar:
     def start(
         self, passages: Sequence[Passage], vectors: np.ndarray
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        return self.weights.to_state_dict(), self.compute({}, passages, vectors)
+        head = self.weights.to_state_dict()
+        if self.pair_source is not None:
+            head[PAIR_SOURCE] = np.array([self.pair_source])
+        return head, self.compute({}, passages, vectors)
 
     def compute(
         self, head: Mapping[str, np.ndarray], passages: Sequence[Passage], vectors: np.ndarray
@@ -104,6 +117,11 @@ class IndexedPassages:
     @property
     def weights(self) -> AssociationWeights:
         return self._producer.weights
+
+    @property
+    def pair_source(self) -> str | None:
+        """The model's pair source as the head records it (``None``: not recorded)."""
+        return self._producer.pair_source
 
     @property
     def identity(self) -> Mapping[str, Any]:

@@ -11,7 +11,9 @@ both directions). Sources:
 - pairs given by the user (:meth:`PairSet.from_pairs`, :func:`load_pairs`).
 
 :meth:`PairSet.validate` rejects ids outside the corpus (listing the first few);
-:func:`leakage` measures how much of an evaluation's gold the pairs already contain.
+:attr:`PairSet.pair_source` says whether a set is label-free (every pair read from the corpus)
+or labelled, which a trained model records; :func:`leakage` measures how much of an
+evaluation's gold the pairs already contain.
 
 Example:
     >>> gold = PairSet.from_groups([("a", "b", "c"), ("b", "a")], source="gold")
@@ -19,6 +21,8 @@ Example:
     >>> both = gold | user
     >>> both.pairs, both.sources, both.dropped_duplicates, both.dropped_self
     ((('a', 'b'), ('a', 'c'), ('b', 'c'), ('c', 'd')), {'gold': 3, 'user': 1}, 1, 1)
+    >>> both.pair_source, PairSet.from_pairs([("a", "b")], source="title-mention").pair_source
+    ('labelled', 'corpus')
     >>> leakage(both, [("a", "b"), ("a", "e")]).gold_pairs_seen
     0.5
 """
@@ -36,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop.association.settings import LABEL_FREE, LABELLED
 from rag_multihop.corpus import Corpus
 from rag_multihop.io import read_records
 from rag_multihop.multihop.subjects import passage_names
@@ -148,6 +153,14 @@ class PairSet:
     def sources(self) -> dict[str, int]:
         """Source name -> number of pairs it contributed."""
         return dict(Counter(self.pair_sources))
+
+    @property
+    def pair_source(self) -> str:
+        """``"corpus"`` when every pair comes from a label-free corpus relation
+        (:data:`CORPUS_RELATIONS`), else ``"labelled"``
+        (:data:`~rag_multihop.association.settings.PAIR_SOURCES`)."""
+        label_free = bool(self.pairs) and all(s in CORPUS_RELATIONS for s in self.pair_sources)
+        return LABEL_FREE if label_free else LABELLED
 
     def passage_ids(self) -> set[str]:
         return {pid for pair in self.pairs for pid in pair}

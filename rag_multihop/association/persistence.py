@@ -4,8 +4,9 @@ Layout (no pickle anywhere; arrays are read with ``allow_pickle=False``):
 
 - ``config.json``: ``kind``, ``format_version``, ``rag_multihop_version``, ``encoder``
   (``name``, ``dim`` and, when the model knows its encoder, ``probe_texts``), ``scoring``
-  (``lambda``, ``mode``), ``training`` (hyperparameters), ``training_stats``, ``pair_stats``,
-  ``passages``;
+  (``lambda``, ``mode``), ``pair_source`` (``"corpus"``: label-free, ``"labelled"``, or
+  ``null``; absent from models saved before it was recorded), ``training``
+  (hyperparameters), ``training_stats``, ``pair_stats``, ``passages``;
 - ``model.safetensors``: the weights of f under torch's parameter names;
 - ``passage_vectors.npy`` / ``passage_transformed.npy``: the raw passage embeddings ``P``
   and ``f(P)``, one float32 row per id of ``passage_ids.json``;

@@ -6,6 +6,12 @@ association pairs (torch, the ``train`` extra) and precomputes ``f(p)`` for ever
 score ``a(q, p)`` of the chosen mode, ``score = (1 − λ)·cos + λ·a``. Candidates keep their
 old signals and gain ``"association"`` and ``"cosine"``.
 
+The model records its pair source (``"corpus"``: label-free pairs read from the corpus text;
+``"labelled"``: gold or other labelled pairs; ``None``: not recorded, saved by an older
+version) and, unless ``first_stage_margin`` is given, keeps the first stage's order by the
+margin that source calls for (:meth:`AssociationSettings.margin_for
+<rag_multihop.association.settings.AssociationSettings.margin_for>`).
+
 Vectors for a candidate come from, in order: the model's stored vectors (by passage id), the
 ``vectors`` mapping given to ``rerank``, the reranker's encoder (embedding
 ``passage.embedding_text``). Passages found in neither are an error naming them. f(p) of a
@@ -54,7 +60,7 @@ from rag_multihop.association.model import (
 )
 from rag_multihop.association.pairs import PairSet
 from rag_multihop.association.persistence import CONFIG_FILE, SavedModel, load_model, save_model
-from rag_multihop.association.settings import AssociationSettings
+from rag_multihop.association.settings import PAIR_SOURCES, AssociationSettings
 from rag_multihop.association.training import TrainingConfig
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
@@ -79,7 +85,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class _Store:
     """A fitted model: weights, the encoder it belongs to (name and, when known, fingerprint),
-    and P / f(P) by passage id.
+    P / f(P) by passage id and the source of its training pairs (``None``: not recorded).
 
     Immutable (read-only arrays), so rerankers made by :meth:`AssociationReranker.with_settings`
     share it safely, also across threads.
@@ -92,6 +98,7 @@ class _Store:
     transformed: np.ndarray
     provenance: Mapping[str, Any] = field(default_factory=dict)
     fingerprint: EncoderFingerprint | None = None
+    pair_source: str | None = None
     position: Mapping[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -167,8 +174,9 @@ class AssociationReranker:
         encoder: embeds queries that carry no embedding and passages the model does not
             store; must be the encoder the model was trained with (see above).
         settings: :class:`~rag_multihop.association.settings.AssociationSettings` (λ, the
-            scoring mode).
-        lambda_, mode: override the same-named field of ``settings``.
+            scoring mode, the first-stage margin).
+        lambda_, mode, first_stage_margin: override the same-named field of ``settings``
+            (``None``: not given).
         training: hyperparameters used by :meth:`fit`.
     """
 
@@ -182,10 +190,17 @@ class AssociationReranker:
         settings: AssociationSettings | None = None,
         lambda_: float | None = None,
         mode: str | None = None,
+        first_stage_margin: float | None = None,
         training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
-        self.settings = resolve_settings(AssociationSettings, settings, lambda_=lambda_, mode=mode)
+        self.settings = resolve_settings(
+            AssociationSettings,
+            settings,
+            lambda_=lambda_,
+            mode=mode,
+            first_stage_margin=first_stage_margin,
+        )
         self.training = training or TrainingConfig()
         self._store: _Store | None = None
         self._vectors: PassageVectors | None = None
@@ -230,21 +245,36 @@ class AssociationReranker:
         """Training settings and statistics (``training``, ``training_stats``, ``pair_stats``)."""
         return dict(self._fitted.provenance)
 
+    @property
+    def pair_source(self) -> str | None:
+        """How the training pairs were obtained: ``"corpus"`` (label-free, read from the
+        corpus text), ``"labelled"`` (gold or other labelled pairs) or ``None`` (not
+        recorded: a model saved by an older version)."""
+        return self._fitted.pair_source
+
+    @property
+    def first_stage_margin(self) -> float:
+        """The margin :meth:`rerank` keeps the first stage's order by: the settings' value,
+        else the one the model's :attr:`pair_source` calls for."""
+        return self.settings.margin_for(self._fitted.pair_source)
+
     def with_settings(
         self,
         settings: AssociationSettings | None = None,
         *,
         lambda_: float | None = None,
         mode: str | None = None,
+        first_stage_margin: float | None = None,
         encoder: Encoder | None = None,
     ) -> AssociationReranker:
         """A reranker sharing this one's fitted model (read-only, so sharing is safe), with
         other scoring settings (``settings`` and/or the overrides) or another encoder."""
         other = AssociationReranker(
             encoder=self.encoder if encoder is None else encoder,
-            settings=resolve_settings(
-                AssociationSettings, settings or self.settings, lambda_=lambda_, mode=mode
-            ),
+            settings=settings or self.settings,
+            lambda_=lambda_,
+            mode=mode,
+            first_stage_margin=first_stage_margin,
             training=self.training,
         )
         other._store = None if self._store is None else self._checked(self._store, encoder)
@@ -262,13 +292,14 @@ class AssociationReranker:
         settings: AssociationSettings | None = None,
         lambda_: float | None = None,
         mode: str | None = None,
+        first_stage_margin: float | None = None,
     ) -> AssociationReranker:
         """A reranker served from a persistent index's ``aar`` sidecar: the model's weights
-        from its head, ``p`` from the index's vectors and ``f(p)`` from its parts (nothing
-        recomputed; a live passage without a stored ``f(p)`` gets it computed on the fly,
-        counted in :attr:`computed_at_query_time`). ``LookupError`` when the index holds no
-        ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's encoder (by the
-        fingerprint the index recorded; by dimension when it recorded none)."""
+        and pair source from its head, ``p`` from the index's vectors and ``f(p)`` from its
+        parts (nothing recomputed; a live passage without a stored ``f(p)`` gets it computed
+        on the fly, counted in :attr:`computed_at_query_time`). ``LookupError`` when the
+        index holds no ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's
+        encoder (by the fingerprint the index recorded; by dimension when it recorded none)."""
         from rag_multihop.association.indexed import KIND, IndexedPassages
         from rag_multihop.store.sidecars import read_sidecar
 
@@ -288,8 +319,15 @@ class AssociationReranker:
             empty.copy(),
             {},
             fingerprint,
+            indexed.pair_source,
         )
-        reranker = cls(encoder=encoder, settings=settings, lambda_=lambda_, mode=mode)
+        reranker = cls(
+            encoder=encoder,
+            settings=settings,
+            lambda_=lambda_,
+            mode=mode,
+            first_stage_margin=first_stage_margin,
+        )
         if fingerprint is None and encoder is not None:  # nothing recorded to compare with
             if encoder.dim != indexed.weights.dim:
                 raise ValueError(
@@ -306,7 +344,8 @@ class AssociationReranker:
         """This reranker reading ``p`` and ``f(p)`` from ``snapshot``'s ``aar`` sidecar, which
         must hold this very model's transforms: another model's (a stale sidecar) is a
         ``ValueError`` naming both (recompute it with ``CorpusIndex.attach_sidecar(
-        AssociationSidecar.of(reranker), replace=True)``)."""
+        AssociationSidecar.of(reranker), replace=True)``). A sidecar that records no pair
+        source (attached by an older version) serves this model's."""
         from rag_multihop.association.indexed import AssociationSidecar
 
         served = AssociationReranker.from_index(
@@ -322,6 +361,8 @@ class AssociationReranker:
                 "AssociationSidecar.of(reranker), replace=True), or use "
                 "AssociationReranker.from_index(snapshot) to serve the stored model"
             )
+        if served._fitted.pair_source is None:
+            served._store = replace(served._fitted, pair_source=self._fitted.pair_source)
         return served
 
     @property
@@ -364,7 +405,10 @@ class AssociationReranker:
 
         ``passage_vectors`` holds one embedding per id (rows are L2-normalised here).
         ``encoder_name`` names the encoder that made them (default: ``encoder.name``).
-        With an ``encoder`` the model records its fingerprint (see the class docstring).
+        With an ``encoder`` the model records its fingerprint (see the class docstring). The
+        model records the pairs' source (:attr:`PairSet.pair_source
+        <rag_multihop.association.pairs.PairSet.pair_source>`; plain id pairs are
+        ``"labelled"``), which chooses the default first-stage margin.
         """
         from rag_multihop.association.training import train_association
 
@@ -389,7 +433,14 @@ class AssociationReranker:
         transformed = association_transform(matrix, weights)
         fingerprint = None if self.encoder is None else EncoderFingerprint.of(self.encoder)
         store = _Store(
-            weights, encoder_name, tuple(ids), matrix, transformed, provenance, fingerprint
+            weights,
+            encoder_name,
+            tuple(ids),
+            matrix,
+            transformed,
+            provenance,
+            fingerprint,
+            pair_set.pair_source,
         )
         self._store, self._vectors = self._checked(store, self.encoder), None
         return self
@@ -416,6 +467,7 @@ class AssociationReranker:
             np.concatenate([stored_f, transformed[new]]),
             store.provenance,
             store.fingerprint,
+            store.pair_source,
         )
         logger.info("added %d passages, replaced %d", len(new), len(known))
         return other
@@ -507,7 +559,7 @@ class AssociationReranker:
         if not candidates:
             return []
         scores = self.score(query, candidates, vectors=vectors)
-        margin = self.settings.first_stage_margin
+        margin = self.first_stage_margin
         return rescore_candidates(candidates, scores, top_n, first_stage_margin=margin)
 
     def score(
@@ -609,6 +661,7 @@ class AssociationReranker:
                 "hidden_dim": store.weights.dim,
                 "layer_norm_eps": LAYER_NORM_EPS,
             },
+            "pair_source": store.pair_source,
             **store.provenance,
         }
         ids = tuple(store.ids)
@@ -625,8 +678,11 @@ class AssociationReranker:
         encoder: Encoder | None = None,
         lambda_: float | None = None,
         mode: str | None = None,
+        first_stage_margin: float | None = None,
     ) -> AssociationReranker:
-        """A saved reranker; ``lambda_`` / ``mode`` override the saved scoring settings.
+        """A saved reranker; ``lambda_`` / ``mode`` override the saved scoring settings,
+        ``first_stage_margin`` the margin chosen from the saved pair source (a model saved
+        without one, by an older version, gets 0).
 
         Raises ``ValueError`` when ``encoder`` is not the one the model was trained with (by
         fingerprint; by name for a model saved without one), or when the directory is
@@ -641,11 +697,22 @@ class AssociationReranker:
                 mode=scoring.get("mode", DEFAULT_MODE),
             )
             config = TrainingConfig.from_dict(training) if isinstance(training, dict) else None
+            pair_source = saved.config.get("pair_source")
+            if pair_source is not None and pair_source not in PAIR_SOURCES:
+                raise ValueError(
+                    f"pair_source must be one of {sorted(PAIR_SOURCES)} or null, "
+                    f"got {pair_source!r}"
+                )
         except (AttributeError, TypeError, ValueError) as exc:
             config_file = artifact_path(directory) / CONFIG_FILE
             raise ArtifactError(f"{config_file} holds invalid settings: {exc}") from None
         reranker = cls(
-            encoder=encoder, settings=stored, lambda_=lambda_, mode=mode, training=config
+            encoder=encoder,
+            settings=stored,
+            lambda_=lambda_,
+            mode=mode,
+            first_stage_margin=first_stage_margin,
+            training=config,
         )
         keys = ("training", "training_stats", "pair_stats")
         provenance = {key: saved.config[key] for key in keys if key in saved.config}
@@ -657,6 +724,7 @@ class AssociationReranker:
             saved.passage_transformed,
             provenance,
             saved.fingerprint,
+            pair_source,
         )
         reranker._store = cls._checked(store, encoder)
         return reranker

@@ -154,7 +154,11 @@ def cmd_aar_train(args: argparse.Namespace) -> int:
         encoder=encoder, lambda_=args.lambda_, mode=args.mode, training=config
     )
     stats = pairs.stats()
-    print(f"{stats.pairs} pairs over {stats.passages} passages, by source: {stats.sources}")
+    print(
+        f"{stats.pairs} pairs over {stats.passages} passages, by source: {stats.sources} "
+        f"(pair source {pairs.pair_source!r}: first-stage margin "
+        f"{reranker.settings.margin_for(pairs.pair_source)} by default)"
+    )
     vectors = encoder.encode(corpus.texts(), show_progress=not args.no_progress)
     reranker.fit(corpus.ids, vectors, pairs, show_progress=not args.no_progress)
     path = reranker.save(args.out)

@@ -63,6 +63,10 @@ def test_settings_defaults_and_parsing():
     assert (parsed.training.epochs, parsed.training.seed, parsed.training.batch_size) == (3, 2, 64)
     assert parsed.relations == ("title-mention", "co-mention")
     assert parsed.scoring.mode == "mixed"  # the methods fix the mode; it is no option
+    assert parsed.scoring.first_stage_margin is None  # automatic: from the pair source
+    for given, margin in (("0.05", 0.05), ("none", None)):
+        read = AAR_OPTIONS.read({"aar_first_stage_margin": given})
+        assert read.scoring.first_stage_margin == margin
     with pytest.raises(ValueError, match="unknown --option 'aar_mode'"):
         AAR_OPTIONS.read({"aar_mode": "reverse"})
 
@@ -79,6 +83,10 @@ def test_settings_defaults_and_parsing():
         ({"aar_seed": "-1"}, "seed must be an integer >= 0, got -1"),
         ({"aar_relations": "links"}, r"relations must be a non-empty list of \["),
         ({"aar_threads": "0"}, "threads must be a positive integer, got 0"),
+        (
+            {"aar_first_stage_margin": "-0.1"},
+            r"first_stage_margin must be a finite number >= 0, got -0.1 \(or None",
+        ),
         ({"aar_k": "50"}, r"unknown --option 'aar_k'.*valid aar_\* options: aar_batch_size"),
     ],
 )
@@ -168,6 +176,8 @@ def test_cli_train_from_a_question_file(tmp_path, hashing_default_encoder, capsy
     assert "pairs over" in printed and f"saved to {out}" in printed
     loaded = AssociationReranker.load(out)
     assert (loaded.mode, loaded.encoder_name) == ("reverse", "hashing-test")
+    assert "pair source 'labelled': first-stage margin 0.0 by default" in printed
+    assert (loaded.pair_source, loaded.first_stage_margin) == ("labelled", 0.0)
     expected = PairSet.from_gold(load_demo_dataset().questions)
     assert loaded.provenance["pair_stats"]["pairs"] == len(expected) > 0
 

@@ -74,6 +74,14 @@ def test_ranks_like_the_core_and_keeps_signals_in_meta(model_path):
     assert set(docs[0].meta[SIGNALS_KEY]) == {"association", "cosine", "retrieval_score"}
 
 
+def test_a_given_first_stage_margin_reaches_the_model(model_path):
+    given = documents()
+    kept = AssociationRanker(model_path, first_stage_margin=10.0).run(
+        query=QUESTION, documents=given
+    )
+    assert [d.id for d in kept["documents"]] == [d.id for d in given]  # incoming order kept
+
+
 def test_inputs_are_not_mutated(model_path):
     given = documents()
     snapshot = [dataclasses.asdict(d) for d in given]
@@ -161,7 +169,9 @@ def test_run_async_matches_run(model_path):
 
 
 def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path):
-    ranker = AssociationRanker(model_path, top_k=4, lambda_=0.25, mode="reverse", id_key="doc")
+    ranker = AssociationRanker(
+        model_path, top_k=4, lambda_=0.25, mode="reverse", first_stage_margin=0.01, id_key="doc"
+    )
     data = ranker.to_dict()
     assert data == {
         "type": "haystack_integrations.components.rankers.rag_multihop.association."
@@ -172,6 +182,7 @@ def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path
             "top_k": 4,
             "lambda_": 0.25,
             "mode": "reverse",
+            "first_stage_margin": 0.01,
             "embedder": None,
             "id_key": "doc",
         },
@@ -185,6 +196,7 @@ def test_to_dict_from_dict_round_trip_stores_the_path_not_the_weights(model_path
         ({"top_k": 0}, "top_k must be a positive integer, got 0"),
         ({"lambda_": -1}, r"lambda_ must be in \[0, 1\], got -1"),
         ({"mode": "both"}, r"mode must be one of \['mixed', 'reverse'\], got 'both'"),
+        ({"first_stage_margin": -0.5}, "first_stage_margin must be a finite number >= 0"),
     ],
 )
 def test_bad_settings(kwargs, message):

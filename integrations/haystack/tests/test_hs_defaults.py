@@ -30,7 +30,7 @@ from rag_multihop.fusion import FusionSettings
 from rag_multihop.graph import GraphSettings
 
 COMPONENTS = [
-    (AssociationRanker, AssociationSettings, {"lambda_", "mode"}),
+    (AssociationRanker, AssociationSettings, {"lambda_", "mode", "first_stage_margin"}),
     (BridgeJudgeRanker, BridgeSettings, {"alpha", "bridge_position"}),
     (BridgeRetriever, BridgeSettings, {"alpha", "bridge_position"}),
     (

@@ -66,6 +66,14 @@ def test_reranks_like_the_core_and_keeps_signals_in_metadata(model_path):
     assert "cosine" not in first.get_content(metadata_mode=MetadataMode.EMBED)
 
 
+def test_a_given_first_stage_margin_reaches_the_model(model_path):
+    given = nodes()
+    kept = AssociationRerank(
+        model_path=model_path, top_n=6, first_stage_margin=10.0, embed_model=HashingEmbedding()
+    ).postprocess_nodes(given, query_str=QUESTION)
+    assert [n.node.node_id for n in kept] == [n.node.node_id for n in given]  # incoming order
+
+
 def test_input_nodes_are_not_modified(model_path):
     given = nodes()
     snapshot = [(n.score, dict(n.node.metadata), n.node.embedding, n.node.text) for n in given]
@@ -122,6 +130,7 @@ def test_empty_input_and_missing_query(model_path):
         ({"top_n": 0}, "top_n\n  Input should be greater than 0"),
         ({"lambda_": 1.5}, r"lambda_ must be in \[0, 1\], got 1.5"),
         ({"mode": "both"}, r"mode must be one of \['mixed', 'reverse'\], got 'both'"),
+        ({"first_stage_margin": -0.5}, "first_stage_margin must be a finite number >= 0"),
     ],
 )
 def test_bad_settings(kwargs, message):
@@ -131,7 +140,12 @@ def test_bad_settings(kwargs, message):
 
 def test_settings_round_trip_without_the_embed_model(model_path):
     rerank = AssociationRerank(
-        model_path=model_path, top_n=4, lambda_=0.3, mode="reverse", embed_model=HashingEmbedding()
+        model_path=model_path,
+        top_n=4,
+        lambda_=0.3,
+        mode="reverse",
+        first_stage_margin=0.01,
+        embed_model=HashingEmbedding(),
     )
     data = rerank.to_dict()
     assert data == {
@@ -140,6 +154,7 @@ def test_settings_round_trip_without_the_embed_model(model_path):
         "top_n": 4,
         "lambda_": 0.3,
         "mode": "reverse",
+        "first_stage_margin": 0.01,
         "id_key": None,
         "class_name": "AssociationRerank",
     }

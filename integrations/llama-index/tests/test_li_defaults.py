@@ -34,7 +34,7 @@ from rag_multihop.graph import GraphSettings
 from rag_multihop.multihop import MultiHopSettings
 
 COMPONENTS = [
-    (AssociationRerank, AssociationSettings, {"lambda_", "mode"}),
+    (AssociationRerank, AssociationSettings, {"lambda_", "mode", "first_stage_margin"}),
     (BridgeJudgeRerank, BridgeSettings, {"alpha", "bridge_position"}),
     (BridgeRetriever, BridgeSettings, {"alpha", "bridge_position"}),
     (

@@ -9,16 +9,18 @@ trained model per setting through the context's memo. Options (``--option KEY=VA
 - ``pairs``: :data:`PAIR_SOURCES` (``gold`` by default);
 - ``aar_relations``: label-free relations, comma-separated (default ``title-mention``);
 - the scoring settings (:class:`~rag_multihop.association.settings.AssociationSettings`):
-  ``aar_lambda`` (λ, 0.5), ``aar_candidates`` (K, 100);
+  ``aar_lambda`` (λ, 0.5), ``aar_candidates`` (K, 100), ``aar_first_stage_margin`` (default
+  ``none``: chosen from the model's pair source, 0.02 for ``pairs=corpus``, 0 otherwise);
 - the training hyperparameters (:class:`~rag_multihop.association.training.TrainingConfig`):
   ``aar_epochs`` (100), ``aar_seed`` (0; also seeds the ``shuffled`` control),
   ``aar_threads`` (torch threads while training; default 1), ``aar_batch_size``,
   ``aar_learning_rate``, ``aar_weight_decay``, ``aar_temperature``, ``aar_grad_clip``,
   ``aar_residual_init``.
 
-``bench_extras()`` reports per trained model the pair statistics, training statistics and the
-leakage (shares of the evaluated questions' gold pairs and gold passages present in the
-training pairs), plus per query the FAISS search time and the rerank time (precomputed f(p)).
+``bench_extras()`` reports per trained model the pair statistics, its pair source and the
+first-stage margin it reranks with, training statistics and the leakage (shares of the
+evaluated questions' gold pairs and gold passages present in the training pairs), plus per
+query the FAISS search time and the rerank time (precomputed f(p)).
 
 Example:
     >>> AAR_OPTIONS.read({"protocol": "heldout", "aar_lambda": "0.4"}).scoring.lambda_
@@ -198,6 +200,8 @@ def _train(
         "train_questions": 0 if label_free else len(train),
         "eval_questions": len(evaluate),
         "pair_stats": pairs.stats().to_dict(),
+        "pair_source": pairs.pair_source,
+        "first_stage_margin": settings.scoring.margin_for(pairs.pair_source),
         "training_stats": None if reranker is None else reranker.provenance["training_stats"],
         "kept_first_stage": reranker is None,
         "leakage": leakage(pairs, [q.gold_ids for q in evaluate]).to_dict(),
@@ -254,7 +258,7 @@ class AssociationBenchRetriever:
             return found[:k]
         scores = reranker.score(query, found)
         t3 = time.perf_counter()
-        margin = self.settings.scoring.first_stage_margin
+        margin = reranker.first_stage_margin
         ranked = rescore_candidates(found, scores, top_n=k, first_stage_margin=margin)
         t4 = time.perf_counter()
         self.faiss_ms.append((t1 - t0) * 1000.0)

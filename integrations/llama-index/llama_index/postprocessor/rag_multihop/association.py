@@ -82,6 +82,9 @@ class AssociationRerank(BaseNodePostprocessor):
         mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
             ``mode`` override the saved :class:`rag_multihop.association.AssociationSettings`
             (checked by it).
+        first_stage_margin: the lead association needs to take a rank from the incoming
+            order; ``None`` lets the model choose it from how it was trained (0.02 for
+            label-free corpus pairs, 0 for gold pairs).
         id_key: node metadata key holding the passage id the model was trained on; ``None``
             uses the node id.
         embed_model: embeds the query and nodes the model does not store (not serialised);
@@ -99,6 +102,9 @@ class AssociationRerank(BaseNodePostprocessor):
         default=None, description="Association weight in [0, 1]; None = saved value."
     )
     mode: str | None = Field(default=None, description="Scoring mode; None = saved value.")
+    first_stage_margin: float | None = Field(
+        default=None, description="Lead needed to leave the incoming order; None = automatic."
+    )
     id_key: str | None = Field(
         default=None, description="Metadata key of the trained passage id; None = node id."
     )
@@ -110,7 +116,13 @@ class AssociationRerank(BaseNodePostprocessor):
 
     @model_validator(mode="after")
     def _check_settings(self) -> AssociationRerank:
-        resolve_settings(AssociationSettings, None, lambda_=self.lambda_, mode=self.mode)
+        resolve_settings(
+            AssociationSettings,
+            None,
+            lambda_=self.lambda_,
+            mode=self.mode,
+            first_stage_margin=self.first_stage_margin,
+        )
         if (self.model_path is None) == (self.index_path is None):
             raise ValueError("AssociationRerank needs exactly one of model_path and index_path")
         return self
@@ -126,14 +138,20 @@ class AssociationRerank(BaseNodePostprocessor):
 
                 self._snapshot = CorpusIndex(self.index_path).snapshot()
                 self._reranker = AssociationReranker.from_index(
-                    self._snapshot, lambda_=self.lambda_, mode=self.mode
+                    self._snapshot,
+                    lambda_=self.lambda_,
+                    mode=self.mode,
+                    first_stage_margin=self.first_stage_margin,
                 )
                 self._encoders = {}
             assert self._reranker is not None
             return self._reranker
         if self._reranker is None:
             self._reranker = AssociationReranker.load(
-                self.model_path, lambda_=self.lambda_, mode=self.mode
+                self.model_path,
+                lambda_=self.lambda_,
+                mode=self.mode,
+                first_stage_margin=self.first_stage_margin,
             )
         return self._reranker
 

@@ -74,6 +74,9 @@ class AssociationRanker:
         mode: ``"mixed"`` or ``"reverse"``; ``None`` keeps the saved value. ``lambda_`` and
             ``mode`` override the saved :class:`rag_multihop.association.AssociationSettings`
             (checked by it).
+        first_stage_margin: the lead association needs to take a rank from the incoming
+            order; ``None`` lets the model choose it from how it was trained (0.02 for
+            label-free corpus pairs, 0 for gold pairs).
         embedder: embeds queries and unstored documents: a Haystack text or document embedder
             component, a sentence-transformers model name or path, or ``None`` for the
             bundled all-MiniLM-L6-v2.
@@ -89,6 +92,7 @@ class AssociationRanker:
         top_k: int = 10,
         lambda_: float | None = None,
         mode: str | None = None,
+        first_stage_margin: float | None = None,
         embedder: Any = None,
         id_key: str | None = None,
     ) -> None:
@@ -97,9 +101,16 @@ class AssociationRanker:
         self.model_path = None if model_path is None else str(model_path)
         self.index_path = None if index_path is None else str(index_path)
         self.top_k = check_positive_int(top_k, "top_k")
-        resolve_settings(AssociationSettings, None, lambda_=lambda_, mode=mode)  # checks both
+        resolve_settings(  # checks them
+            AssociationSettings,
+            None,
+            lambda_=lambda_,
+            mode=mode,
+            first_stage_margin=first_stage_margin,
+        )
         self.lambda_ = lambda_
         self.mode = mode
+        self.first_stage_margin = first_stage_margin
         self.embedder = check_embedder(embedder)
         self.id_key = id_key
         self._reranker: AssociationReranker | None = None
@@ -121,6 +132,7 @@ class AssociationRanker:
                     encoder=MemoEncoder(as_encoder(self.embedder)),
                     lambda_=self.lambda_,
                     mode=self.mode,
+                    first_stage_margin=self.first_stage_margin,
                 )
             assert self._reranker is not None
             return self._reranker
@@ -131,6 +143,7 @@ class AssociationRanker:
                 encoder=MemoEncoder(as_encoder(self.embedder)),
                 lambda_=self.lambda_,
                 mode=self.mode,
+                first_stage_margin=self.first_stage_margin,
             )
         return self._reranker
 
@@ -142,6 +155,7 @@ class AssociationRanker:
             top_k=self.top_k,
             lambda_=self.lambda_,
             mode=self.mode,
+            first_stage_margin=self.first_stage_margin,
             embedder=embedder_to_dict(self.embedder),
             id_key=self.id_key,
         )
