@@ -216,18 +216,34 @@ def phase_embed(n: int) -> dict[str, Any]:
 
 
 def same_index(a: Path, b: Path) -> bool:
-    from rag_multihop.store.segment import current_manifest_path, read_manifest, read_segment
+    """Whether two indexes hold the same arrays: every segment's and the serving arrays'
+    (manifests equal but for the creation time and the folders' random names)."""
+    from rag_multihop.store.segment import (
+        SEGMENTS,
+        current_manifest_path,
+        read_arrays,
+        read_manifest,
+        read_segment,
+    )
 
     left, right = read_manifest(current_manifest_path(a)), read_manifest(current_manifest_path(b))
     entries = left.pop("segments"), right.pop("segments")
+    serving = left.pop("serving"), right.pop("serving")
     left.pop("created"), right.pop("created")
-    if left != right or [e["files"] for e in entries[0]] != [e["files"] for e in entries[1]]:
+    files = [[e["files"] for e in side] for side in entries]
+    if left != right or files[0] != files[1] or serving[0]["files"] != serving[1]["files"]:
         return False
-    for x, y in zip(*entries, strict=True):
-        sa, sb = read_segment(a, x), read_segment(b, y)
-        if not all(np.array_equal(np.asarray(sa[k]), np.asarray(sb[k])) for k in x["files"]):
-            return False
-    return True
+    pairs = [
+        (read_segment(a, x).arrays, read_segment(b, y).arrays)
+        for x, y in zip(*entries, strict=True)
+    ]
+    pairs.append(
+        tuple(
+            read_arrays(root / SEGMENTS / entry["name"], entry["files"])
+            for root, entry in ((a, serving[0]), (b, serving[1]))
+        )
+    )
+    return all(np.array_equal(np.asarray(x[k]), np.asarray(y[k])) for x, y in pairs for k in x)
 
 
 def _child(args: list[str]) -> dict[str, Any]:
