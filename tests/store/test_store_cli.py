@@ -174,21 +174,8 @@ def test_attach_stores_a_sidecar_once_and_refuses_another_model(tmp_path, capsys
     idx = str(tmp_path / "idx")
     vectors = _npy(tmp_path, "a.npy", 2)
     passages = _write(tmp_path, "a.jsonl", PASSAGES)
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--index",
-                idx,
-                "--passages",
-                str(passages),
-                "--vectors",
-                str(vectors),
-            ]
-        )
-        == 0
-    )
+    build = ["index", "build", "--index", idx, "--passages", str(passages)]
+    assert main([*build, "--vectors", str(vectors)]) == 0
     models = []
     for seed in (0, 1):
         model = AssociationReranker(training=TrainingConfig(epochs=2, batch_size=2, seed=seed))
