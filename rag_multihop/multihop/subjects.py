@@ -39,6 +39,12 @@ from rag_multihop.multihop.titles import name_key
 from rag_multihop.types import Passage
 
 NAMES_CACHE_SIZE = 65536
+
+NAMES_VERSION = 2
+"""The version of the names and aliases read from a passage (:func:`indexed_names` and the
+aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenever a change
+gives some text other names, so that a persistent index whose names an older reader made
+is not extended with names of the new one (version 2: familiar given names)."""
 """Passages whose names :func:`known_names` remembers."""
 
 MAX_SUBJECTS = 8

@@ -39,7 +39,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.index.ann import make_ann_index
+from rag_multihop.multihop.subjects import NAMES_VERSION
 from rag_multihop.store import batches, derive, stream
 from rag_multihop.store.batches import Progress
 from rag_multihop.store.encoder_check import index_encoder_similarity
@@ -189,6 +190,7 @@ class CorpusIndex:
             "settings": settings.to_dict(),
             "extractor": extractor.name,
             "encoder": fingerprint,
+            "names_version": NAMES_VERSION,
             "rows": 0,
             "entities": 0,
             "live": 0,
@@ -323,6 +325,7 @@ class CorpusIndex:
             "dim": manifest["dim"],
             "settings": manifest["settings"],
             "extractor": manifest["extractor"],
+            "names_version": stored_names_version(manifest),
             "encoder": None if manifest["encoder"] is None else manifest["encoder"]["name"],
             "sidecars": sidecar_summary(manifest),
             "bytes": size,
@@ -412,6 +415,7 @@ class CorpusIndex:
                     "upsert() to replace them"
                 )
             dead = [row for row in rows if row is not None]
+            check_names_version(state.manifest, self.path)
             assert matrix is not None
             return self._commit(state, passages, matrix, dead)
 
@@ -581,6 +585,8 @@ class CorpusIndex:
         )
         manifest = dict((base or state).manifest)
         version = int(manifest["version"]) + 1
+        if not state.segments:  # a build or a compaction: every name read afresh
+            manifest["names_version"] = NAMES_VERSION
         if manifest.get("sidecars"):  # first: a refused (stale) sidecar writes no segment
             manifest["sidecars"] = self._sidecar_parts(manifest, version, arrays, r0, carried)
         name = write_segment(self.path, version, arrays, ann, staged)
@@ -707,6 +713,25 @@ class CorpusIndex:
             if mine.size:
                 out[mine] = np.asarray(segment["vectors"])[rows[mine] - start]
         return out
+
+
+def stored_names_version(manifest: Mapping[str, Any]) -> int:
+    """The :data:`~rag_multihop.multihop.subjects.NAMES_VERSION` an index's names were read
+    with (1 for an index written before versions were recorded)."""
+    return int(manifest.get("names_version", 1))
+
+
+def check_names_version(manifest: Mapping[str, Any], path: Path) -> None:
+    """``ValueError`` when the index's names were read by another version of the name
+    reader: new passages would be named otherwise than the stored ones."""
+    stored = stored_names_version(manifest)
+    if stored != NAMES_VERSION:
+        raise ValueError(
+            f"{path}: its passages' names were read by name reader version {stored}, this "
+            f"library reads version {NAMES_VERSION}; adding passages would mix the two. "
+            "Compact the index first (CorpusIndex.compact(), or rag-multihop index compact "
+            "PATH): it reads every name again"
+        )
 
 
 @contextmanager

@@ -404,6 +404,27 @@ def test_an_index_of_an_older_format_is_refused_naming_the_fix(tmp_path, index, 
         CorpusIndex(tmp_path / "idx")
 
 
+def test_names_of_an_older_reader_are_not_extended_until_compacted(
+    tmp_path, index, polish_wedding, hashing_encoder
+) -> None:
+    # an index written before the name reader's version was recorded (version 1)
+    manifest = tmp_path / "idx" / "manifests" / "v-000001.json"
+    record = json.loads(manifest.read_text())
+    del record["names_version"]
+    manifest.write_text(json.dumps(record))
+    assert index.info()["names_version"] == 1
+    extra = [Passage("extra", "Marit Hallendor was born in Oslo.", "Marit Hallendor")]
+    with pytest.raises(
+        ValueError, match=r"name reader version 1, this library reads version 2.*compact"
+    ):
+        index.add(extra, _vectors(hashing_encoder, extra))
+    index.delete([polish_wedding[0].id])  # a delete reads no new names
+    index.compact()
+    assert index.info()["names_version"] == 2
+    index.add(extra, _vectors(hashing_encoder, extra))
+    assert "extra" in index.snapshot().corpus
+
+
 def test_an_empty_index_refuses_a_retriever(tmp_path) -> None:
     index = CorpusIndex.create(tmp_path / "idx", dim=4)
     assert index.snapshot().n_live == 0
