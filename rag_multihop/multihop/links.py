@@ -29,13 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import sparse
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.graph.build import EntityGraph
-from rag_multihop.multihop.titles import TitleIndex
+from rag_multihop.multihop.titles import TitleIndex, title_token, title_words
 from rag_multihop.validation import check_positive_int
 
 STEM_CHARS = 5
@@ -210,6 +211,27 @@ def token_stems(tokens: Sequence[str]) -> tuple[str | None, ...]:
     return tuple(
         None if token in STOPWORDS or token.isdigit() else token[:STEM_CHARS] for token in tokens
     )
+
+
+def text_stems(text: str) -> tuple[str | None, ...]:
+    """:func:`token_stems` of ``text``'s :func:`~rag_multihop.multihop.titles.title_tokens`,
+    one memoised look-up per word (a reader of a persistent index computes it for each
+    source a query follows a link from).
+
+    >>> text_stems("Rope was directed by Alfred Hitchcock in 1948.")
+    ('rope', None, 'direc', None, 'alfre', 'hitch', None, None)
+    """
+    found = map(_word_stem, title_words(text))
+    return tuple(stem for kept, stem in found if kept)
+
+
+@lru_cache(maxsize=1 << 18)
+def _word_stem(word: str) -> tuple[bool, str | None]:
+    """Whether ``word`` is a title token, and its stem as :func:`token_stems` gives it."""
+    token = title_token(word)
+    if not token:
+        return False, None
+    return True, None if token in STOPWORDS or token.isdigit() else token[:STEM_CHARS]
 
 
 def window_context(

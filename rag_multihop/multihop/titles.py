@@ -50,6 +50,21 @@ DEFAULT_MAX_WORDS = 10
 """The longest title, in words, looked for in a text."""
 
 
+def title_words(text: str) -> list[str]:
+    """The words :func:`title_tokens` reads in ``text`` (before normalising them).
+
+    >>> title_words("Will &amp; Grace's")
+    ['Will', '&', 'Grace', 's']
+    """
+    return _WORD.findall(html.unescape(text))
+
+
+def title_token(word: str) -> str:
+    """The normalised token :func:`title_tokens` makes of one word (empty: the word is
+    dropped)."""
+    return "and" if word == "&" else normalize_word(word)
+
+
 def title_tokens(text: str) -> list[tuple[str, str]]:
     """``(word, normalised token)`` pairs of ``text``, HTML entities decoded, ``&`` read as
     ``and`` (titles and texts spell it either way).
@@ -57,8 +72,7 @@ def title_tokens(text: str) -> list[tuple[str, str]]:
     >>> title_tokens("Will &amp; Grace's 2011–12")
     [('Will', 'will'), ('&', 'and'), ('Grace', 'grace'), ('s', 's'), ('2011', '2011'), ('12', '12')]
     """
-    words = _WORD.findall(html.unescape(text))
-    pairs = [(word, "and" if word == "&" else normalize_word(word)) for word in words]
+    pairs = [(word, title_token(word)) for word in title_words(text)]
     return [pair for pair in pairs if pair[1]]
 
 

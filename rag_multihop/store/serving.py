@@ -23,8 +23,7 @@ import numpy as np
 from rag_multihop.corpus import Corpus
 from rag_multihop.index.ann import make_ann_index
 from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
-from rag_multihop.multihop.links import token_stems, window_context
-from rag_multihop.multihop.titles import title_tokens
+from rag_multihop.multihop.links import text_stems, window_context
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import unpack_string
 from rag_multihop.store.views import SegmentSet
@@ -258,9 +257,7 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         self._segment_of, self._entry_of = segment_of, entry_of
         self._segments = segments
         self._window = window
-        self._stems = lru_cache(maxsize=4096)(
-            lambda source: token_stems([token for _, token in title_tokens(text_of(source))])
-        )
+        self._stems = lru_cache(maxsize=4096)(lambda source: text_stems(text_of(source)))
 
     @cached_property
     def _span_pointers(self) -> list[np.ndarray]:

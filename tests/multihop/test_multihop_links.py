@@ -7,8 +7,15 @@ import pytest
 
 from rag_multihop import Corpus, Passage
 from rag_multihop.graph.build import build_entity_graph
-from rag_multihop.multihop.links import LinkGraph, SharedEntities, specificity, stems
-from rag_multihop.multihop.titles import TitleIndex
+from rag_multihop.multihop.links import (
+    LinkGraph,
+    SharedEntities,
+    specificity,
+    stems,
+    text_stems,
+    token_stems,
+)
+from rag_multihop.multihop.titles import TitleIndex, title_tokens
 
 
 def _corpus() -> Corpus:
@@ -92,3 +99,19 @@ def test_shared_entities_relate_passages_by_specific_names_and_skip_hubs() -> No
     )
     with pytest.raises(ValueError, match="max_passages must be a positive integer"):
         SharedEntities.from_graph(graph, max_passages=0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Rope was directed by Alfred Hitchcock in 1948.",
+        "Will &amp; Grace's 2011–12 season & more",
+        "",
+        "___ --- !!!",
+        "naïve café, İstanbul, Straße, ǅemal; 10,000 of the 1990s",
+    ],
+)
+def test_text_stems_are_the_stems_of_the_title_tokens(text) -> None:
+    expected = token_stems([token for _, token in title_tokens(text)])
+    assert text_stems(text) == expected
+    assert text_stems(text) == expected  # memoised words give the same again
