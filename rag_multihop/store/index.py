@@ -70,6 +70,7 @@ from rag_multihop.store.segment import (
     manifest_name,
     read_manifest,
     read_segment,
+    release_freed_memory,
     remove_unreferenced,
     write_manifest,
     write_segment,
@@ -574,6 +575,8 @@ class CorpusIndex:
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
         alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
         stored_ann = settings.ann.lower() != "flat" and n
+        if stored_ann and staged is not None:  # a streamed build: its passes' memory is free
+            release_freed_memory()
         ann = (
             make_ann_index(
                 np.asarray(arrays["vectors"]),

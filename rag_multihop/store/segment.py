@@ -18,6 +18,7 @@ writer, which holds the lock, so they cannot belong to a live writer.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import json
@@ -268,6 +269,19 @@ def write_segment(
     os.rename(staging, folder / name)
     fsync_directory(folder)
     return name
+
+
+def release_freed_memory() -> None:
+    """Hand the heap memory this process has freed back to the system (glibc's
+    ``malloc_trim``; nothing elsewhere). A build calls it between its passes and the ANN
+    insertion: the passes' millions of small objects are gone by then, but the allocator
+    keeps their pages, and the peak RSS is the ANN's on top of them."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError, TypeError):  # not glibc, or no C library to ask
+        return
+    trim(0)
 
 
 def drop_pages(array: np.ndarray) -> None:
