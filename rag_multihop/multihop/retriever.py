@@ -18,11 +18,11 @@ For a question q (:meth:`MultiHopRetriever.run`):
 3. **Fill** (ranks 3+): greedily, the candidate with the highest ``base`` plus its best link
    from an already chosen passage; a chosen passage's links join the candidates, so chains
    continue hop by hop.
-   **Second hops**: when q names both pair passages by different mentions (a comparison,
-   *which film's director was born first, A or B?*), each pair passage's first linked
-   passage in the fill takes ranks 3-4 (signal ``second_hop``), ahead of the tail's fusion:
-   both compared subjects' second hops (each film's director) stay in the top 5 wherever
-   the walk ranks them.
+   **Second hops**: each pair passage q names (both in a comparison, *which film's
+   director was born first, A or B?*; the first hop in a bridge question) puts its first
+   linked passage in the fill besides the pair right after the pair (signal
+   ``second_hop``), ahead of the tail's fusion: both compared subjects' second hops (each
+   film's director) stay in the top 5 wherever the walk ranks them.
 4. **Graph tail**: the fill's ranks 3+ are fused with Personalized PageRank over the entity
    graph (:class:`~rag_multihop.graph.retriever.GraphRetriever`) seeded by the pair and the
    question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
@@ -276,6 +276,23 @@ def _ranked(candidates: list[Candidate]) -> list[Candidate]:
     """``candidates`` scored by rank in (0, 1] (the first 1.0)."""
     n = max(len(candidates), 1)
     return [c.with_score((n - i) / n) for i, c in enumerate(candidates)]
+
+
+def _named_once(mention: np.ndarray, positions: Sequence[int]) -> list[int]:
+    """The ``positions`` a question mention names (``mention`` >= 0), the first of each
+    mention only.
+
+    >>> _named_once(np.array([0, -1, 0, 1]), [0, 1, 2, 3])
+    [0, 3]
+    """
+    seen: set[int] = set()
+    named = []
+    for position in positions:
+        number = int(mention[position])
+        if number >= 0 and number not in seen:
+            seen.add(number)
+            named.append(position)
+    return named
 
 
 def _grown(values: np.ndarray, size: int) -> np.ndarray:
@@ -692,23 +709,23 @@ class MultiHopRetriever:
         )
 
     def _second_hops(self, pool: _Pool, pair: list[int], order: list[int]) -> list[int]:
-        """With ``second_hops``, when the question names both pair passages by different
-        mentions (a comparison: *the director of film A or of film B*): each pair passage's
-        first title-linked passage in the fill's ``order`` (pool positions, pair order),
-        which :meth:`run` places right after the pair; otherwise none."""
-        mention = pool.mention
-        if (
-            not self.settings.second_hops
-            or len(pair) < 2
-            or min(mention[pair]) < 0
-            or mention[pair[0]] == mention[pair[1]]
-        ):
+        """With ``second_hops``: for each pair passage the question names (a comparison names
+        both, a bridge question its first hop; two referents of one mention count once), its
+        first title-linked passage in the fill's ``order`` besides the pair that the question
+        supports (cosine above 0, the tail guard's link test), in pool positions and pair
+        order; :meth:`run` places them right after the pair."""
+        if not self.settings.second_hops:
             return []
+        cos = pool.cos
         hops: list[int] = []
-        for source in pair:
+        for source in _named_once(pool.mention, pair):
             targets = self.links.targets(pool.rows[source])
             hop = next(
-                (i for i in order[len(pair) :] if pool.rows[i] in targets and i not in hops),
+                (
+                    i
+                    for i in order[len(pair) :]
+                    if pool.rows[i] in targets and cos[i] > 0 and i not in hops
+                ),
                 None,
             )
             if hop is not None:

@@ -68,12 +68,13 @@ class MultiHopSettings:
             first stage's next passage (:func:`~rag_multihop.multihop.scoring.guarded_order`);
             and when a pair passage is known by subjects read from its text, a walk that
             reaches no passage with that mass keeps out of the tail.
-        second_hops: when the question names both pair passages by different mentions (a
-            comparison: *which film's director was born first, A or B?*), each pair
-            passage's first title-linked passage in the fill follows the pair at ranks 3-4,
-            before the fill's other passages and the graph walk: both compared subjects'
-            second hops (each film's director) reach the top 5 even where the graph cannot
-            lift them (opaque ids, whose titles it cannot link).
+        second_hops: for each pair passage the question names (a comparison names both, a
+            bridge question its first hop; two referents of one mention count once), its
+            first title-linked passage in the fill besides the pair follows the pair at
+            ranks 3-4, before the fill's other passages and the graph walk: each compared
+            subject's second hop (each film's director) reaches the top 5 even where the
+            graph cannot lift it (opaque ids, whose titles it cannot link), and a named first
+            hop keeps its own link when the pair chose another partner.
         lexical_weight: weight of the BM25 score, scaled by the query's best, in every
             candidate's base score (0, the default, switches it off): in chunks and files
             whose titles do not name them, a question's names are found in the text alone.

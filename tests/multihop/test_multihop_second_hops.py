@@ -1,7 +1,8 @@
-"""A comparison whose question names both pair passages keeps each one's linked second hop
-at ranks 3-4 (``second_hops``), however the tail's walk ranks them; a question naming one
-passage is left as before. Through the public API, on untitled passages (opaque ids, the
-subjects read from the text) with a stand-in walk whose masses are set by hand."""
+"""Each pair passage the question names keeps its linked second hop right after the pair
+(``second_hops``), however the tail's walk ranks it: both films of a comparison, the named
+first hop of a bridge question whose pair took another partner. Through the public API, on
+untitled passages (opaque ids, the subjects read from the text) with a stand-in walk whose
+masses are set by hand."""
 
 from __future__ import annotations
 
@@ -49,13 +50,16 @@ class _Walk:
     def rank(
         self, query: Query, seed_candidates: Sequence[Candidate] = (), k: int = 10
     ) -> list[Candidate]:
-        ranked = sorted(WALK.items(), key=lambda item: -item[1])[:k]
+        known = {i: m for i, m in WALK.items() if i in self.corpus.ids}
+        ranked = sorted(known.items(), key=lambda item: -item[1])[:k]
         return [Candidate(self.corpus[self.corpus.ids.index(i)], m) for i, m in ranked]
 
 
-def _retriever(**overrides: bool) -> MultiHopRetriever:
-    corpus = Corpus([p for p, _ in PASSAGES])
-    vectors = np.stack([_unit(cos, 1 + i) for i, (_, cos) in enumerate(PASSAGES)])
+def _retriever(
+    rows: list[tuple[Passage, float]] = PASSAGES, **overrides: bool
+) -> MultiHopRetriever:
+    corpus = Corpus([p for p, _ in rows])
+    vectors = np.stack([_unit(cos, 1 + i) for i, (_, cos) in enumerate(rows)])
     retriever = MultiHopRetriever(corpus, vectors, **overrides)
     retriever.graph_retriever = _Walk(corpus)  # type: ignore[assignment]
     return retriever
@@ -81,11 +85,46 @@ def test_without_second_hops_the_walk_takes_the_ranks() -> None:
     assert not {"da", "db"} <= set(ids)
 
 
-def test_a_question_naming_one_passage_gets_no_second_hops() -> None:
-    on = _retriever().run(_query(BRIDGE), k=5).candidates
-    off = _retriever(second_hops=False).run(_query(BRIDGE), k=5).candidates
-    assert [c.id for c in on] == [c.id for c in off]
-    assert not any("second_hop" in c.signals for c in on)
+def test_a_bridge_pair_of_the_named_film_and_its_director_adds_nothing() -> None:
+    result = _retriever().run(_query(BRIDGE), k=5)
+    off = _retriever(second_hops=False).run(_query(BRIDGE), k=5)
+    assert result.trace.pair == ("fa", "da")
+    assert [c.id for c in result.candidates] == [c.id for c in off.candidates]
+    assert not any("second_hop" in c.signals for c in result.candidates)
+
+
+def test_a_named_first_hop_keeps_its_own_link_when_the_pair_took_another_partner() -> None:
+    # The film names its director and its star; the star's page is the more like the
+    # question, so the pair takes it, and the walk's mass lies elsewhere: without second
+    # hops the director falls to the last rank.
+    rows = [
+        (
+            Passage(
+                "fa",
+                "Harlan Vale is a 1931 film directed by Osric Menner and starring Lise Corvath.",
+                "doc-01",
+            ),
+            0.7,
+        ),
+        (Passage("da", "Osric Menner (1890-1960) was a Dutch director.", "doc-03"), 0.15),
+        (
+            Passage("st", "Lise Corvath (1901-1977) was a French actress born in Lyon.", "doc-04"),
+            0.5,
+        ),
+        *PASSAGES[4:],
+    ]
+    on = _retriever(rows=rows).run(_query(BRIDGE), k=5)
+    assert on.trace.pair == ("fa", "st")
+    assert on.candidates[2].id == "da"
+    assert on.candidates[2].signals["second_hop"] == 1.0
+    off = [c.id for c in _retriever(rows=rows, second_hops=False).retrieve(_query(BRIDGE), 5)]
+    assert "da" not in off[:4]
+
+
+def test_a_question_naming_no_passage_gets_no_second_hops() -> None:
+    question = _query("Which director was born in a valley near the sea?")
+    result = _retriever().run(question, k=5)
+    assert not any("second_hop" in c.signals for c in result.candidates)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
