@@ -18,6 +18,11 @@ For a question q (:meth:`MultiHopRetriever.run`):
 3. **Fill** (ranks 3+): greedily, the candidate with the highest ``base`` plus its best link
    from an already chosen passage; a chosen passage's links join the candidates, so chains
    continue hop by hop.
+   **Second hops**: each pair passage q names (both in a comparison, *which film's
+   director was born first, A or B?*; the first hop in a bridge question) puts its first
+   linked passage in the fill besides the pair right after the pair (signal
+   ``second_hop``), ahead of the tail's fusion: both compared subjects' second hops (each
+   film's director) stay in the top 5 wherever the walk ranks them.
 4. **Graph tail**: the fill's ranks 3+ are fused with Personalized PageRank over the entity
    graph (:class:`~rag_multihop.graph.retriever.GraphRetriever`) seeded by the pair and the
    question's entities (PIT calibration, Boltzmann fusion, graph pool capped at
@@ -54,11 +59,12 @@ links and the graph walk reach only allowed passages, and the trace names no oth
 No LLM and no labels; the only vector operations are the query's FAISS search and dot
 products with stored passage vectors (nothing is encoded at query time besides the query).
 
-Scores: the pair scores :data:`PAIR_SCORE` (rank 1 then rank 2), the tail its fused score in
-(0, 1] (a rank the guard gave to the first stage keeps the rank's score). Signals: ``dense``
-(cosine), ``named`` (1.0 when q names the title), ``link`` (the link evidence that placed
-it), ``lexical`` (the scaled BM25 score), ``pair`` (the pair's score) and ``first_hop`` on
-the pair, on the tail ``fill``/``graph`` with their calibrated values and ``fused``, and
+Scores: the pair scores :data:`PAIR_SCORE` (rank 1 then rank 2), the second hops
+:data:`SECOND_HOP_SCORE`, the tail its fused score in (0, 1] (a rank the guard gave to the
+first stage keeps the rank's score). Signals: ``dense`` (cosine), ``named`` (1.0 when q
+names the title), ``link`` (the link evidence that placed it), ``lexical`` (the scaled BM25
+score), ``pair`` (the pair's score) and ``first_hop`` on the pair, ``second_hop`` on the
+second hops, on the tail ``fill``/``graph`` with their calibrated values and ``fused``, and
 ``first_stage`` where the first stage's order was kept.
 
 Example (a toy encoder stands in for MiniLM):
@@ -126,6 +132,10 @@ logger = logging.getLogger(__name__)
 
 PAIR_SCORE = 2.0
 """Score of the two pair passages (above every tail score in (0, 1])."""
+
+SECOND_HOP_SCORE = 1.0
+"""Score of a pair passage's second hop placed right after the pair (``second_hops``; the
+tail's best score)."""
 
 
 class LexicalScorer(Protocol):
@@ -268,6 +278,23 @@ def _ranked(candidates: list[Candidate]) -> list[Candidate]:
     return [c.with_score((n - i) / n) for i, c in enumerate(candidates)]
 
 
+def _named_once(mention: np.ndarray, positions: Sequence[int]) -> list[int]:
+    """The ``positions`` a question mention names (``mention`` >= 0), the first of each
+    mention only.
+
+    >>> _named_once(np.array([0, -1, 0, 1]), [0, 1, 2, 3])
+    [0, 3]
+    """
+    seen: set[int] = set()
+    named = []
+    for position in positions:
+        number = int(mention[position])
+        if number >= 0 and number not in seen:
+            seen.add(number)
+            named.append(position)
+    return named
+
+
 def _grown(values: np.ndarray, size: int) -> np.ndarray:
     """``values`` padded with zeros to ``size`` (itself when long enough)."""
     return values if len(values) >= size else np.concatenate([values, np.zeros(size - len(values))])
@@ -332,6 +359,7 @@ class MultiHopRetriever:
         graph_entity_share: float | None = None,
         ppr: str | None = None,
         tail_guard: bool | None = None,
+        second_hops: bool | None = None,
         lexical_weight: float | None = None,
         lexical: LexicalScorer | None = None,
     ) -> None:
@@ -360,6 +388,7 @@ class MultiHopRetriever:
             graph_entity_share=graph_entity_share,
             ppr=ppr,
             tail_guard=tail_guard,
+            second_hops=second_hops,
             lexical_weight=lexical_weight,
         )
         corpus = as_corpus(corpus)
@@ -449,6 +478,7 @@ class MultiHopRetriever:
         graph_entity_share: float | None = None,
         ppr: str | None = None,
         tail_guard: bool | None = None,
+        second_hops: bool | None = None,
         lexical_weight: float | None = None,
         lexical: LexicalScorer | None = None,
     ) -> MultiHopRetriever:
@@ -487,6 +517,7 @@ class MultiHopRetriever:
             graph_entity_share=graph_entity_share,
             ppr=ppr,
             tail_guard=tail_guard,
+            second_hops=second_hops,
             lexical_weight=lexical_weight,
         )
         if snapshot.n_live == 0:
@@ -653,7 +684,8 @@ class MultiHopRetriever:
         """Ranks ``reserved + 1``.. of ``order`` fused with the graph walk seeded by its first
         two (without the pool's signals, which :meth:`run` adds by row)."""
         seeds_rows = [pool.rows[i] for i in order[:2]]
-        head = seeds_rows[:reserved]
+        pair = seeds_rows[:reserved]
+        head = [pool.rows[i] for i in order[:reserved]]
         rest = [pool.rows[i] for i in order[reserved:]]
         fill = [
             Candidate(
@@ -662,19 +694,43 @@ class MultiHopRetriever:
             for i, row in enumerate(rest)
         ]
         if self.graph_retriever is None or not seeds_rows:
-            return _ranked(fill)[: k - reserved]
+            return _ranked(fill)[: max(k - reserved, 0)]
         seeds = [Candidate(self.corpus[row], 1.0) for row in seeds_rows]
         depth = self.settings.graph_cap + len(head) if pool.allowed is None else len(self._ids)
         walked = self.graph_retriever.rank(query, seeds, k=depth)
         skip = {self._ids[row] for row in head}
         walk = [c for c in walked if c.id not in skip and pool.allows(self._row[c.id])]
-        if not walk or (self._diffuse(walk) and not self._read_subjects.isdisjoint(head)):
-            return _ranked(fill)[: k - reserved]
+        if not walk or (self._diffuse(walk) and not self._read_subjects.isdisjoint(pair)):
+            return _ranked(fill)[: max(k - reserved, 0)]
         return fuse_candidates(
             {"fill": fill, "graph": walk[: self.settings.graph_cap]},
             self._tail_fusion,
             top_n=max(k - reserved, 0),
         )
+
+    def _second_hops(self, pool: _Pool, pair: list[int], order: list[int]) -> list[int]:
+        """With ``second_hops``: for each pair passage the question names (a comparison names
+        both, a bridge question its first hop; two referents of one mention count once), its
+        first title-linked passage in the fill's ``order`` besides the pair that the question
+        supports (cosine above 0, the tail guard's link test), in pool positions and pair
+        order; :meth:`run` places them right after the pair."""
+        if not self.settings.second_hops:
+            return []
+        cos = pool.cos
+        hops: list[int] = []
+        for source in _named_once(pool.mention, pair):
+            targets = self.links.targets(pool.rows[source])
+            hop = next(
+                (
+                    i
+                    for i in order[len(pair) :]
+                    if pool.rows[i] in targets and cos[i] > 0 and i not in hops
+                ),
+                None,
+            )
+            if hop is not None:
+                hops.append(hop)
+        return hops
 
     def _diffuse(self, walk: list[Candidate]) -> bool:
         """With the tail guard: the walk reaches no passage with
@@ -824,11 +880,23 @@ class MultiHopRetriever:
             else:
                 signals |= {"pair": pair_score, "first_hop": float(rank == 1)}
             out.append(Candidate(self.corpus[row], PAIR_SCORE, rank, signals))
+        hops = self._second_hops(pool, head, order) if s.pair and not kept_first_stage else []
+        order = head + hops + [i for i in order[len(head) :] if i not in hops]
+        for position in hops:
+            row = pool.rows[position]
+            signals = self._signals(pool, row, link_evidence) | {"second_hop": 1.0}
+            out.append(Candidate(self.corpus[row], SECOND_HOP_SCORE, len(out) + 1, signals))
         fused = self.graph_retriever is not None and bool(order)
         with span("multihop.graph_tail", graph=fused) as stage:
-            tail = self._tail(query, pool, order, k, len(head))
+            tail = self._tail(query, pool, order, k, len(head) + len(hops))
             if s.tail_guard:
-                tail = self._guard(pool, [pool.rows[i] for i in head], tail, question)
+                tail = self._guard(
+                    pool,
+                    [pool.rows[i] for i in head],
+                    tail,
+                    question,
+                    placed=[pool.rows[i] for i in hops],
+                )
             stage.set(returned=len(tail))
         for candidate in tail:
             signals = self._signals(pool, self._row[candidate.id], link_evidence)
@@ -869,7 +937,12 @@ class MultiHopRetriever:
         return lexical_evidence(scores)
 
     def _guard(
-        self, pool: _Pool, head: list[int], tail: list[Candidate], question: frozenset[str]
+        self,
+        pool: _Pool,
+        head: list[int],
+        tail: list[Candidate],
+        question: frozenset[str],
+        placed: Sequence[int] = (),
     ) -> list[Candidate]:
         """``tail`` with every rank that neither the question nor the pair supports given to
         the first stage's next passage (signal ``first_stage``); scores stay those of the
@@ -888,7 +961,7 @@ class MultiHopRetriever:
         walked = {self._row[c.id] for c in tail if c.signals.get("graph", 0.0) >= MIN_WALK_MASS}
         supported |= walked
         rows = [self._row[c.id] for c in tail]
-        fallback = [row for row in first_stage if row not in head]
+        fallback = [row for row in first_stage if row not in head and row not in placed]
         by_row = {self._row[c.id]: c for c in tail}
         out = []
         for (row, filled), slot in zip(

@@ -68,6 +68,13 @@ class MultiHopSettings:
             first stage's next passage (:func:`~rag_multihop.multihop.scoring.guarded_order`);
             and when a pair passage is known by subjects read from its text, a walk that
             reaches no passage with that mass keeps out of the tail.
+        second_hops: for each pair passage the question names (a comparison names both, a
+            bridge question its first hop; two referents of one mention count once), its
+            first title-linked passage in the fill besides the pair follows the pair at
+            ranks 3-4, before the fill's other passages and the graph walk: each compared
+            subject's second hop (each film's director) reaches the top 5 even where the
+            graph cannot lift it (opaque ids, whose titles it cannot link), and a named first
+            hop keeps its own link when the pair chose another partner.
         lexical_weight: weight of the BM25 score, scaled by the query's best, in every
             candidate's base score (0, the default, switches it off): in chunks and files
             whose titles do not name them, a question's names are found in the text alone.
@@ -102,6 +109,7 @@ class MultiHopSettings:
     graph_entity_share: float = 0.5
     ppr: str = "push"
     tail_guard: bool = True
+    second_hops: bool = True
     lexical_weight: float = 0.0
 
     def __post_init__(self) -> None:
@@ -124,6 +132,7 @@ class MultiHopSettings:
             "specificity",
             "exclusive_mentions",
             "tail_guard",
+            "second_hops",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -164,6 +164,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         graph_entity_share: float | None = None,
         ppr: str | None = None,
         tail_guard: bool | None = None,
+        second_hops: bool | None = None,
         lexical_weight: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -193,6 +194,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             graph_entity_share=graph_entity_share,
             ppr=ppr,
             tail_guard=tail_guard,
+            second_hops=second_hops,
             lexical_weight=lexical_weight,
         )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")

@@ -91,6 +91,7 @@ class CorpusIndexMultiHopRetriever:
         graph_entity_share: float = _DEFAULTS.graph_entity_share,
         ppr: str = _DEFAULTS.ppr,
         tail_guard: bool = _DEFAULTS.tail_guard,
+        second_hops: bool = _DEFAULTS.second_hops,
         lexical_weight: float = _DEFAULTS.lexical_weight,
     ) -> None:
         self.index_path = index_path
@@ -118,6 +119,7 @@ class CorpusIndexMultiHopRetriever:
             graph_entity_share=graph_entity_share,
             ppr=ppr,
             tail_guard=tail_guard,
+            second_hops=second_hops,
             lexical_weight=lexical_weight,
         )
         self._snapshot: IndexSnapshot | None = None

@@ -132,6 +132,7 @@ class MultiHopRetriever:
         graph_entity_share: float = _DEFAULTS.graph_entity_share,
         ppr: str = _DEFAULTS.ppr,
         tail_guard: bool = _DEFAULTS.tail_guard,
+        second_hops: bool = _DEFAULTS.second_hops,
         lexical_weight: float = _DEFAULTS.lexical_weight,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
@@ -163,6 +164,7 @@ class MultiHopRetriever:
             graph_entity_share=graph_entity_share,
             ppr=ppr,
             tail_guard=tail_guard,
+            second_hops=second_hops,
             lexical_weight=lexical_weight,
         )
         self.filters = check_filters(filters)
