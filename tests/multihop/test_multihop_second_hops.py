@@ -6,67 +6,25 @@ masses are set by hand."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import pytest
 
-from rag_multihop import Corpus, Passage, Query
+from rag_multihop import Passage, Query
 from rag_multihop.multihop import MultiHopRetriever, MultiHopSettings
-from rag_multihop.types import Candidate
+from tests.multihop.film_pair import COMPARISON, PASSAGES, film_retriever, query
 
-DIM = 12
-
-# Two films, each naming its director; the directors' pages are unlike the question (low
-# cosine); the walk puts its mass (well above 2%) on four unrelated passages.
-PASSAGES = [
-    (Passage("fa", "Harlan Vale is a 1931 film directed by Osric Menner.", "doc-01"), 0.7),
-    (Passage("fb", "Tide of Embers is a 1952 film directed by Lise Corvath.", "doc-02"), 0.6),
-    (Passage("da", "Osric Menner (1890-1960) was a Dutch director.", "doc-03"), 0.15),
-    (Passage("db", "Lise Corvath (1901-1977) was a French director.", "doc-04"), 0.1),
-    (Passage("x1", "Ember is a glowing piece of coal in a fire.", "doc-05"), 0.45),
-    (Passage("x2", "Vale is a word for a valley.", "doc-06"), 0.4),
-    (Passage("x3", "Tides are caused by the moon.", "doc-07"), 0.35),
-    (Passage("x4", "Film directors often come from theatre.", "doc-08"), 0.3),
-]
+# the walk puts its mass (well above 2%) on the four unrelated passages
 WALK = {"x1": 0.3, "x2": 0.25, "x3": 0.2, "x4": 0.15, "da": 0.002, "db": 0.001}
-COMPARISON = "Which film has the director born first, Harlan Vale or Tide of Embers?"
 BRIDGE = "Where was the director of Harlan Vale born?"
-
-
-def _unit(cos: float, axis: int) -> np.ndarray:
-    vector = np.zeros(DIM, dtype=np.float32)
-    vector[0] = cos
-    vector[axis] = np.sqrt(1.0 - cos * cos)
-    return vector
-
-
-class _Walk:
-    """A stand-in for the tail's graph walk returning fixed masses."""
-
-    def __init__(self, corpus: Corpus) -> None:
-        self.corpus = corpus
-
-    def rank(
-        self, query: Query, seed_candidates: Sequence[Candidate] = (), k: int = 10
-    ) -> list[Candidate]:
-        known = {i: m for i, m in WALK.items() if i in self.corpus.ids}
-        ranked = sorted(known.items(), key=lambda item: -item[1])[:k]
-        return [Candidate(self.corpus[self.corpus.ids.index(i)], m) for i, m in ranked]
 
 
 def _retriever(
     rows: list[tuple[Passage, float]] = PASSAGES, **overrides: bool
 ) -> MultiHopRetriever:
-    corpus = Corpus([p for p, _ in rows])
-    vectors = np.stack([_unit(cos, 1 + i) for i, (_, cos) in enumerate(rows)])
-    retriever = MultiHopRetriever(corpus, vectors, **overrides)
-    retriever.graph_retriever = _Walk(corpus)  # type: ignore[assignment]
-    return retriever
+    return film_retriever(WALK, rows, **overrides)
 
 
 def _query(text: str) -> Query:
-    return Query(text, embedding=np.eye(DIM, dtype=np.float32)[0])
+    return query(text)
 
 
 def test_both_compared_passages_keep_their_second_hop_in_the_top_4() -> None:

@@ -5,64 +5,12 @@ stand-in walk whose masses are set by hand."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
-
-from rag_multihop import Corpus, Passage, Query
-from rag_multihop.multihop import MultiHopRetriever
+from rag_multihop import Passage
 from rag_multihop.multihop.scoring import MIN_WALK_MASS
-from rag_multihop.types import Candidate
+from tests.multihop.film_pair import COMPARISON, PASSAGES, query
+from tests.multihop.film_pair import film_retriever as _retriever
 
-DIM = 12
-
-# A comparison of two films' directors: the question names both films, each film names
-# its director; the directors' pages are unlike the question (low cosine).
-PASSAGES = [
-    (Passage("fa", "Harlan Vale is a 1931 film directed by Osric Menner.", "doc-01"), 0.7),
-    (Passage("fb", "Tide of Embers is a 1952 film directed by Lise Corvath.", "doc-02"), 0.6),
-    (Passage("da", "Osric Menner (1890-1960) was a Dutch director.", "doc-03"), 0.15),
-    (Passage("db", "Lise Corvath (1901-1977) was a French director.", "doc-04"), 0.1),
-    (Passage("x1", "Ember is a glowing piece of coal in a fire.", "doc-05"), 0.45),
-    (Passage("x2", "Vale is a word for a valley.", "doc-06"), 0.4),
-    (Passage("x3", "Tides are caused by the moon.", "doc-07"), 0.35),
-    (Passage("x4", "Film directors often come from theatre.", "doc-08"), 0.3),
-]
-QUESTION = Query(
-    "Which film has the director born first, Harlan Vale or Tide of Embers?",
-    embedding=np.eye(DIM, dtype=np.float32)[0],
-)
-
-
-def _unit(cos: float, axis: int) -> np.ndarray:
-    vector = np.zeros(DIM, dtype=np.float32)
-    vector[0] = cos
-    vector[axis] = np.sqrt(1.0 - cos * cos)
-    return vector
-
-
-class _Walk:
-    """A stand-in for the tail's graph walk returning fixed masses."""
-
-    def __init__(self, corpus: Corpus, masses: dict[str, float]) -> None:
-        self.corpus, self.masses = corpus, masses
-
-    def rank(
-        self, query: Query, seed_candidates: Sequence[Candidate] = (), k: int = 10
-    ) -> list[Candidate]:
-        ranked = sorted(self.masses.items(), key=lambda item: -item[1])[:k]
-        return [Candidate(self.corpus[self.corpus.ids.index(i)], m) for i, m in ranked]
-
-
-def _retriever(
-    masses: dict[str, float], rows: list[tuple[Passage, float]] = PASSAGES, **overrides: bool
-) -> MultiHopRetriever:
-    corpus = Corpus([p for p, _ in rows])
-    vectors = np.stack([_unit(cos, 1 + i) for i, (_, cos) in enumerate(rows)])
-    retriever = MultiHopRetriever(corpus, vectors, **overrides)
-    retriever.graph_retriever = _Walk(corpus, masses)  # type: ignore[assignment]
-    return retriever
-
+QUESTION = query(COMPARISON)
 
 DIFFUSE = {"x1": 0.009, "x2": 0.008, "x3": 0.007, "x4": 0.006, "da": 0.002, "db": 0.001}
 
