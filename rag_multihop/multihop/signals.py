@@ -20,9 +20,11 @@ SIGNALS = MappingProxyType(
         "fused": "link fill and entity graph fused (the tail's ranking score)",
         "lexical": "BM25 score scaled by the query's best match (0-1), in the base score",
         "first_stage": "1 where the first stage's order was kept (unsupported pair or tail rank)",
+        "second_hop": "1 for a named pair passage's linked second hop, ranked after the pair",
     }
 )
 """What :class:`~rag_multihop.multihop.MultiHopRetriever` writes: ``dense``, ``named`` and
 ``link`` on every passage (``lexical`` too when its weight is not 0), ``pair`` and
 ``first_hop`` on ranks 1-2, on the tail ``fill``/``graph`` with their calibrated values and
-``fused``, and ``first_stage`` where the first stage's order was kept."""
+``fused``, ``second_hop`` on the linked second hops placed right after the pair, and
+``first_stage`` where the first stage's order was kept."""
