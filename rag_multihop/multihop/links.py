@@ -229,9 +229,7 @@ def text_stems(text: str) -> tuple[str | None, ...]:
 def _word_stem(word: str) -> tuple[bool, str | None]:
     """Whether ``word`` is a title token, and its stem as :func:`token_stems` gives it."""
     token = title_token(word)
-    if not token:
-        return False, None
-    return True, None if token in STOPWORDS or token.isdigit() else token[:STEM_CHARS]
+    return (True, token_stems((token,))[0]) if token else (False, None)
 
 
 def window_context(
