@@ -107,11 +107,13 @@ def walk_adjacency(
 ) -> sparse.csr_matrix:
     """The weighted, directed adjacency of :meth:`EntityGraph.adjacency` from its blocks."""
     w = weights or EdgeWeights()
-    passages = w.title_link * title_links + w.title_backlink * title_links.T
-    block = sparse.bmat(
+    passages = sparse.csr_matrix(w.title_link * title_links + w.title_backlink * title_links.T)
+    # rows side by side, then stacked: both CSR fast paths (``bmat`` goes through COO,
+    # about twice the time at a million passages)
+    block = sparse.vstack(
         [
-            [passages, w.mention * mentions],
-            [w.mention * mentions.T, w.synonym * synonyms],
+            sparse.hstack([passages, w.mention * mentions], format="csr"),
+            sparse.hstack([w.mention * mentions.T.tocsr(), w.synonym * synonyms], format="csr"),
         ],
         format="csr",
     )

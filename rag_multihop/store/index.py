@@ -65,7 +65,6 @@ from rag_multihop.store.segment import (
     Segment,
     StagedSegment,
     current_manifest_path,
-    describe_arrays,
     drop_pages,
     manifest_name,
     read_manifest,
@@ -76,7 +75,7 @@ from rag_multihop.store.segment import (
     write_segment,
     writer_lock,
 )
-from rag_multihop.store.served import serving_arrays
+from rag_multihop.store.served import iter_serving_arrays
 from rag_multihop.store.settings import IndexSettings
 from rag_multihop.store.sidecars import (
     AUTO_PRODUCERS,
@@ -356,7 +355,7 @@ class CorpusIndex:
         if not wanted:
             return self.version
         with writer_lock(self.path, self.lock_timeout):
-            state = _State.read(self.path)
+            state = _State.read(self.path, vectors=False)
             rows = state.view.rows_of(wanted)
             missing = [i for i, row in zip(wanted, rows, strict=True) if row is None]
             if missing and not missing_ok:
@@ -407,7 +406,7 @@ class CorpusIndex:
         if not passages:
             return self.version
         with writer_lock(self.path, self.lock_timeout):
-            state = _State.read(self.path)
+            state = _State.read(self.path, vectors=False)
             rows = state.view.rows_of(ids)
             present = [i for i, row in zip(ids, rows, strict=True) if row is not None]
             if present and not replace:
@@ -603,17 +602,30 @@ class CorpusIndex:
             segments=[*state.entries, segment.describe()],
         )
         manifest.pop("serving", None)
-        serving = serving_arrays(SegmentSet([*state.segments, segment], alive))
-        manifest["serving"] = {
-            "name": write_segment(self.path, version, serving, prefix=SERVING_PREFIX),
-            "files": describe_arrays(serving),
-        }
+        manifest["serving"] = self._write_serving(
+            version, SegmentSet([*state.segments, segment], alive)
+        )
         write_manifest(self.path, manifest)
         # the previous versions' serving arrays: readers that hold them keep their maps
         remove_unreferenced(
             self.path, {manifest["serving"]["name"]}, None, prefixes=(SERVING_PREFIX,)
         )
         return version
+
+    def _write_serving(self, version: int, segments: SegmentSet) -> dict[str, Any]:
+        """Compute and write the serving arrays of the version ``segments`` make, each
+        saved while the next is computed; the manifest's ``"serving"`` entry."""
+        staged = StagedSegment(self.path)
+        try:
+            files = {}
+            for key, value in iter_serving_arrays(segments):
+                staged.save_soon(key, value)
+                files[key] = {"shape": list(value.shape), "dtype": value.dtype.str}
+            name = write_segment(self.path, version, {}, staged=staged, prefix=SERVING_PREFIX)
+        except BaseException:
+            staged.discard()
+            raise
+        return {"name": name, "files": dict(sorted(files.items()))}
 
     # ------------------------------------------------------------------ sidecars
 
@@ -771,9 +783,11 @@ class _State:
         self.entries = [e for e in manifest["segments"] if e["name"] in names]
 
     @classmethod
-    def read(cls, root: Path) -> _State:
+    def read(cls, root: Path, *, vectors: bool = True) -> _State:
+        """The current version; without ``vectors``, no segment's stored vectors or ANN
+        index (what an add or a delete, which only appends a segment, never reads)."""
         manifest = read_manifest(current_manifest_path(root))
-        segments = [read_segment(root, entry) for entry in manifest["segments"]]
+        segments = [read_segment(root, e, ann=vectors) for e in manifest["segments"]]
         return cls(manifest, segments, alive_mask(segments, int(manifest["rows"])))
 
     @property

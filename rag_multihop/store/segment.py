@@ -28,6 +28,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,6 +197,8 @@ class StagedSegment:
         self.folder = folder / f"{TEMP_PREFIX}{self.token}"
         self.folder.mkdir()
         self.files: dict[str, ArrayFile] = {}
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
 
     def column(self, key: str, dtype: Any, row_shape: tuple[int, ...] = ()) -> ArrayFile:
         """A new streamed array ``key``."""
@@ -206,12 +209,34 @@ class StagedSegment:
         """Write array ``key`` whole; the file, memory-mapped (the caller can drop
         ``value``)."""
         value = np.ascontiguousarray(value)
+        self._save_file(key, value)
+        spec = {"shape": list(value.shape), "dtype": value.dtype.str}
+        return _load_array(self.folder / f"{key}.npy", spec)
+
+    def save_soon(self, key: str, value: np.ndarray) -> None:
+        """Write array ``key`` whole on this folder's writer thread, so that the disk works
+        while the caller computes the next one (the write and the fsync release the GIL);
+        :meth:`finish` waits for them. The caller must not change ``value`` meanwhile."""
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="segment-writer")
+        value = np.ascontiguousarray(value)
+        self._pending.append(self._writer.submit(self._save_file, key, value))
+
+    def finish(self) -> None:
+        """Wait for the arrays :meth:`save_soon` queued; the first write's error, raised
+        once all have stopped."""
+        pending, self._pending = self._pending, []
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
+        for future in pending:
+            future.result()
+
+    def _save_file(self, key: str, value: np.ndarray) -> None:
         with open(self.folder / f"{key}.npy", "wb") as handle:
             np.save(handle, value, allow_pickle=False)
             handle.flush()
             os.fsync(handle.fileno())
-        spec = {"shape": list(value.shape), "dtype": value.dtype.str}
-        return _load_array(self.folder / f"{key}.npy", spec)
 
     def close_columns(self) -> dict[str, np.ndarray]:
         """Finish every streamed array; each as a read-only memory map (no page read)."""
@@ -227,6 +252,9 @@ class StagedSegment:
         return (self.folder / f"{key}.npy").is_file()
 
     def discard(self) -> None:
+        if self._writer is not None:
+            self._writer.shutdown(wait=True, cancel_futures=True)
+            self._writer, self._pending = None, []
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -245,6 +273,8 @@ def write_segment(
     name. With ``staged``, the arrays already written there are kept as they are and that
     folder is published."""
     folder = root / SEGMENTS
+    if staged is not None:
+        staged.finish()
     staging = (staged or StagedSegment(root)).folder
     token = staging.name[len(TEMP_PREFIX) :]
     in_ann = ann is not None and holds_vectors(ann)
@@ -391,8 +421,11 @@ def read_arrays(folder: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[st
     return {key: _load_array(folder / f"{key}.npy", spec) for key, spec in files.items()}
 
 
-def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:
-    """The segment a manifest entry describes, every array memory-mapped read-only."""
+def read_segment(root: Path, entry: Mapping[str, Any], *, ann: bool = True) -> Segment:
+    """The segment a manifest entry describes, every array memory-mapped read-only; with
+    ``ann=False`` its stored ANN index is not loaded, nor the vectors it holds (a writer
+    that only appends a segment needs neither, and FAISS's import and read cost ~0.7 s
+    at a million passages)."""
     name = entry["name"]
     folder = root / SEGMENTS / name
     if not folder.is_dir():
@@ -402,14 +435,14 @@ def read_segment(root: Path, entry: Mapping[str, Any]) -> Segment:
         folder,
         {k: v for k, v in files.items() if not (k == "vectors" and v.get("file"))},
     )
-    ann = None
-    if "file" in files.get("vectors", {}):
-        ann, vectors = _load_ann(folder / ANN_FILE, files["vectors"])
+    index = None
+    if ann and "file" in files.get("vectors", {}):
+        index, vectors = _load_ann(folder / ANN_FILE, files["vectors"])
         if vectors is not None:
             arrays["vectors"] = vectors
     rows, entities = entry["rows"], entry["entities"]
     return Segment(
-        name, (int(rows[0]), int(rows[1])), (int(entities[0]), int(entities[1])), arrays, ann
+        name, (int(rows[0]), int(rows[1])), (int(entities[0]), int(entities[1])), arrays, index
     )
 
 

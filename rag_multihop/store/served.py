@@ -30,7 +30,7 @@ scipy wraps the maps without copying them):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -135,33 +135,40 @@ def first_occurrence_order(values: np.ndarray, size: int) -> np.ndarray:
     return np.asarray(values[occurs], dtype=np.int64)
 
 
-def _csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pointers and indices in one integer type (int32 when both fit)."""
+def _csr(
+    prefix: str, index: str, indptr: np.ndarray, indices: np.ndarray
+) -> list[tuple[str, np.ndarray]]:
+    """``<prefix>.ptr`` and ``<prefix>.<index>`` in one integer type (int32 when both fit)."""
     fits = int(indptr[-1]) <= INT32_LIMIT and len(indptr) <= INT32_LIMIT
     dtype = np.int32 if fits else np.int64
-    return np.asarray(indptr, dtype=dtype), np.asarray(indices, dtype=dtype)
+    return [
+        (f"{prefix}.ptr", np.asarray(indptr, dtype=dtype)),
+        (f"{prefix}.{index}", np.asarray(indices, dtype=dtype)),
+    ]
 
 
 def serving_arrays(segments: SegmentSet) -> dict[str, np.ndarray]:
     """The serving arrays of the version ``segments`` make (see the module docstring)."""
+    return dict(iter_serving_arrays(segments))
+
+
+def iter_serving_arrays(segments: SegmentSet) -> Iterator[tuple[str, np.ndarray]]:
+    """:func:`serving_arrays` one array at a time, each as soon as it is made (a writer
+    saves one while the next is computed), the largest (the walk's) first. The title links
+    are gathered on a second thread meanwhile (numpy's and scipy's loops release the GIL)."""
     live = LiveRows(segments)
+    yield from _graph_arrays(live)
+    yield from _link_arrays(live)
+
+
+def _graph_arrays(live: LiveRows) -> Iterator[tuple[str, np.ndarray]]:
+    """The walk, the entity graph's title links, the mentions both ways, the subjects."""
+    segments = live.segments
     n = live.n
-    out: dict[str, np.ndarray] = {}
-
-    owner, local = live.owned("link")
-    indptr, cols, segment_of, entry_of = live.gather(
-        owner, local, "link.ptr", ["link.dst", "link.w"]
-    )
-    indptr, targets, keep = live.live_targets(indptr, cols.get("link.dst", np.zeros(0)))
-    out["link.ptr"], out["link.dst"] = _csr(indptr, targets)
-    out["link.w"] = np.asarray(cols.get("link.w", np.zeros(0))[keep], dtype=np.float64)
-    out["link.seg"] = segment_of[keep].astype(np.int32)
-    out["link.entry"] = entry_of[keep]
-    out["link.in"] = np.bincount(targets, minlength=n).astype(np.int32)
-
     owner, local = live.home()
     m_ptr, m_cols, _, _ = live.gather(owner, local, "ment.ptr", ["ment.ent"])
     flat = m_cols.get("ment.ent", np.zeros(0, dtype=np.int32)).astype(np.int64)
+    del m_cols
     n_entities = segments.n_entities
     only = segments.segments
     if len(only) == 1 and n == segments.n_rows and only[0].entities == (0, n_entities):
@@ -173,31 +180,49 @@ def serving_arrays(segments: SegmentSet) -> dict[str, np.ndarray]:
     number = np.full(n_entities, -1, dtype=np.int64)
     number[order] = np.arange(len(order))
     mentions = sparse.csr_matrix((np.ones(len(flat)), number[flat], m_ptr), shape=(n, len(order)))
+    del flat, number
     mentions.sort_indices()
-    out["ment.ptr"], out["ment.ent"] = _csr(mentions.indptr, mentions.indices)
-    out["ent.order"] = order
-    passages_of = (mentions > 0).astype(np.float64).T.tocsr()
-    out["pass.ptr"], out["pass.row"] = _csr(passages_of.indptr, passages_of.indices)
 
     g_owner, g_local = live.owned("glink")
     g_ptr, g_cols, _, _ = live.gather(g_owner, g_local, "glink.ptr", ["glink.dst"])
     g_ptr, g_targets, _ = live.live_targets(g_ptr, g_cols.get("glink.dst", np.zeros(0)))
     title_links = sparse.csr_matrix((np.ones(len(g_targets)), g_targets, g_ptr), shape=(n, n))
     title_links.sort_indices()
-    out["glink.ptr"], out["glink.dst"] = _csr(title_links.indptr, title_links.indices)
     synonyms = sparse.csr_matrix((len(order), len(order)))
     walk = PushGraph.from_adjacency(walk_adjacency(mentions, title_links, synonyms, EdgeWeights()))
-    out["walk.ptr"], out["walk.dst"] = _csr(walk.forward.indptr, walk.forward.indices)
-    out["walk.p"] = np.asarray(walk.forward.data, dtype=np.float64)
-    out["walk.dangling"] = np.asarray(walk.dangling, dtype=bool)
+    yield from _csr("walk", "dst", walk.forward.indptr, walk.forward.indices)
+    yield "walk.p", np.asarray(walk.forward.data, dtype=np.float64)
+    yield "walk.dangling", np.asarray(walk.dangling, dtype=bool)
+    del walk
+    yield from _csr("glink", "dst", title_links.indptr, title_links.indices)
+    yield from _csr("ment", "ent", mentions.indptr, mentions.indices)
+    yield "ent.order", order
+    passages_of = (mentions > 0).astype(np.float64).T.tocsr()
+    yield from _csr("pass", "row", passages_of.indptr, passages_of.indices)
+    del passages_of, mentions, title_links
 
     flags = np.zeros(n, dtype=bool)
     for i, segment in enumerate(only):
         mine = owner == i
         if mine.any():
             flags[mine] = np.asarray(segment["subject"])[local[mine]] > 0
-    out["subject.pos"] = np.flatnonzero(flags).astype(np.int32)
-    return out
+    yield "subject.pos", np.flatnonzero(flags).astype(np.int32)
+
+
+def _link_arrays(live: LiveRows) -> list[tuple[str, np.ndarray]]:
+    """The title links of the live passages, their entries' origins and in-link counts."""
+    owner, local = live.owned("link")
+    indptr, cols, segment_of, entry_of = live.gather(
+        owner, local, "link.ptr", ["link.dst", "link.w"]
+    )
+    indptr, targets, keep = live.live_targets(indptr, cols.get("link.dst", np.zeros(0)))
+    return [
+        *_csr("link", "dst", indptr, targets),
+        ("link.w", np.asarray(cols.get("link.w", np.zeros(0))[keep], dtype=np.float64)),
+        ("link.seg", segment_of[keep].astype(np.int32)),
+        ("link.entry", entry_of[keep]),
+        ("link.in", np.bincount(targets, minlength=live.n).astype(np.int32)),
+    ]
 
 
 def csr(
