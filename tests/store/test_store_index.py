@@ -345,6 +345,30 @@ def test_a_killed_writer_leaves_no_lock_and_no_leftovers(tmp_path, index, hashin
     assert not list((tmp_path / "idx" / "segments").glob(".tmp-*"))
 
 
+def test_a_write_whose_disk_fails_keeps_the_version_and_no_staging(
+    tmp_path, index, monkeypatch
+) -> None:
+    """The serving arrays are saved on a writer thread; a failed save is raised by the
+    write, which publishes nothing and leaves no staging folder behind."""
+    from rag_multihop.store.segment import StagedSegment
+
+    save = StagedSegment._save_file
+
+    def full_disk(self: StagedSegment, key: str, value: np.ndarray) -> None:
+        if key == "walk.p":
+            raise OSError(28, "No space left on device")
+        save(self, key, value)
+
+    monkeypatch.setattr(StagedSegment, "_save_file", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        index.delete(["rope"])
+    assert index.version == 1 and "rope" in index.snapshot().passage_ids
+    assert not list((tmp_path / "idx" / "segments").glob(".tmp-*"))
+    monkeypatch.setattr(StagedSegment, "_save_file", save)
+    assert index.delete(["rope"]) == 2
+    assert "rope" not in index.snapshot().passage_ids
+
+
 def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> None:
     passages = [
         Passage(f"p{i}", f"Passage number {i} about topic {i % 7}.", f"T{i}") for i in range(60)
