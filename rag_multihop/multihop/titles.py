@@ -32,7 +32,7 @@ from __future__ import annotations
 import html
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -215,6 +215,28 @@ class TitleIndex:
         """Every key a title is recognised by."""
         return self._by_key.keys()
 
+    def tokens_of(self, text: str) -> list[tuple[str, str]]:
+        """:func:`title_tokens` of ``text`` (an index built for known texts keeps them)."""
+        return title_tokens(text)
+
+    def candidate_spans(
+        self, pairs: Sequence[tuple[str, str]], tokens: Sequence[str]
+    ) -> Iterator[tuple[int, int, str]]:
+        """``(start, end, key)`` of every span of a text's tokens that could name a title:
+        it starts with a capitalised word (or a digit) that begins some key, and is at most
+        ``max_words`` long (the keys :meth:`matches` looks up).
+
+        >>> index = TitleIndex(["Ed Wood"], max_words=2)
+        >>> pairs = title_tokens("Ed Wood was born.")
+        >>> list(index.candidate_spans(pairs, [t for _, t in pairs]))
+        [(0, 1, 'ed'), (0, 2, 'ed wood')]
+        """
+        for start, (word, token) in enumerate(pairs):
+            if not (word[0].isupper() or word[0].isdigit()) or token not in self._first_words:
+                continue
+            for end in range(start + 1, min(start + self.max_words, len(pairs)) + 1):
+                yield start, end, " ".join(tokens[start:end])
+
     def mentions(self, text: str) -> TextMentions:
         """The spans of ``text`` that name titles, in text order, and its tokens."""
         return self.matches(text)[0]
@@ -229,16 +251,9 @@ class TitleIndex:
         >>> [m.text for m in found.mentions], flags
         (['ed wood'], ((True, False),))
         """
-        pairs = title_tokens(text)
+        pairs = self.tokens_of(text)
         tokens = tuple(token for _, token in pairs)
-        found: list[tuple[int, int, str]] = []
-        for start, (word, token) in enumerate(pairs):
-            if not (word[0].isupper() or word[0].isdigit()) or token not in self._first_words:
-                continue
-            for end in range(start + 1, min(start + self.max_words, len(pairs)) + 1):
-                key = " ".join(tokens[start:end])
-                if key in self._by_key:
-                    found.append((start, end, key))
+        found = [span for span in self.candidate_spans(pairs, tokens) if span[2] in self._by_key]
         found.sort(key=lambda span: (span[0] - span[1], span[0]))
         taken = [False] * len(pairs)
         padded = f" {' '.join(tokens)} "

@@ -288,19 +288,25 @@ class PrefetchedTitleIndex(TitleIndex):
 
         self.max_words = max_words
         self.size = segments.n_rows
+        # each text is tokenised once: here, and for the matching that follows
+        self._tokens = {text: title_tokens(text) for text in texts}
         capitalised = {
             token
-            for text in texts
-            for word, token in title_tokens(text)
+            for pairs in self._tokens.values()
+            for word, token in pairs
             if word[0].isupper() or word[0].isdigit()
         }
         self._first_words = frozenset(segments.first_words(sorted(capitalised)))
-        recorder = _Recorder()
-        self._by_key = recorder  # type: ignore[assignment]
-        for text in texts:
-            self.mentions(text)
-        self._by_key = segments.title_entries(list(recorder.asked))
+        keys: dict[str, None] = {}
+        for pairs in self._tokens.values():
+            tokens = [token for _, token in pairs]
+            keys.update(dict.fromkeys(key for _, _, key in self.candidate_spans(pairs, tokens)))
+        self._by_key = segments.title_entries(list(keys))
         graph = _Recorder()
         for text in texts:
             passage_title_links(-1, text, graph, graph_max_words)
         self.graph_rows = segments.key_rows(list(graph.asked))
+
+    def tokens_of(self, text: str) -> list[tuple[str, str]]:
+        pairs = self._tokens.get(text)
+        return title_tokens(text) if pairs is None else pairs
