@@ -16,6 +16,9 @@ written in, so a text that writes one of them names the passage:
   duke);
 - a ruler's name (*Robert II of Dreux*, *Frederick, Prince of Anhalt-Harzgerode*) is also
   written with any rank after a comma (*Robert II, Count of Dreux*) or none;
+- a last surname of one word may be dropped from a name of three words or more, the rest
+  kept as it is (*Ventura Pons* for *Ventura Pons Sala*: a second surname; *Shirley
+  Temple* for *Shirley Temple Black*: a married name);
 - the first given name may be shortened to its first three to five letters (*Tim*,
   *Chris*, *Don*) when it is longer, or written in a familiar form of
   :data:`FAMILIAR_NAMES` (*Frank Sinatra* for *Francis Albert Sinatra*, *Eddie Romero* for
@@ -176,6 +179,10 @@ def name_aliases(name: str) -> tuple[str, ...]:
         initials = [f"{w[0]}." for w in given]
         forms[" ".join([first, *initials[1:], *surname])] = None
         forms[" ".join([*initials, *surname])] = None
+    if len(given) >= 2 and len(surname) == 1 and not of_place:
+        # a second surname after the one people use (*Ventura Pons Sala*) or a married
+        # name (*Shirley Temple Black*): the name without it, as it is
+        forms[" ".join(words[:-1])] = None
     forms.pop(name, None)
     return tuple(forms)
 

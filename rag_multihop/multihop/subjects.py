@@ -40,11 +40,12 @@ from rag_multihop.types import Passage
 
 NAMES_CACHE_SIZE = 65536
 
-NAMES_VERSION = 2
+NAMES_VERSION = 3
 """The version of the names and aliases read from a passage (:func:`indexed_names` and the
 aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenever a change
 gives some text other names, so that a persistent index whose names an older reader made
-is not extended with names of the new one (version 2: familiar given names)."""
+is not extended with names of the new one (version 2: familiar given names; 3: a
+second surname dropped)."""
 """Passages whose names :func:`known_names` remembers."""
 
 MAX_SUBJECTS = 8

@@ -33,6 +33,8 @@ from rag_multihop.multihop.titles import TitleIndex
         ("Francis Albert Sinatra", "Frank Sinatra"),
         ("Edgar Sinco Romero", "Eddie Romero"),
         ("Charles Edward Anderson Berry", "Chuck Berry"),
+        ("Ventura Pons Sala", "Ventura Pons"),  # a second surname dropped
+        ("Shirley Temple Black", "Shirley Temple"),  # a married name dropped
     ],
 )
 def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> None:
@@ -47,6 +49,10 @@ def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> No
         ("Aretha Louise Franklin", "Franklin"),  # one word names too many people
         ("Ed Wood", "Ed Wood"),  # the name itself is no alias
         ("Louis of Bavaria", "Lou of Bavaria"),  # a ruler keeps his given name
+        ("Hugo Rafael Chávez Frías", "Hugo Rafael"),  # one surname is dropped, not two
+        ("Hugo Rafael Chávez Frías", "Hugo Chávez"),  # nor varied once dropped
+        ("Joseph Ferdinand Leopold of Bavaria", "Joseph Ferdinand Leopold"),  # of a place
+        ("Ventura Pons", "Ventura"),  # two words are a given name and one surname
     ],
 )
 def test_an_alias_keeps_what_tells_people_apart(name, never) -> None:
