@@ -154,8 +154,7 @@ def serving_arrays(segments: SegmentSet) -> dict[str, np.ndarray]:
 
 def iter_serving_arrays(segments: SegmentSet) -> Iterator[tuple[str, np.ndarray]]:
     """:func:`serving_arrays` one array at a time, each as soon as it is made (a writer
-    saves one while the next is computed), the largest (the walk's) first. The title links
-    are gathered on a second thread meanwhile (numpy's and scipy's loops release the GIL)."""
+    saves one while the next is computed), the largest (the walk's) first."""
     live = LiveRows(segments)
     yield from _graph_arrays(live)
     yield from _link_arrays(live)
