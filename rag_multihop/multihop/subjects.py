@@ -39,6 +39,7 @@ from rag_multihop.multihop.titles import name_key
 from rag_multihop.types import Passage
 
 NAMES_CACHE_SIZE = 65536
+"""Passages whose names :func:`known_names` remembers."""
 
 NAMES_VERSION = 3
 """The version of the names and aliases read from a passage (:func:`indexed_names` and the
@@ -46,7 +47,6 @@ aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenev
 gives some text other names, so that a persistent index whose names an older reader made
 is not extended with names of the new one (version 2: familiar given names; 3: a
 second surname dropped)."""
-"""Passages whose names :func:`known_names` remembers."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""

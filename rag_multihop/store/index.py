@@ -65,6 +65,7 @@ from rag_multihop.store.segment import (
     Segment,
     StagedSegment,
     current_manifest_path,
+    describe_array,
     drop_pages,
     manifest_name,
     read_manifest,
@@ -620,7 +621,7 @@ class CorpusIndex:
             files = {}
             for key, value in iter_serving_arrays(segments):
                 staged.save_soon(key, value)
-                files[key] = {"shape": list(value.shape), "dtype": value.dtype.str}
+                files[key] = describe_array(value)
             name = write_segment(self.path, version, {}, staged=staged, prefix=SERVING_PREFIX)
         except BaseException:
             staged.discard()

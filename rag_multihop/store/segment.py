@@ -97,12 +97,14 @@ class Segment:
         }
 
 
+def describe_array(value: np.ndarray) -> dict[str, Any]:
+    """An array's shape and dtype, as a manifest records them and a reader checks them."""
+    return {"shape": list(value.shape), "dtype": value.dtype.str}
+
+
 def describe_arrays(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """Each array's shape and dtype, by name (what a manifest records and a reader checks)."""
-    return {
-        key: {"shape": list(value.shape), "dtype": value.dtype.str}
-        for key, value in sorted(arrays.items())
-    }
+    """:func:`describe_array` of each array, by name."""
+    return {key: describe_array(value) for key, value in sorted(arrays.items())}
 
 
 def holds_vectors(ann: Any) -> bool:
@@ -210,8 +212,7 @@ class StagedSegment:
         ``value``)."""
         value = np.ascontiguousarray(value)
         self._save_file(key, value)
-        spec = {"shape": list(value.shape), "dtype": value.dtype.str}
-        return _load_array(self.folder / f"{key}.npy", spec)
+        return _load_array(self.folder / f"{key}.npy", describe_array(value))
 
     def save_soon(self, key: str, value: np.ndarray) -> None:
         """Write array ``key`` whole on this folder's writer thread, so that the disk works

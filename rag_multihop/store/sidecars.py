@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rag_multihop._atomic import ArtifactError
-from rag_multihop.store.segment import TEMP_PREFIX, fsync_directory
+from rag_multihop.store.segment import TEMP_PREFIX, describe_array, fsync_directory
 from rag_multihop.store.segment import _load_array as load_array
 from rag_multihop.store.tables import unpack_string
 from rag_multihop.types import Passage
@@ -161,7 +161,7 @@ def write_folder(root: Path, prefix: str, version: int, arrays: Mapping[str, np.
             np.save(handle, value, allow_pickle=False)
             handle.flush()
             os.fsync(handle.fileno())
-        files[key] = {"shape": list(value.shape), "dtype": value.dtype.str}
+        files[key] = describe_array(value)
     fsync_directory(staging)
     name = f"{prefix}-{version:06d}-{token}"
     os.rename(staging, parent / name)
