@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop.fusion.calibration import scale_down
+from rag_multihop.fusion.calibration import average_ranks, scale_down
 
 
 @dataclass(frozen=True)
@@ -199,12 +199,10 @@ def boltzmann(
 def rrf(table: ScoreTable, weights: np.ndarray, *, k: float = 60.0) -> np.ndarray:
     """Reciprocal rank fusion over raw-score ranks (1-based, ties share the average rank)."""
     fused = np.zeros(len(table.ids), dtype=np.float64)
-    from scipy.stats import rankdata  # deferred: scipy.stats costs ~1 s to import
-
     for s in range(table.n_systems):
         rows = np.flatnonzero(table.present[:, s])
         if rows.size:
-            ranks = rankdata(-table.raw[rows, s], method="average")
+            ranks = average_ranks(-table.raw[rows, s])
             fused[rows] += weights[s] / (k + ranks)
     return fused
 

@@ -27,15 +27,17 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy import sparse
 
 from rag_multihop.corpus import Corpus
 from rag_multihop.graph.build import EntityGraph
+from rag_multihop.multihop.scoring import context_overlap
 from rag_multihop.multihop.titles import TitleIndex, title_token, title_words
 from rag_multihop.validation import check_positive_int
 
@@ -73,6 +75,17 @@ def specificity(counts: np.ndarray, total: int) -> np.ndarray:
     n = max(int(total), 2)
     values = np.log(n / (1.0 + np.asarray(counts, dtype=np.float64))) / math.log(n)
     return np.clip(values, 0.0, 1.0)
+
+
+@runtime_checkable
+class ContextOverlaps(Protocol):
+    """Link contexts that answer :meth:`LinkGraph.context_overlaps` themselves (a
+    persistent index's contexts are read from the source's text, which a question's stems
+    may rule out without reading its tokens)."""
+
+    def overlaps(
+        self, source: int, targets: Sequence[int], question: frozenset[str]
+    ) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +145,34 @@ class LinkGraph:
     def context(self, source: int, target: int) -> frozenset[str]:
         """The stems around ``target``'s name in ``source`` (empty when it does not link)."""
         return self.contexts.get((source, target), frozenset())
+
+    @cached_property
+    def _stored_overlaps(
+        self,
+    ) -> Callable[[int, Sequence[int], frozenset[str]], np.ndarray] | None:
+        """The contexts' own :meth:`ContextOverlaps.overlaps` (a protocol check per query
+        costs more than the look-up)."""
+        return self.contexts.overlaps if isinstance(self.contexts, ContextOverlaps) else None
+
+    def context_overlaps(
+        self, source: int, targets: Sequence[int], question: frozenset[str]
+    ) -> np.ndarray:
+        """:func:`~rag_multihop.multihop.scoring.context_overlap` of ``question`` with the
+        context of each link ``source`` → ``targets`` (zeros without question stems).
+
+        >>> from rag_multihop import Corpus, Passage
+        >>> corpus = Corpus([Passage("a", "Rope was directed by Alfred Hitchcock.", "Rope"),
+        ...                  Passage("b", "Alfred Hitchcock was born in London.",
+        ...                          "Alfred Hitchcock")])
+        >>> links = LinkGraph.build(corpus, TitleIndex([p.title for p in corpus]))
+        >>> links.context_overlaps(0, [1], frozenset({"direc", "born"})).tolist()
+        [0.5]
+        """
+        if not question:
+            return np.zeros(len(targets))
+        if self._stored_overlaps is not None:
+            return self._stored_overlaps(source, targets, question)
+        return np.array([context_overlap(question, self.context(source, t)) for t in targets])
 
 
 def passage_links(
@@ -230,6 +271,24 @@ def _word_stem(word: str) -> tuple[bool, str | None]:
     """Whether ``word`` is a title token, and its stem as :func:`token_stems` gives it."""
     token = title_token(word)
     return (True, token_stems((token,))[0]) if token else (False, None)
+
+
+def may_share_stems(text: str, stems: frozenset[str]) -> bool:
+    """Whether a token of ``text`` may have one of ``stems`` as its :func:`text_stems`
+    stem. ``False`` only when none can: an ASCII text without HTML entities has, as its
+    tokens, its lower-cased words, so each stem is a substring of its lower case.
+
+    >>> may_share_stems("Rope was directed by Alfred Hitchcock.", frozenset({"direc"}))
+    True
+    >>> may_share_stems("Rope was directed by Alfred Hitchcock.", frozenset({"born"}))
+    False
+    >>> may_share_stems("Caf&eacute; Rope", frozenset({"born"}))  # entities: not ruled out
+    True
+    """
+    if not text.isascii() or "&" in text:
+        return True
+    lowered = text.lower()
+    return any(stem in lowered for stem in stems)
 
 
 def window_context(

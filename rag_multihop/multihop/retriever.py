@@ -109,7 +109,6 @@ from rag_multihop.multihop.links import LinkGraph, stems
 from rag_multihop.multihop.scoring import (
     MIN_WALK_MASS,
     best_pair,
-    context_overlap,
     guarded_order,
     lexical_evidence,
     link_scores,
@@ -600,8 +599,7 @@ class MultiHopRetriever:
         specificity = (
             self.links.specificity[rows] if self.settings.specificity else np.ones(len(rows))
         )
-        context = self.links.context
-        overlaps = np.array([context_overlap(question, context(source, t)) for t in rows])
+        overlaps = self.links.context_overlaps(source, rows, question)
         weights = np.array([targets[t] for t in rows], dtype=np.float64)
         scores = link_scores(weights, specificity, overlaps, s.context_weight)
         if not related:

@@ -26,6 +26,7 @@ Example (``segments`` and live positions from an :class:`~rag_multihop.store.Ind
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from typing import overload
 
@@ -41,8 +42,9 @@ the caller maps back to positions at once)."""
 
 class PassageIds(Sequence[str]):
     """The ids of the live passages, by position (``live_rows[i]`` is position ``i``'s row).
-    The last ids read are remembered with their positions (``recent``, at most
-    :data:`RECENT_IDS`), so :class:`IdPositions` maps them back without a search."""
+    The last ids read (here or by :meth:`remember`) are kept with their positions
+    (``recent``, at most :data:`RECENT_IDS`), so :class:`IdPositions` maps them back
+    without a search."""
 
     def __init__(self, segments: SegmentSet, live_rows: np.ndarray) -> None:
         self._segments = segments
@@ -63,10 +65,15 @@ class PassageIds(Sequence[str]):
             return [self[i] for i in range(*position.indices(len(self)))]
         position = int(position)
         passage_id = self._segments.string("ids", int(self._rows[position]))
+        self.remember(passage_id, position if position >= 0 else position + len(self))
+        return passage_id
+
+    def remember(self, passage_id: str, position: int) -> None:
+        """Add ``passage_id`` at ``position`` to :attr:`recent` (a reader that unpacked the
+        id itself, e.g. a passage's, registers it so that mapping it back costs no search)."""
         if len(self.recent) >= RECENT_IDS:
             self.recent.clear()
-        self.recent[passage_id] = position if position >= 0 else position + len(self)
-        return passage_id
+        self.recent[passage_id] = position
 
     def __iter__(self) -> Iterator[str]:
         for segment in self._segments.segments:
@@ -111,7 +118,7 @@ class EntityNames(Sequence[str]):
     def __init__(self, segments: SegmentSet, globals_: np.ndarray) -> None:
         self._segments = segments
         self._globals = globals_
-        self._starts = np.array([s.entities[0] for s in segments.segments], dtype=np.int64)
+        self._starts = [s.entities[0] for s in segments.segments]
 
     def __len__(self) -> int:
         return int(self._globals.shape[0])
@@ -119,7 +126,7 @@ class EntityNames(Sequence[str]):
     def name(self, number: int) -> str:
         """The name of global entity ``number``."""
         segments = self._segments.segments
-        i = int(np.searchsorted(self._starts, number, side="right")) - 1
+        i = bisect_right(self._starts, number) - 1
         while segments[i].entities[1] <= number:  # segments that intern nothing share a start
             i += 1
         segment = segments[i]

@@ -14,6 +14,7 @@ search, the stored link contexts.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, overload
@@ -23,7 +24,8 @@ import numpy as np
 from rag_multihop.corpus import Corpus
 from rag_multihop.index.ann import make_ann_index
 from rag_multihop.index.dense import SMALL_SEARCH, DenseIndex, faiss_threads
-from rag_multihop.multihop.links import text_stems, window_context
+from rag_multihop.multihop.links import may_share_stems, text_stems, window_context
+from rag_multihop.multihop.scoring import context_overlap
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import unpack_string
 from rag_multihop.store.views import SegmentSet
@@ -90,8 +92,10 @@ class IndexCorpus(Corpus):
         row = int(self._snapshot.live_rows[position])
         view = self._snapshot.segments
         segment, local = view.locate(row)
+        passage_id = unpack_string(segment["ids.blob"], segment["ids.off"], local)
+        self._snapshot.passage_ids.remember(passage_id, position)
         return Passage(
-            unpack_string(segment["ids.blob"], segment["ids.off"], local),
+            passage_id,
             unpack_string(segment["texts.blob"], segment["texts.off"], local),
             unpack_string(segment["titles.blob"], segment["titles.off"], local),
         )
@@ -240,8 +244,9 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
     """``(source, target)`` (live positions) → the stems around the target's name in the
     source: the name spans stored with the link (by the segment that stored it), read
     against the source's tokens (:func:`~rag_multihop.multihop.links.span_context`; the
-    last 4,096 sources' token stems are cached, as a query asks about the same source
-    repeatedly)."""
+    last 4,096 sources' texts and token stems are cached, as a query asks about the same
+    source repeatedly). :meth:`overlaps` skips the tokens of a source whose text cannot
+    hold a question's stems."""
 
     def __init__(
         self,
@@ -257,7 +262,8 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         self._segment_of, self._entry_of = segment_of, entry_of
         self._segments = segments
         self._window = window
-        self._stems = lru_cache(maxsize=4096)(lambda source: text_stems(text_of(source)))
+        self._text = lru_cache(maxsize=4096)(text_of)
+        self._stems = lru_cache(maxsize=4096)(lambda source: text_stems(self._text(source)))
 
     @cached_property
     def _span_pointers(self) -> list[np.ndarray]:
@@ -272,14 +278,37 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
 
     def __getitem__(self, key: tuple[int, int]) -> frozenset[str]:
         source, target = key
+        return window_context(self._stems(source), self._spans(source, target), self._window)
+
+    def overlaps(self, source: int, targets: Sequence[int], question: frozenset[str]) -> np.ndarray:
+        """:func:`~rag_multihop.multihop.scoring.context_overlap` of ``question`` with
+        each link ``source`` → ``targets`` (zeros, without tokenising, when the source's
+        text cannot hold a stem of ``question``: :func:`~rag_multihop.multihop.links.
+        may_share_stems`)."""
+        if not question or not may_share_stems(self._text(source), question):
+            return np.zeros(len(targets))
+        per_token = self._stems(source)
+        return np.array(
+            [
+                context_overlap(
+                    question, window_context(per_token, self._spans(source, t), self._window)
+                )
+                for t in targets
+            ]
+        )
+
+    def _spans(self, source: int, target: int) -> list[list[int]]:
+        """The stored name spans of the link ``source`` → ``target``."""
         start, end = int(self._indptr[source]), int(self._indptr[source + 1])
-        j = start + int(np.searchsorted(self._indices[start:end], target))
+        j = start + bisect_left(self._indices[start:end].tolist(), target)
         if j >= end or self._indices[j] != target:
-            raise KeyError(key)
+            raise KeyError((source, target))
         i, entry = int(self._segment_of[j]), int(self._entry_of[j])
         pointers = self._span_pointers[i]
-        spans = self._segments[i]["link.span"][pointers[entry] : pointers[entry + 1]]
-        return window_context(self._stems(source), spans.tolist(), self._window)
+        spans: list[list[int]] = self._segments[i]["link.span"][
+            pointers[entry] : pointers[entry + 1]
+        ].tolist()
+        return spans
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         for source in range(len(self._indptr) - 1):

@@ -9,6 +9,7 @@ dictionary is those arrays, so title matching runs the same code as an in-memory
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,8 +31,10 @@ class SegmentSet:
     alive: np.ndarray
 
     @cached_property
-    def row_starts(self) -> np.ndarray:
-        return np.array([s.rows[0] for s in self.segments], dtype=np.int64)
+    def row_starts(self) -> list[int]:
+        """Each segment's first global row (a list: one row's :meth:`locate` is a
+        ``bisect``, several times cheaper than a numpy search of one value)."""
+        return [s.rows[0] for s in self.segments]
 
     @property
     def n_rows(self) -> int:
@@ -43,7 +46,7 @@ class SegmentSet:
 
     def locate(self, row: int) -> tuple[Segment, int]:
         """The segment holding global ``row`` and the row's position in it."""
-        i = int(np.searchsorted(self.row_starts, row, side="right")) - 1
+        i = bisect_right(self.row_starts, row) - 1
         while self.segments[i].rows[1] <= row:  # segments that add no rows share a start
             i += 1
         segment = self.segments[i]

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import rankdata
 
 from rag_multihop.fusion.calibration import (
     CALIBRATIONS,
+    average_ranks,
     calibrate,
     is_bounded,
     max_scale,
@@ -46,6 +48,18 @@ def test_pit_agrees_with_counting_reference():
     for _ in range(20):
         scores = rng.integers(0, 6, size=rng.integers(1, 30)).astype(float)  # many ties
         np.testing.assert_allclose(pit(scores), reference_pit(scores))
+
+
+def test_average_ranks_are_scipys_average_rankdata():
+    rng = np.random.default_rng(1)
+    for size in (1, 2, 7, 40, 300):
+        for values in (
+            rng.integers(-3, 4, size=size).astype(float),  # many ties, negatives
+            rng.standard_normal(size),
+            np.zeros(size),
+            np.array([0.0, -0.0] * size)[:size],  # -0.0 ties with 0.0
+        ):
+            np.testing.assert_array_equal(average_ranks(values), rankdata(values, method="average"))
 
 
 def test_pit_is_invariant_to_monotone_transforms():

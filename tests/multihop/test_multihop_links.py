@@ -10,6 +10,7 @@ from rag_multihop.graph.build import build_entity_graph
 from rag_multihop.multihop.links import (
     LinkGraph,
     SharedEntities,
+    may_share_stems,
     specificity,
     stems,
     text_stems,
@@ -115,3 +116,38 @@ def test_text_stems_are_the_stems_of_the_title_tokens(text) -> None:
     expected = token_stems([token for _, token in title_tokens(text)])
     assert text_stems(text) == expected
     assert text_stems(text) == expected  # memoised words give the same again
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Rope was directed by Alfred Hitchcock in 1948.",
+        "Will &amp; Grace's 2011–12 season & more",
+        "DIRECTOR Hitchcock's BORN-AGAIN film, 1948's best",
+        "naïve café, İstanbul, Straße, ǅemal; 10,000 of the 1990s",
+        "",
+    ],
+)
+def test_a_text_ruled_out_shares_no_stem_with_the_question(text) -> None:
+    """``may_share_stems`` is False only when the text's stems miss every question stem
+    (each stem of the text asked about alone, and stems the text lacks)."""
+    own = set(text_stems(text)) - {None}
+    asked = [frozenset({stem}) for stem in own] + [
+        frozenset({"born"}),
+        frozenset({"cafe", "istan"}),
+        frozenset({"strass", "grace"}),
+        frozenset({"zzzz"}),
+    ]
+    for question in asked:
+        if not may_share_stems(text, question):
+            assert not own & question, (text, question)
+    assert all(may_share_stems(text, frozenset({stem})) for stem in own)
+
+
+def test_context_overlaps_are_the_overlaps_of_the_contexts() -> None:
+    corpus = _corpus()
+    links = LinkGraph.build(corpus, TitleIndex([p.title for p in corpus]))
+    question = frozenset({"direc", "born"})
+    assert links.context_overlaps(0, [1], question).tolist() == [0.5]
+    assert links.context_overlaps(0, [1], frozenset()).tolist() == [0.0]
+    assert links.context_overlaps(0, [], question).shape == (0,)

@@ -19,6 +19,8 @@ from rag_multihop.graph.retriever import GraphRetriever
 from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.index.dense import DenseIndex, DenseRetriever
 from rag_multihop.multihop import MultiHopRetriever
+from rag_multihop.multihop.links import stems
+from rag_multihop.multihop.titles import title_tokens
 from rag_multihop.store import CorpusIndex, IndexSettings, graph_fusion_retriever
 from tests.store.slices import wiki_slice
 
@@ -74,6 +76,14 @@ def _assert_same(snapshot, live_passages, vectors_by_id, encoder, questions) -> 
     assert (stored.links.weights != fresh_links.weights).nnz == 0
     assert np.array_equal(stored.links.specificity, fresh_links.specificity)
     assert dict(stored.links.contexts) == dict(fresh_links.contexts)
+    for text in questions:  # the stored contexts' overlaps skip sources they rule out
+        question = stems([token for _, token in title_tokens(text)])
+        for source in range(0, len(live_passages), 7):
+            targets = list(fresh_links.targets(source))
+            assert np.array_equal(
+                stored.links.context_overlaps(source, targets, question),
+                fresh_links.context_overlaps(source, targets, question),
+            )
     graph = build_entity_graph(Corpus(live_passages))
     stored_graph = snapshot.entity_graph
     assert tuple(stored_graph.entity_names) == graph.entity_names
