@@ -194,11 +194,10 @@ def _push(
         residual[frontier] = 0.0
         scores[frontier] += (1.0 - damping) * mass
         settled += (1.0 - damping) * float(mass.sum())
-        touched = [np.empty(0, dtype=np.int64)]
+        reached = np.empty(0, dtype=np.int64)
         returning = float(mass[graph.dangling[frontier]].sum())
         if returning:
             residual[starts_at] += damping * returning * restart
-            touched.append(starts_at)
         starts, ends = indptr[frontier], indptr[frontier + 1]
         lengths = ends - starts
         total = int(lengths.sum())
@@ -208,11 +207,11 @@ def _push(
             slots = offsets + np.arange(total)
             targets = indices[slots]
             amounts = data[slots] * np.repeat(damping * mass, lengths)
-            unique, inverse = np.unique(targets, return_inverse=True)
-            residual[unique] += np.bincount(inverse, weights=amounts)
-            touched.append(unique)
-            touched_all.append(unique)
-        candidates = np.unique(np.concatenate(touched))
+            reached, inverse = np.unique(targets, return_inverse=True)
+            residual[reached] += np.bincount(inverse, weights=amounts)
+            touched_all.append(reached)
+        # the nodes whose residual grew (sorted, unique: the union only when mass returned)
+        candidates = np.union1d(reached, starts_at) if returning else reached
         frontier = candidates[residual[candidates] >= epsilon * graph.degree_floor[candidates]]
         pushed.append(frontier)
     support = np.unique(np.concatenate(pushed))

@@ -132,6 +132,14 @@ class DenseIndex:
         Approximate indexes (IVF, HNSW) can find fewer than ``k``: FAISS marks the missing
         slots with id -1, and they are dropped from both lists, which stay aligned.
         """
+        scores, positions = self.search_positions(queries, k)
+        return scores, [[self.ids[p] for p in row.tolist()] for row in positions]
+
+    def search_positions(
+        self, queries: np.ndarray, k: int
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """:meth:`search` with each hit's position in :attr:`ids` instead of its id (a
+        caller that keeps passages in the index's order skips the ids)."""
         check_positive_int(k, "k")
         matrix = as_embedding_matrix(queries, name="query vectors", dim=self.dim)
         if self.normalize:
@@ -139,8 +147,10 @@ class DenseIndex:
         with faiss_threads(1 if len(matrix) <= SMALL_SEARCH else None):
             scores, rows = self._index.search(matrix, min(k, len(self.ids)))
         found = rows >= 0
-        ids = [[self.ids[r] for r in row[keep]] for row, keep in zip(rows, found, strict=True)]
-        return [row[keep] for row, keep in zip(scores, found, strict=True)], ids
+        return (
+            [row[keep] for row, keep in zip(scores, found, strict=True)],
+            [row[keep].astype(np.int64) for row, keep in zip(rows, found, strict=True)],
+        )
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write ``index.faiss``, ``ids.json`` and ``config.json`` atomically into ``directory``."""

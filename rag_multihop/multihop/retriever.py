@@ -186,7 +186,8 @@ class MultiHopResult:
 
 class _Pool:
     """The candidates of one query: corpus rows, cosines, name flags; grows as links add rows
-    (only rows in ``allowed`` when given)."""
+    (only rows in ``allowed`` when given). ``link_evidence`` keeps what
+    :meth:`MultiHopRetriever._link_evidence` found, by source row and entity flag."""
 
     def __init__(
         self,
@@ -205,6 +206,7 @@ class _Pool:
         self._lexical_weight = lexical_weight
         self.rows: list[int] = []
         self.position: dict[int, int] = {}
+        self.link_evidence: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._cos = np.zeros(64)
         self._mention = np.full(64, -1, dtype=np.int64)
 
@@ -413,6 +415,8 @@ class MultiHopRetriever:
             unknown = [pid for pid in index.ids[:1000] if pid not in self._row]
             if unknown:
                 raise ValueError(f"the index holds ids not in the corpus, e.g. {unknown[:3]}")
+        # an index in the corpus's order answers with rows, no ids looked up (_dense)
+        self._index_in_row_order = index is not None and list(index.ids) == list(self._ids)
         self.encoder = encoder
         self._lexical = lexical
         self._queries = PassageVectors(encoder, dim=int(self.vectors.shape[1]))
@@ -539,6 +543,7 @@ class MultiHopRetriever:
         self.vectors = snapshot.vectors
         self.first_stage = _check_first_stage(first_stage)
         self.index = snapshot.dense_index if first_stage is None else None
+        self._index_in_row_order = self.index is not None  # its positions are the corpus's
         self._ids = snapshot.passage_ids
         self._row = snapshot.id_positions
         self.encoder = encoder
@@ -587,7 +592,20 @@ class MultiHopRetriever:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Pool positions corpus row ``source`` leads to (added to the pool) and the evidence
         of each: its title links and, with ``entities``, the passages sharing an entity with
-        it (``entity_weight`` × the entity's specificity), whichever is higher."""
+        it (``entity_weight`` × the entity's specificity), whichever is higher. Remembered
+        per query (the pair and the tail guard ask about the same first hops)."""
+        key = (source, entities)
+        found = pool.link_evidence.get(key)
+        if found is None:
+            found = pool.link_evidence[key] = self._find_link_evidence(
+                pool, source, question, entities=entities
+            )
+        return found
+
+    def _find_link_evidence(
+        self, pool: _Pool, source: int, question: frozenset[str], *, entities: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_link_evidence`, computed."""
         s = self.settings
         related = self.shared.related(source) if entities and self.shared is not None else {}
         if not s.title_links and not related:
@@ -758,6 +776,9 @@ class MultiHopRetriever:
     ) -> tuple[list[int], list[float]]:
         """The rows and cosines of the ``candidates`` nearest allowed passages."""
         limit = self.settings.candidates
+        if allowed is None and self.index is not None and self._index_in_row_order:
+            scores, positions = self.index.search_positions(vector[None, :], limit)
+            return positions[0].tolist(), scores[0].tolist()
         if allowed is None and self.index is not None:
             scores, ids = self.index.search(vector[None, :], limit)
             return [self._row[i] for i in ids[0]], [float(x) for x in scores[0]]

@@ -131,6 +131,9 @@ class LiveVectors:
                 positions = np.flatnonzero(positions)
             positions = positions.astype(np.int64, copy=False)
         rows = self._rows[positions]
+        if len(self._segments) == 1:  # one segment: one gather (a query asks ~40 times)
+            vectors = self._segments[0]["vectors"][rows - self._starts[0]]
+            return np.asarray(vectors, dtype=np.float32)
         owner = np.searchsorted(self._ends, rows, side="right")
         out = np.empty((*rows.shape, self.shape[1]), dtype=np.float32)
         for i in np.unique(owner).tolist():
@@ -207,11 +210,18 @@ class SegmentedDenseIndex(DenseIndex):
 
     def search(self, queries: np.ndarray, k: int) -> tuple[list[np.ndarray], list[list[str]]]:
         """Scores and ids per query, best first, at most ``min(k, len(self))`` each."""
+        scores, positions = self.search_positions(queries, k)
+        ids = self._snapshot.passage_ids
+        return scores, [[ids[p] for p in row.tolist()] for row in positions]
+
+    def search_positions(
+        self, queries: np.ndarray, k: int
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """:meth:`search` with the live positions of the hits instead of their ids."""
         check_positive_int(k, "k")
         matrix = l2_normalize(as_embedding_matrix(queries, name="query vectors", dim=self.dim))
         k = min(k, len(self))
         positions = self._snapshot.positions
-        ids = self._snapshot.passage_ids
         found: list[list[tuple[float, int]]] = [[] for _ in range(len(matrix))]
         with faiss_threads(1 if len(matrix) <= SMALL_SEARCH else None):
             for ann, start, alive, selector in self._parts:
@@ -224,13 +234,13 @@ class SegmentedDenseIndex(DenseIndex):
                     found[q].extend(
                         zip(values[live].tolist(), (rows[live] + start).tolist(), strict=True)
                     )
-        out_scores, out_ids = [], []
+        out_scores, out_positions = [], []
         for hits in found:
             hits.sort(key=lambda hit: (-hit[0], hit[1]))
             best = hits[:k]
             out_scores.append(np.array([s for s, _ in best], dtype=np.float32))
-            out_ids.append([ids[int(positions[row])] for _, row in best])
-        return out_scores, out_ids
+            out_positions.append(positions[np.array([row for _, row in best], dtype=np.int64)])
+        return out_scores, out_positions
 
 
 def _segment_ann(segment: Segment) -> Any:

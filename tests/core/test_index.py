@@ -27,6 +27,8 @@ def test_flat_index_returns_exact_cosine_order():
     scores, ids = index.search(np.array([[0, 2.0]], dtype=np.float32), k=3)  # query is normalised
     assert ids[0] == ["c", "b", "a"]
     np.testing.assert_allclose(scores[0], [1.0, 0.8, 0.0], atol=1e-6)
+    same, positions = index.search_positions(np.array([[0, 2.0]], dtype=np.float32), k=3)
+    assert positions[0].tolist() == [2, 1, 0] and np.array_equal(same[0], scores[0])
 
 
 def test_k_larger_than_corpus_returns_everything():

@@ -160,6 +160,23 @@ def test_an_index_of_other_passages_is_refused(corpus, hashing_encoder) -> None:
         MultiHopRetriever(corpus, vectors, index=DenseIndex.build(["a", "b"], vectors[:2]))
 
 
+def test_an_index_in_another_order_ranks_as_one_in_the_corpus_order(
+    corpus, hashing_encoder
+) -> None:
+    """The retriever reads rows from an index in the corpus's order and ids from another."""
+    from rag_multihop.index.dense import DenseIndex
+
+    vectors = hashing_encoder.encode(corpus.texts())
+    backwards = DenseIndex.build(corpus.ids[::-1], vectors[::-1])
+    mine = MultiHopRetriever(corpus, vectors, encoder=hashing_encoder)
+    theirs = MultiHopRetriever(corpus, vectors, index=backwards, encoder=hashing_encoder)
+    for text in ("Who directed Polish Wedding?", "Where was Theresa Connelly born?"):
+        query = Query(text)
+        assert [(c.id, c.score) for c in theirs.retrieve(query, k=5)] == [
+            (c.id, c.score) for c in mine.retrieve(query, k=5)
+        ]
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [

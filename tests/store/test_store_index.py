@@ -388,6 +388,9 @@ def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> N
     scores, ids = snapshot.dense_index.search(vectors[3:5], k=3)
     assert ids[0][0] != "p3" and ids[1][0] == "p4"
     assert len(ids[0]) == 3 and scores[1][0] == pytest.approx(1.0, abs=1e-5)
+    same, positions = snapshot.dense_index.search_positions(vectors[3:5], k=3)
+    assert [[snapshot.passage_ids[p] for p in row.tolist()] for row in positions] == ids
+    assert all(np.array_equal(a, b) for a, b in zip(same, scores, strict=True))
     with pytest.raises(ValueError, match="ann 'Nope' is not 'flat' or a FAISS factory string"):
         IndexSettings(ann="Nope")
     with pytest.raises(ValueError, match="ann must be 'flat' or a FAISS factory string"):
