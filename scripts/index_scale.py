@@ -4,6 +4,9 @@ For each size N: build the index (vectors given: random unit vectors), open it a
 the ``multihop`` and ``pit-boltzmann`` retrievers from it, time the first query and
 ``--queries`` more (query vector given), add 10k passages, delete 10k. Each phase runs in
 its own process, so its peak RSS is its own. Prints a markdown table and writes JSON.
+With ``--preload`` the server maps every page of the index right after opening
+(``IndexSnapshot.preload``, timed as ``preload_s``), as a long-running server would;
+without it, the first queries fault in the pages they touch.
 
 Memory while serving is also reported as the process's anonymous memory grown by opening
 and querying (``RssAnon`` of ``/proc/self/status``: what the index's structures cost;
@@ -217,7 +220,7 @@ def phase_build(path: Path, n: int, dim: int, ann: str) -> dict[str, Any]:
     }
 
 
-def phase_serve(path: Path, n: int, dim: int, queries: int) -> dict[str, Any]:
+def phase_serve(path: Path, n: int, dim: int, queries: int, preload: bool) -> dict[str, Any]:
     from rag_multihop import Query
     from rag_multihop.multihop import MultiHopRetriever
     from rag_multihop.store import CorpusIndex, graph_fusion_retriever
@@ -242,6 +245,9 @@ def phase_serve(path: Path, n: int, dim: int, queries: int) -> dict[str, Any]:
     fusion = graph_fusion_retriever(snapshot)
     open_s = time.perf_counter() - start
     start = time.perf_counter()
+    preloaded = snapshot.preload() if preload else 0
+    preload_s = time.perf_counter() - start
+    start = time.perf_counter()
     multihop.retrieve(asked[0], k=10)
     first_multihop = time.perf_counter() - start
     start = time.perf_counter()
@@ -259,6 +265,8 @@ def phase_serve(path: Path, n: int, dim: int, queries: int) -> dict[str, Any]:
     flat_copy = n * dim * 4 / 2**20 if snapshot.settings.ann == "flat" else 0.0
     out: dict[str, Any] = {
         "open_s": open_s,
+        "preload_s": preload_s if preload else None,
+        "preload_mb": preloaded / 2**20,
         "first_query_multihop_s": first_multihop,
         "first_query_fusion_s": first_fusion,
         "serve_rss_mb": _rss_mb(),
@@ -354,6 +362,11 @@ def main() -> None:
     parser.add_argument(
         "--phases", default="build,serve,add,delete", help="the phases to run, in order"
     )
+    parser.add_argument(
+        "--preload",
+        action="store_true",
+        help="serve: map every page of the index after opening (IndexSnapshot.preload)",
+    )
     parser.add_argument("--phase", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -366,7 +379,7 @@ def main() -> None:
         if name == "build":
             result = phase_build(path, n, dim, extra[0])
         elif name == "serve":
-            result = phase_serve(path, n, dim, int(extra[0]))
+            result = phase_serve(path, n, dim, int(extra[0]), extra[1] == "preload")
         elif name == "add":
             result = phase_add(path, n, dim)
         else:
@@ -381,7 +394,8 @@ def main() -> None:
             shutil.rmtree(path, ignore_errors=True)
         common = [str(path), str(n), str(args.dim)]
         row: dict[str, Any] = {"passages": n, "dim": args.dim, "ann": args.ann}
-        extras = {"build": [args.ann], "serve": [str(args.queries)], "add": [], "delete": []}
+        serve = [str(args.queries), "preload" if args.preload else "lazy"]
+        extras = {"build": [args.ann], "serve": serve, "add": [], "delete": []}
         for phase in args.phases.split(","):
             extra = extras[phase]
             row |= _child([phase, *common, *extra])
@@ -401,6 +415,7 @@ def main() -> None:
         ("disk_mb", "{:.0f}"),
         ("bytes_per_passage_beyond_vectors", "{:.0f}"),
         ("open_s", "{:.2f}"),
+        ("preload_s", "{:.2f}"),
         ("first_query_multihop_s", "{:.2f}"),
         ("serve_rss_mb", "{:.0f}"),
         ("serve_bytes_per_passage", "{:.0f}"),
@@ -418,7 +433,8 @@ def main() -> None:
     print("| " + " | ".join(k for k, _ in keys) + " |")
     print("|" + "---|" * len(keys))
     for row in rows:
-        print("| " + " | ".join(f.format(row[k]) if k in row else "-" for k, f in keys) + " |")
+        cells = (f.format(row[k]) if row.get(k) is not None else "-" for k, f in keys)
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

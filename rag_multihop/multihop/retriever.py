@@ -212,7 +212,12 @@ class _Pool:
 
     def add(self, rows: Sequence[int], cos: Sequence[float] | None = None) -> None:
         """Add the allowed ``rows`` not yet in the pool (their cosines computed unless given)."""
-        new = [r for r in dict.fromkeys(rows) if r not in self.position and self.allows(r)]
+        position, allowed = self.position, self.allowed
+        new = [
+            r
+            for r in dict.fromkeys(rows)
+            if r not in position and (allowed is None or r in allowed)
+        ]
         if not new:
             return
         if cos is None:
@@ -229,7 +234,7 @@ class _Pool:
             )
         self._cos[start:end] = values
         self._mention[start:end] = [self._named.get(r, -1) for r in new]
-        self.position.update((r, start + i) for i, r in enumerate(new))
+        position.update(zip(new, range(start, end), strict=True))
         self.rows.extend(new)
 
     def allows(self, row: int) -> bool:

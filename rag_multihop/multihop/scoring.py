@@ -60,9 +60,10 @@ def link_scores(
     >>> link_scores(np.array([1.0, 0.0]), np.array([0.8, 1.0]), np.array([0.5, 1.0]), 0.2)
     array([0.9, 0. ])
     """
-    linked = np.asarray(weights) > 0
-    scores = np.asarray(weights) * target_specificity + context_weight * np.asarray(overlaps)
-    return np.where(linked, scores, 0.0)
+    weights = np.asarray(weights, dtype=np.float64)
+    scores = weights * target_specificity + context_weight * np.asarray(overlaps)
+    scores[~(weights > 0)] = 0.0
+    return scores
 
 
 def pair_matrix(

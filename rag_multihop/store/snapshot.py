@@ -40,6 +40,7 @@ from rag_multihop.store.segment import (
     current_manifest_path,
     read_arrays,
     read_segment,
+    touch_pages,
 )
 from rag_multihop.store.served import serving_arrays
 from rag_multihop.store.serving import (
@@ -115,6 +116,29 @@ class IndexSnapshot:
     @property
     def n_live(self) -> int:
         return int(self.live_rows.shape[0])
+
+    def preload(self) -> int:
+        """Map every page of this version's files into the process now: the segments'
+        arrays (vectors or the ANN's stored vectors, string columns, postings) and the
+        serving arrays; returns the bytes read.
+
+        Opening maps the files without reading them, so a fresh reader's first queries
+        each fault in the pages they touch (at 1M passages its first 50 queries ran
+        ~2.5× slower at p95). A server calls this once after opening, for steady latency
+        from its first query; it costs one read of the files (~0.3 s per GB already in the
+        page cache) and the pages count in the process's resident memory (file-backed:
+        shared with other readers of the index, and the kernel may reclaim them).
+
+        >>> import tempfile
+        >>> from rag_multihop import Passage
+        >>> from rag_multihop.store import CorpusIndex
+        >>> index = CorpusIndex.create(tempfile.mkdtemp() + "/idx", dim=2)
+        >>> _ = index.add([Passage("a", "Rope is a film.", "Rope")], np.eye(1, 2))
+        >>> index.snapshot().preload() > 0
+        True
+        """
+        arrays = [a for segment in self.segments.segments for a in segment.arrays.values()]
+        return sum(touch_pages(a) for a in [*arrays, *self.serving.values()])
 
     def is_current(self) -> bool:
         """Whether no write has happened since this snapshot's version (reads ``CURRENT``)."""

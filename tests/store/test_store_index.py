@@ -388,6 +388,9 @@ def test_an_hnsw_index_searches_its_stored_graph(tmp_path, hashing_encoder) -> N
     scores, ids = snapshot.dense_index.search(vectors[3:5], k=3)
     assert ids[0][0] != "p3" and ids[1][0] == "p4"
     assert len(ids[0]) == 3 and scores[1][0] == pytest.approx(1.0, abs=1e-5)
+    arrays = [a for s in snapshot.segments.segments for a in s.arrays.values()]
+    expected_bytes = sum(a.nbytes for a in [*arrays, *snapshot.serving.values()])
+    assert snapshot.preload() == expected_bytes  # the ANN's stored vectors are read too
     same, positions = snapshot.dense_index.search_positions(vectors[3:5], k=3)
     assert [[snapshot.passage_ids[p] for p in row.tolist()] for row in positions] == ids
     assert all(np.array_equal(a, b) for a, b in zip(same, scores, strict=True))
