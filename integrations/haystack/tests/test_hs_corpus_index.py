@@ -83,10 +83,18 @@ def test_the_components_serialise_and_refuse_bad_input(tmp_path) -> None:
     assert writer.run([]) == {"documents_written": 0}
     writer.run(HashingDocumentEmbedder().run(_documents(["pw", "tc"]))["documents"])
     retriever = CorpusIndexMultiHopRetriever(
-        path, top_k=2, first_hops=3, keep_first_stage=False, tail_fusion="rrf"
+        path, top_k=2, preload=True, first_hops=3, keep_first_stage=False, tail_fusion="rrf"
     )
     again = CorpusIndexMultiHopRetriever.from_dict(retriever.to_dict())
-    assert again.settings == retriever.settings and again.top_k == 2
+    assert again.settings == retriever.settings and again.top_k == 2 and again.preload
+    query = HashingTextEmbedder().run(QUESTION)["embedding"]
+    lazy = CorpusIndexMultiHopRetriever(path, top_k=2, first_hops=3, keep_first_stage=False)
+    lazy.settings = retriever.settings
+    assert [d.id for d in again.run(QUESTION, query)["documents"]] == [
+        d.id for d in lazy.run(QUESTION, query)["documents"]
+    ]
+    with pytest.raises(ValueError, match="preload must be True or False, got 'yes'"):
+        CorpusIndexMultiHopRetriever(path, preload="yes")  # type: ignore[arg-type]
     assert again.settings.first_hops == 3 and again.settings.tail_fusion == "rrf"
     assert again.settings.keep_first_stage is False
     with pytest.raises(ValueError, match="tail_fusion must be one of"):

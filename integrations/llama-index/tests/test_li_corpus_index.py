@@ -68,6 +68,12 @@ def test_a_pipeline_feeds_the_index_and_the_retriever_follows_its_versions(
         embed_model=hashing_embedding,
     )
     assert ids == _ids(in_memory, hashing_embedding)
+    preloaded = CorpusIndexMultiHopRetriever(
+        path, similarity_top_k=3, embed_model=hashing_embedding, preload=True
+    )
+    assert _ids(preloaded, hashing_embedding) == ids
+    with pytest.raises(ValueError, match="preload must be True or False, got 1"):
+        CorpusIndexMultiHopRetriever(path, embed_model=hashing_embedding, preload=1)  # type: ignore[arg-type]
 
     CorpusIndexWriter(index_path=path).delete(["tc"])
     result = retriever.retrieve(

@@ -124,6 +124,9 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             with ``as_retriever(similarity_top_k=candidates)``) or any ``BaseRetriever``
             (give it a ``similarity_top_k`` of at least ``candidates``); ``None``: the
             index's own search.
+        preload: map every page of each version the retriever opens
+            (:meth:`rag_multihop.store.IndexSnapshot.preload`): steady latency from the first
+            query for a long-running server, at the cost of reading the index's files.
         settings: :class:`rag_multihop.multihop.MultiHopSettings`; ``candidates`` ...
             ``lexical_weight`` override the same-named fields of it (``None`` keeps the
             field), as for :class:`MultiHopRetriever`.
@@ -141,6 +144,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         *,
         embed_model: BaseEmbedding | None = None,
         vector_store: Any = None,
+        preload: bool = False,
         settings: MultiHopSettings | None = None,
         candidates: int | None = None,
         first_hops: int | None = None,
@@ -198,6 +202,9 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             lexical_weight=lexical_weight,
         )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")
+        if not isinstance(preload, bool):
+            raise ValueError(f"preload must be True or False, got {preload!r}")
+        self.preload = preload
         self.index = CorpusIndex(index_path)
         self._embed_model = embed_model or settings_embed_model()
         self._first_stage = _store_search(vector_store, self.settings.candidates)
@@ -211,6 +218,8 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         """The core retriever over the index's current version (reopened when stale)."""
         if self._snapshot is None or self._core is None or not self._snapshot.is_current():
             self._snapshot = self.index.snapshot()
+            if self.preload:
+                self._snapshot.preload()
             encoder = None if self._embed_model is None else as_encoder(self._embed_model)
             self._core = CoreMultiHopRetriever.from_index(
                 self._snapshot,

@@ -59,6 +59,9 @@ class CorpusIndexMultiHopRetriever:
     Args:
         index_path: the index folder.
         top_k: documents returned (``run(top_k=...)`` overrides it).
+        preload: map every page of each version the component opens
+            (:meth:`rag_multihop.store.IndexSnapshot.preload`): steady latency from the first
+            query for a long-running server, at the cost of reading the index's files.
         candidates ... lexical_weight: the :class:`rag_multihop.multihop.MultiHopSettings`
             fields of the same names (flat primitives, as for :class:`MultiHopRetriever`), kept as
             :attr:`settings`; ``to_dict`` stores each.
@@ -69,6 +72,7 @@ class CorpusIndexMultiHopRetriever:
         index_path: str,
         *,
         top_k: int = 10,
+        preload: bool = False,
         candidates: int = _DEFAULTS.candidates,
         first_hops: int = _DEFAULTS.first_hops,
         pair: bool = _DEFAULTS.pair,
@@ -96,6 +100,9 @@ class CorpusIndexMultiHopRetriever:
     ) -> None:
         self.index_path = index_path
         self.top_k = check_positive_int(top_k, "top_k")
+        if not isinstance(preload, bool):
+            raise ValueError(f"preload must be True or False, got {preload!r}")
+        self.preload = preload
         self.settings = MultiHopSettings(
             candidates=candidates,
             first_hops=first_hops,
@@ -132,6 +139,8 @@ class CorpusIndexMultiHopRetriever:
     def _current(self) -> CoreMultiHopRetriever:
         if self._snapshot is None or self._core is None or not self._snapshot.is_current():
             self._snapshot = CorpusIndex(self.index_path).snapshot()
+            if self.preload:
+                self._snapshot.preload()
             self._core = CoreMultiHopRetriever.from_index(self._snapshot, settings=self.settings)
         return self._core
 
@@ -175,6 +184,7 @@ class CorpusIndexMultiHopRetriever:
             self,
             index_path=self.index_path,
             top_k=self.top_k,
+            preload=self.preload,
             **dataclasses.asdict(self.settings),
         )
 
