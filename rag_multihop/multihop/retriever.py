@@ -781,10 +781,10 @@ class MultiHopRetriever:
     ) -> tuple[list[int], list[float]]:
         """The rows and cosines of the ``candidates`` nearest allowed passages."""
         limit = self.settings.candidates
-        if allowed is None and self.index is not None and self._index_in_row_order:
-            scores, positions = self.index.search_positions(vector[None, :], limit)
-            return positions[0].tolist(), scores[0].tolist()
         if allowed is None and self.index is not None:
+            if self._index_in_row_order:
+                scores, positions = self.index.search_positions(vector[None, :], limit)
+                return positions[0].tolist(), scores[0].tolist()
             scores, ids = self.index.search(vector[None, :], limit)
             return [self._row[i] for i in ids[0]], [float(x) for x in scores[0]]
         rows = (

@@ -295,17 +295,9 @@ class LinkContexts(Mapping[tuple[int, int], frozenset[str]]):
         each link ``source`` → ``targets`` (zeros, without tokenising, when the source's
         text cannot hold a stem of ``question``: :func:`~rag_multihop.multihop.links.
         may_share_stems`)."""
-        if not question or not may_share_stems(self._text(source), question):
+        if not may_share_stems(self._text(source), question):
             return np.zeros(len(targets))
-        per_token = self._stems(source)
-        return np.array(
-            [
-                context_overlap(
-                    question, window_context(per_token, self._spans(source, t), self._window)
-                )
-                for t in targets
-            ]
-        )
+        return np.array([context_overlap(question, self[source, t]) for t in targets])
 
     def _spans(self, source: int, target: int) -> list[list[int]]:
         """The stored name spans of the link ``source`` → ``target``."""
