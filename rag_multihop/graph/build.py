@@ -320,9 +320,21 @@ def passage_title_links(
     >>> passage_title_links(0, "Rope is a Hitchcock film.", lambda key: titles.get(key, []))
     [1]
     """
+    keys = title_link_keys(text, max_title_words)
+    return sorted({j for key in keys for j in rows_of(key) if j != row})
+
+
+def title_link_keys(text: str, max_title_words: int = 8) -> list[str]:
+    """Every key :func:`passage_title_links` looks up for ``text``: the normalised spans of
+    up to ``max_title_words`` words that start with a capitalised word or a digit, once
+    each, in text order.
+
+    >>> title_link_keys("Rope is a Hitchcock film.", 2)
+    ['rope', 'rope is', 'hitchcock', 'hitchcock film']
+    """
     words = LINK_WORD.findall(text)
     normalised = [normalize_word(word) for word in words]
-    targets: set[int] = set()
+    keys: dict[str, None] = {}
     for start, word in enumerate(words):
         if not (word[0].isupper() or word[0].isdigit()):
             continue
@@ -331,10 +343,8 @@ def passage_title_links(
             token = normalised[end - 1]  # the key grows by one word: the non-empty tokens joined
             if token:
                 key = f"{key} {token}" if key else token
-            for j in rows_of(key):
-                if j != row:
-                    targets.add(j)
-    return sorted(targets)
+            keys[key] = None
+    return list(keys)
 
 
 def passage_entities(title: str, extracted: Sequence[str]) -> list[str]:

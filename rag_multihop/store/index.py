@@ -547,11 +547,8 @@ class CorpusIndex:
         arrays |= derive.link_arrays(rows, texts, prefetched)
         if patched:
             arrays |= derive.concat_tables("link", arrays, patched)
-        arrays |= derive.graph_link_arrays(
-            rows,
-            texts,
-            lambda key: prefetched.graph_rows.get(key, ()),
-            settings.graph_max_title_words,
+        arrays |= derive.graph_link_table(
+            rows, [prefetched.graph_links(row, text) for row, text in zip(rows, texts, strict=True)]
         )
         return arrays, len(old), len(patched_rows)
 

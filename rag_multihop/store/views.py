@@ -100,20 +100,24 @@ class SegmentSet:
         rows = np.concatenate([np.asarray(v, dtype=np.int64) for v in self._values("gkey", key)])
         return rows[self.alive[rows]]
 
-    def rows_with_piece(self, piece: str) -> np.ndarray:
-        """Live rows whose text holds the word ``piece`` (normalised), ascending."""
-        rows = np.concatenate([np.asarray(v, dtype=np.int64) for v in self._values("piece", piece)])
-        return rows[self.alive[rows]] if rows.size else rows
-
     def rows_with_pieces(self, pieces: Sequence[str]) -> np.ndarray:
-        """Live rows whose text holds every one of ``pieces`` (an intersection of postings)."""
-        found: np.ndarray | None = None
-        for piece in sorted(set(pieces), key=len, reverse=True):
-            rows = self.rows_with_piece(piece)
-            found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
+        """Live rows whose text holds every one of ``pieces`` (an intersection of postings,
+        ascending): the shortest posting is looked up in each longer one by binary search."""
+        postings = sorted((self._rows_of_piece(piece) for piece in set(pieces)), key=len)
+        if not postings:
+            return np.zeros(0, dtype=np.int64)
+        found = postings[0]
+        for rows in postings[1:]:
             if found.size == 0:
                 break
-        return np.zeros(0, dtype=np.int64) if found is None else found
+            slots = np.minimum(np.searchsorted(rows, found), rows.size - 1)
+            found = found[rows[slots] == found] if rows.size else rows
+        return found[self.alive[found]] if found.size else found
+
+    def _rows_of_piece(self, piece: str) -> np.ndarray:
+        """Every row (live or not) whose text holds ``piece``, ascending: the segments'
+        postings in segment order."""
+        return np.concatenate([np.asarray(v, dtype=np.int64) for v in self._values("piece", piece)])
 
     def title_postings(self, key: str) -> list[tuple[int, tuple[str, ...]]]:
         """``(live row, qualifiers)`` of every title recognised by ``key``, ascending rows."""
@@ -253,30 +257,12 @@ class StoredTitleIndex(TitleIndex):
         self.size = size
 
 
-class _Recorder:
-    """Answers "no" to every key and remembers what it was asked (a dry run of matching)."""
-
-    def __init__(self) -> None:
-        self.asked: dict[str, None] = {}
-
-    def __contains__(self, key: object) -> bool:
-        if isinstance(key, str):
-            self.asked[key] = None
-        return False
-
-    def __call__(self, key: str) -> list[int]:
-        self.asked[key] = None
-        return []
-
-
 class PrefetchedTitleIndex(TitleIndex):
     """A :class:`TitleIndex` holding, in a dict, exactly the entries that ``texts`` can
     match, fetched from the segments with one batched search per segment: matching those
     texts against it equals matching them against the whole stored dictionary (a writer's
-    look-ups for the passages whose links it recomputes).
-
-    Attributes:
-        graph_rows: the entity graph's title key → live rows, for the same texts.
+    look-ups for the passages whose links it recomputes); likewise for the entity graph's
+    title keys (:meth:`graph_links`).
     """
 
     def __init__(
@@ -287,7 +273,7 @@ class PrefetchedTitleIndex(TitleIndex):
         max_words: int,
         graph_max_words: int,
     ) -> None:
-        from rag_multihop.graph.build import passage_title_links
+        from rag_multihop.graph.build import title_link_keys
 
         self.max_words = max_words
         self.size = segments.n_rows
@@ -305,10 +291,17 @@ class PrefetchedTitleIndex(TitleIndex):
             tokens = [token for _, token in pairs]
             keys.update(dict.fromkeys(key for _, _, key in self.candidate_spans(pairs, tokens)))
         self._by_key = segments.title_entries(list(keys))
-        graph = _Recorder()
-        for text in texts:
-            passage_title_links(-1, text, graph, graph_max_words)
-        self.graph_rows = segments.key_rows(list(graph.asked))
+        self._graph_keys = {text: title_link_keys(text, graph_max_words) for text in texts}
+        asked = dict.fromkeys(key for found in self._graph_keys.values() for key in found)
+        self._graph_rows = segments.key_rows(list(asked))
+
+    def graph_links(self, row: int, text: str) -> list[int]:
+        """:func:`~rag_multihop.graph.build.passage_title_links` of passage ``row`` (one of
+        the prefetched ``texts``) against the live entity-graph title keys."""
+        graph_rows = self._graph_rows
+        return sorted(
+            {j for key in self._graph_keys[text] for j in graph_rows.get(key, ()) if j != row}
+        )
 
     def tokens_of(self, text: str) -> list[tuple[str, str]]:
         pairs = self._tokens.get(text)
