@@ -104,16 +104,21 @@ def walk_adjacency(
     title_links: sparse.csr_matrix,
     synonyms: sparse.csr_matrix,
     weights: EdgeWeights | None = None,
+    *,
+    mentioned_by: sparse.csr_matrix | None = None,
 ) -> sparse.csr_matrix:
-    """The weighted, directed adjacency of :meth:`EntityGraph.adjacency` from its blocks."""
+    """The weighted, directed adjacency of :meth:`EntityGraph.adjacency` from its blocks
+    (``mentioned_by``: ``mentions.T`` as CSR, when the caller has it already)."""
     w = weights or EdgeWeights()
+    if mentioned_by is None:
+        mentioned_by = mentions.T.tocsr()
     passages = sparse.csr_matrix(w.title_link * title_links + w.title_backlink * title_links.T)
     # rows side by side, then stacked: both CSR fast paths (``bmat`` goes through COO,
     # about twice the time at a million passages)
     block = sparse.vstack(
         [
             sparse.hstack([passages, w.mention * mentions], format="csr"),
-            sparse.hstack([w.mention * mentions.T.tocsr(), w.synonym * synonyms], format="csr"),
+            sparse.hstack([w.mention * mentioned_by, w.synonym * synonyms], format="csr"),
         ],
         format="csr",
     )

@@ -188,7 +188,10 @@ def _graph_arrays(live: LiveRows) -> Iterator[tuple[str, np.ndarray]]:
     title_links = sparse.csr_matrix((np.ones(len(g_targets)), g_targets, g_ptr), shape=(n, n))
     title_links.sort_indices()
     synonyms = sparse.csr_matrix((len(order), len(order)))
-    walk = PushGraph.from_adjacency(walk_adjacency(mentions, title_links, synonyms, EdgeWeights()))
+    passages_of = mentions.T.tocsr()  # the walk's entity → passage block and ``pass.*``
+    walk = PushGraph.from_adjacency(
+        walk_adjacency(mentions, title_links, synonyms, EdgeWeights(), mentioned_by=passages_of)
+    )
     yield from _csr("walk", "dst", walk.forward.indptr, walk.forward.indices)
     yield "walk.p", np.asarray(walk.forward.data, dtype=np.float64)
     yield "walk.dangling", np.asarray(walk.dangling, dtype=bool)
@@ -196,7 +199,6 @@ def _graph_arrays(live: LiveRows) -> Iterator[tuple[str, np.ndarray]]:
     yield from _csr("glink", "dst", title_links.indptr, title_links.indices)
     yield from _csr("ment", "ent", mentions.indptr, mentions.indices)
     yield "ent.order", order
-    passages_of = (mentions > 0).astype(np.float64).T.tocsr()
     yield from _csr("pass", "row", passages_of.indptr, passages_of.indices)
     del passages_of, mentions, title_links
 
