@@ -396,6 +396,9 @@ def sync_folder(
         if exists
         else CorpusIndex.create(index_path, dim=encoder.dim, encoder=encoder)
     )
+    if exists and index.names_outdated():  # written by an older release: names read anew
+        logger.info("%s: compacting (its names were read by another name reader)", index_path)
+        index.compact()
     # removed, shrunk or now unreadable files' ids, and any a run killed before saving left
     doomed = [i for i in index.snapshot().corpus.ids if i not in kept]
     report(IndexProgress("indexing", 0, len(new_passages) + len(doomed), 0.0))

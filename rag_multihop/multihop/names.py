@@ -58,6 +58,10 @@ HONORIFICS = frozenset(
 )
 """Words that stand before a name without being part of it."""
 
+GIVEN_NAME_RANKS = frozenset({"Earl", "Prince", "King", "Duke", "Major", "Marshal", "Baron"})
+"""Words of :data:`HONORIFICS` that are also given names: before an initial (*Earl J.
+Valiquette*) such a word is the given name, since a rank stands before a name."""
+
 PARTICLES = frozenset(
     {"de", "da", "del", "della", "di", "do", "dos", "das", "du", "des", "von", "van", "der",
      "den", "ter", "la", "le", "y", "al", "el", "bin", "ibn", "ben", "of", "zu", "af"}
@@ -104,6 +108,12 @@ SUFFIXES = frozenset({"Jr", "Sr", "Jnr", "Snr"})
 """Generational suffixes dropped after a name (a regnal number such as *II* is kept)."""
 
 
+def _is_initial(word: str) -> bool:
+    """One capital letter, with or without its full stop (*J.*, *J*)."""
+    letters = word.rstrip(".")
+    return len(letters) == 1 and letters.isupper()
+
+
 def _post_nominal(word: str) -> bool:
     """Letters after a name: *VC*, *KStJ*, *PhD*, *Jr* (mostly capitals, not a regnal
     number)."""
@@ -132,10 +142,14 @@ def core_name(name: str) -> str:
     'John Augustus Conolly'
     >>> core_name("Robert II")
     'Robert II'
+    >>> core_name("Earl J. Valiquette")
+    'Earl J. Valiquette'
     """
     words = name.split()
     start, end = 0, len(words)
     while end - start > 1 and words[start].rstrip(".") in HONORIFICS:
+        if words[start] in GIVEN_NAME_RANKS and _is_initial(words[start + 1]):
+            break
         start += 1
     while end - start > 1 and _post_nominal(words[end - 1]):
         end -= 1
@@ -179,7 +193,7 @@ def name_aliases(name: str) -> tuple[str, ...]:
         initials = [f"{w[0]}." for w in given]
         forms[" ".join([first, *initials[1:], *surname])] = None
         forms[" ".join([*initials, *surname])] = None
-    if len(given) >= 2 and len(surname) == 1 and not of_place:
+    if len(given) >= 2 and len(surname) == 1 and not of_place and not _is_initial(given[-1]):
         # a second surname after the one people use (*Ventura Pons Sala*) or a married
         # name (*Shirley Temple Black*): the name without it, as it is
         forms[" ".join(words[:-1])] = None

@@ -41,12 +41,13 @@ from rag_multihop.types import Passage
 NAMES_CACHE_SIZE = 65536
 """Passages whose names :func:`known_names` remembers."""
 
-NAMES_VERSION = 3
+NAMES_VERSION = 4
 """The version of the names and aliases read from a passage (:func:`indexed_names` and the
 aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenever a change
 gives some text other names, so that a persistent index whose names an older reader made
 is not extended with names of the new one (version 2: familiar given names; 3: a
-second surname dropped)."""
+second surname dropped; 4: a rank that is also a given name kept before an initial, and no
+alias ending in an initial)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""

@@ -311,6 +311,12 @@ class CorpusIndex:
         similarity = index_encoder_similarity(self.manifest(), encoder)
         return similarity is None or similarity >= 1.0 - FINGERPRINT_TOLERANCE
 
+    def names_outdated(self) -> bool:
+        """Whether another version of the name reader read this index's names: adding
+        passages then raises until :meth:`compact` reads every name again (an app that owns
+        its index compacts it; see ``docs/index.md``)."""
+        return stored_names_version(self.manifest()) != NAMES_VERSION
+
     def info(self) -> dict[str, Any]:
         """Version, counts, settings, segments and bytes on disk (JSON-ready)."""
         manifest = self.manifest()

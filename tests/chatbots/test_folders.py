@@ -5,6 +5,7 @@ file by file (counted by the texts the encoder is asked to embed)."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,26 @@ def test_a_changed_or_removed_file_updates_only_its_passages(
         docs, reader=llama_index_reader, encoder=hashing_encoder, cache=tmp_path / "fresh"
     )
     assert _index_contents(removed.corpus_index()) == _index_contents(fresh.corpus_index())
+
+
+def test_an_index_whose_names_an_older_release_read_is_compacted_then_updated(
+    tmp_path: Path, llama_index_reader, hashing_encoder
+) -> None:
+    docs = write_folder(tmp_path / "docs")
+    load = lambda: chatkit.load_chat_corpus(  # noqa: E731
+        docs, reader=llama_index_reader, encoder=hashing_encoder, cache=tmp_path / "cache"
+    )
+    index = CorpusIndex(load().corpus_index())
+    manifest = index.path / "manifests" / f"v-{index.version:06d}.json"
+    record = json.loads(manifest.read_text())
+    record["names_version"] -= 1  # as an older release wrote it
+    manifest.write_text(json.dumps(record))
+    assert index.names_outdated()
+
+    (docs / "added.md").write_text("# Added\n\nMarit Hallendor was born in Oslo.")
+    updated = load()  # a plain add would refuse to mix the two readers' names
+    assert not index.names_outdated()
+    assert "added.md#0" in updated.corpus.ids
 
 
 def test_a_run_killed_before_saving_its_file_list_is_repaired(

@@ -35,6 +35,9 @@ from rag_multihop.multihop.titles import TitleIndex
         ("Charles Edward Anderson Berry", "Chuck Berry"),
         ("Ventura Pons Sala", "Ventura Pons"),  # a second surname dropped
         ("Shirley Temple Black", "Shirley Temple"),  # a married name dropped
+        ("Earl J. Valiquette", "Earl Valiquette"),  # a rank before an initial is a given name
+        ("Prince K. Amponsah", "Prince Amponsah"),
+        ("Lieutenant J. Smith", "J. Smith"),  # a rank before an initial is still a rank
     ],
 )
 def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> None:
@@ -53,6 +56,8 @@ def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> No
         ("Hugo Rafael Chávez Frías", "Hugo Chávez"),  # nor varied once dropped
         ("Joseph Ferdinand Leopold of Bavaria", "Joseph Ferdinand Leopold"),  # of a place
         ("Ventura Pons", "Ventura"),  # two words are a given name and one surname
+        ("Carl J. Valiquette", "Carl J."),  # no name ends with an initial
+        ("Earl Spencer", "Spencer"),  # a rank before a surname is a rank
     ],
 )
 def test_an_alias_keeps_what_tells_people_apart(name, never) -> None:
