@@ -107,12 +107,12 @@ class SegmentSet:
         if not postings:
             return np.zeros(0, dtype=np.int64)
         found = postings[0]
-        for rows in postings[1:]:
+        for rows in postings[1:]:  # none is empty while ``found`` is not: it is the shortest
             if found.size == 0:
                 break
             slots = np.minimum(np.searchsorted(rows, found), rows.size - 1)
-            found = found[rows[slots] == found] if rows.size else rows
-        return found[self.alive[found]] if found.size else found
+            found = found[rows[slots] == found]
+        return found[self.alive[found]]
 
     def _rows_of_piece(self, piece: str) -> np.ndarray:
         """Every row (live or not) whose text holds ``piece``, ascending: the segments'
