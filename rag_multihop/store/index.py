@@ -368,7 +368,7 @@ class CorpusIndex:
             if missing and not missing_ok:
                 raise KeyError(
                     f"{len(missing)} id(s) are not in the index, e.g. {missing[:5]}; pass "
-                    "missing_ok=True to ignore them"
+                    "missing_ok=True (rag-multihop index delete --missing-ok) to ignore them"
                 )
             dead = [row for row in rows if row is not None]
             if not dead:
@@ -419,7 +419,7 @@ class CorpusIndex:
             if present and not replace:
                 raise ValueError(
                     f"{len(present)} id(s) are already in the index, e.g. {present[:5]}; use "
-                    "upsert() to replace them"
+                    "upsert() (rag-multihop index add --upsert) to replace them"
                 )
             dead = [row for row in rows if row is not None]
             check_names_version(state.manifest, self.path)

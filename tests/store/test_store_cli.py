@@ -135,7 +135,11 @@ def test_bad_vectors_and_ids_exit_2(tmp_path, capsys) -> None:
     )
     capsys.readouterr()
     assert main(["index", "delete", "--index", idx, "--ids", "nope"]) == 2
-    assert "'nope'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'nope'" in err and "--missing-ok" in err
+    again = ["index", "add", "--index", idx, "--passages", str(passages)]
+    assert main([*again, "--vectors", str(_npy(tmp_path, "y.npy", 2))]) == 2
+    assert "--upsert" in capsys.readouterr().err
     assert main(["index", "delete", "--index", idx]) == 2
     assert "--ids" in capsys.readouterr().err
     code = main(
