@@ -582,7 +582,7 @@ class MultiHopRetriever:
 
     def _question(self, text: str) -> tuple[TextMentions, dict[int, int], frozenset[str]]:
         """Mentions, named rows (-> mention number) and the stems outside the mentions."""
-        found = self.titles.mentions(text)
+        found = self.titles.mentions(text, aliases_too=True)
         named: dict[int, int] = {}
         inside: set[int] = set()
         for number, mention in enumerate(found.mentions):

@@ -122,7 +122,8 @@ def name_variants(names: str | Sequence[str]) -> dict[str, tuple[str, ...]]:
     person's name in (:func:`~rag_multihop.multihop.names.name_aliases`), whose qualifiers
     are :data:`ALIAS` alone. A text that writes an alias names the passage only when no
     passage is known by that key under a name and no other passage shares the alias
-    (:meth:`TitleIndex.matches`). A title is looked for as written: titled corpora link as
+    (:meth:`TitleIndex.matches`; a question's alias names them all, up to
+    :data:`MAX_QUESTION_REFERENTS` passages). A title is looked for as written: titled corpora link as
     they did.
 
     >>> name_variants(["doc-1", "Sir Tatton Sykes"])["tatton sykes"] == (ALIAS,)
@@ -139,6 +140,10 @@ def name_variants(names: str | Sequence[str]) -> dict[str, tuple[str, ...]]:
             if len(key) >= MIN_KEY_CHARS:
                 variants.setdefault(key, (ALIAS,))
     return variants
+
+
+MAX_QUESTION_REFERENTS = 3
+"""At most this many passages a question's name may mean, aliases included."""
 
 
 @dataclass(frozen=True)
@@ -237,15 +242,19 @@ class TitleIndex:
             for end in range(start + 1, min(start + self.max_words, len(pairs)) + 1):
                 yield start, end, " ".join(tokens[start:end])
 
-    def mentions(self, text: str) -> TextMentions:
-        """The spans of ``text`` that name titles, in text order, and its tokens."""
-        return self.matches(text)[0]
+    def mentions(self, text: str, *, aliases_too: bool = False) -> TextMentions:
+        """The spans of ``text`` that name titles, in text order, and its tokens
+        (``aliases_too``: see :meth:`matches`)."""
+        return self.matches(text, aliases_too=aliases_too)[0]
 
-    def matches(self, text: str) -> tuple[TextMentions, tuple[tuple[bool, bool], ...]]:
+    def matches(
+        self, text: str, *, aliases_too: bool = False
+    ) -> tuple[TextMentions, tuple[tuple[bool, bool], ...]]:
         """:meth:`mentions` and, per mention, ``(complete, clear)``: every passage its key
         names is a referent (none lost on qualifiers), and no other key found in the text
         overlaps it (it suppressed nothing). An index patches a passage's links without
-        reading its text when a referent of such a mention is deleted.
+        reading its text when a referent of such a mention is deleted. ``aliases_too``
+        (a question's names): a key also names the passages known by it as an alias.
 
         >>> found, flags = TitleIndex(["Ed Wood", "Wood"]).matches("Ed Wood was born.")
         >>> [m.text for m in found.mentions], flags
@@ -263,7 +272,7 @@ class TitleIndex:
                 continue
             taken[start:end] = [True] * (end - start)
             candidates = self._by_key[key]
-            referents = _referents(candidates, padded)
+            referents = _referents(candidates, padded, aliases_too=aliases_too)
             if not referents:
                 continue
             clear = all(e <= start or s >= end or (s, e) == (start, end) for s, e, _ in found)
@@ -278,11 +287,17 @@ class TitleIndex:
         return list(self.mentions(text).mentions)
 
 
-def _referents(candidates: Sequence[tuple[int, tuple[str, ...]]], padded: str) -> dict[int, float]:
+def _referents(
+    candidates: Sequence[tuple[int, tuple[str, ...]]], padded: str, *, aliases_too: bool = False
+) -> dict[int, float]:
     """The candidates whose qualifiers occur in the text most often, weighted equally; a
     passage that has the key only as an alias counts when no passage has it as a name and
-    it is the only such passage (else none: an ambiguous alias names nobody)."""
+    it is the only such passage (else none: an ambiguous alias names nobody). With
+    ``aliases_too`` (a question, which may mean either) the alias passages count beside
+    those named, when there are at most :data:`MAX_QUESTION_REFERENTS` of them."""
     named = [(row, quals) for row, quals in candidates if ALIAS not in quals]
+    if aliases_too and len(candidates) <= MAX_QUESTION_REFERENTS:
+        named = [(row, () if ALIAS in quals else quals) for row, quals in candidates]
     if not named:
         return {candidates[0][0]: 1.0} if len(candidates) == 1 else {}
     candidates = named

@@ -172,3 +172,35 @@ def test_multihop_finds_the_director_written_under_a_shorter_name_on_an_untitled
     retriever = MultiHopRetriever.from_corpus(Corpus(passages), _Words())
     found = retriever.retrieve(Query("Where was the director of film Polish Wedding born?"), k=2)
     assert [c.id for c in found] == ["f", "d"]
+
+
+def test_a_questions_name_also_means_the_passage_known_by_it_as_an_alias() -> None:
+    """A text that writes *John Smith* links the footballer named so, never the painter; a
+    question may mean either, so both are named there (and neither beyond three people)."""
+    index = TitleIndex(
+        [("doc-2", "John Robert Smith"), ("doc-3", "John Smith"), ("doc-4", "Ann Lee")]
+    )
+    question = "Was John Smith older than Ann Lee?"
+    [text, _] = index.mentions(question).mentions
+    assert dict(text.referents) == {1: 1.0}
+    [smith, lee] = index.mentions(question, aliases_too=True).mentions
+    assert dict(smith.referents) == {0: 0.5, 1: 0.5} and dict(lee.referents) == {2: 1.0}
+    middles = ("Abe", "Bob", "Cal", "Dan")
+    crowded = TitleIndex([(f"doc-{i}", f"John {middle} Smith") for i, middle in enumerate(middles)])
+    assert crowded.mentions(question, aliases_too=True).mentions == ()
+
+
+def test_multihop_ranks_both_compared_people_when_one_is_known_by_an_alias() -> None:
+    passages = [
+        Passage("film", "Giuseppe Verdi is a 1938 Italian biographical film.", "doc-1"),
+        Passage("verdi", "Giuseppe Fortunino Francesco Verdi (1813 – 1901) was an Italian "
+                         "opera composer, once a soldier.", "doc-2"),
+        Passage("thomas", "Charles Louis Ambroise Thomas (1811 – 1896) was a French opera "
+                          "composer born in Metz.", "doc-3"),
+        Passage("x", "Rex Moll was a film director born in Lyon.", "doc-4"),
+        Passage("y", "Bea Lind is a film director born in Paris.", "doc-5"),
+    ]  # fmt: skip
+    retriever = MultiHopRetriever.from_corpus(Corpus(passages), _Words())
+    question = Query("Where were Giuseppe Verdi and Ambroise Thomas born?")
+    found = retriever.retrieve(question, k=3)
+    assert {"verdi", "thomas"} <= {c.id for c in found}
