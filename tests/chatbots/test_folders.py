@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,11 @@ def _index_contents(path: Path) -> dict[str, tuple[str, str, bytes]]:
     }
 
 
+def _loader(docs: Path, reader: Any, encoder: Any, cache: Path) -> Callable[[], Any]:
+    """The chats' corpus load of ``docs`` into ``cache``, to be called once per run."""
+    return lambda: chatkit.load_chat_corpus(docs, reader=reader, encoder=encoder, cache=cache)
+
+
 def test_a_changed_or_removed_file_updates_only_its_passages(
     tmp_path: Path, llama_index_reader, hashing_encoder
 ) -> None:
@@ -150,9 +156,7 @@ def test_an_index_whose_names_an_older_release_read_is_compacted_then_updated(
     tmp_path: Path, llama_index_reader, hashing_encoder
 ) -> None:
     docs = write_folder(tmp_path / "docs")
-    load = lambda: chatkit.load_chat_corpus(  # noqa: E731
-        docs, reader=llama_index_reader, encoder=hashing_encoder, cache=tmp_path / "cache"
-    )
+    load = _loader(docs, llama_index_reader, hashing_encoder, tmp_path / "cache")
     index = CorpusIndex(load().corpus_index())
     manifest = index.path / "manifests" / f"v-{index.version:06d}.json"
     record = json.loads(manifest.read_text())
@@ -170,9 +174,7 @@ def test_a_run_killed_before_saving_its_file_list_is_repaired(
     tmp_path: Path, llama_index_reader, hashing_encoder
 ) -> None:
     docs = write_folder(tmp_path / "docs")
-    load = lambda: chatkit.load_chat_corpus(  # noqa: E731
-        docs, reader=llama_index_reader, encoder=hashing_encoder, cache=tmp_path / "cache"
-    )
+    load = _loader(docs, llama_index_reader, hashing_encoder, tmp_path / "cache")
     first = load()
     (first.corpus_index().parent / folders.STATE_FILE).unlink()
     (docs / "notes.md").unlink()
