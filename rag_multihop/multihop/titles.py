@@ -123,8 +123,8 @@ def name_variants(names: str | Sequence[str]) -> dict[str, tuple[str, ...]]:
     are :data:`ALIAS` alone. A text that writes an alias names the passage only when no
     passage is known by that key under a name and no other passage shares the alias
     (:meth:`TitleIndex.matches`; a question's alias names them all, up to
-    :data:`MAX_QUESTION_REFERENTS` passages). A title is looked for as written: titled corpora link as
-    they did.
+    :data:`MAX_QUESTION_REFERENTS` passages). A title is looked for as written: titled
+    corpora link as they did.
 
     >>> name_variants(["doc-1", "Sir Tatton Sykes"])["tatton sykes"] == (ALIAS,)
     True
