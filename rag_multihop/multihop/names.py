@@ -58,6 +58,25 @@ HONORIFICS = frozenset(
 )
 """Words that stand before a name without being part of it."""
 
+PLACE_AND_THING_WORDS = frozenset(
+    """Society Medal Award Awards Prize Trophy Cup Stakes Lecture Fellowship Scholarship
+    Institute Institution Foundation Academy School College University Library Museum Gallery
+    Collection Theatre Theater Studio Studios Orchestra Festival Records Company Corporation
+    Center Centre Stadium Arena Station Airport Hospital Cathedral Chapel Memorial Monument
+    House Building Tower Palace Hotel Gardens Bridge Highway Boulevard Avenue Road Square
+    Act""".split()  # noqa: SIM905
+)
+"""Last words that make a name an institution's, a place's or a thing's named after a
+person (*Langston Hughes House*, *Nobel Prize*), never a person's: such a name gets no
+aliases (*Langston Hughes* is the poet, not his house). Words that are also common
+surnames (*Hall*, *Park*, *Church*, *Lake*, *Street*) are left out."""
+
+PLACE_FIRST_WORDS = frozenset(
+    {"Teatro", "Museo", "Palazzo", "Estadio", "Stadio", "Fort", "Mount", "Lake", "Camp", "Cape"}
+)
+"""First words that make a name a place's (*Teatro Giuseppe Verdi*, *Fort Worth*): no
+aliases either."""
+
 GIVEN_NAME_RANKS = frozenset({"Earl", "Prince", "King", "Duke", "Major", "Marshal", "Baron"})
 """Words of :data:`HONORIFICS` that are also given names: before an initial (*Earl J.
 Valiquette*) such a word is the given name, since a rank stands before a name."""
@@ -167,6 +186,8 @@ def name_aliases(name: str) -> tuple[str, ...]:
     words = re.sub(r"(?<=\w)- +(?=\w)", "-", core).split()
     if len(words) < 2 or any(_is_roman(w) for w in words):
         return _only_core(name, core)
+    if words[-1] in PLACE_AND_THING_WORDS or words[0] in PLACE_FIRST_WORDS:
+        return ()
     surname_start = len(words) - 1
     while surname_start > 0 and words[surname_start - 1] in PARTICLES:
         surname_start -= 1

@@ -46,8 +46,8 @@ NAMES_VERSION = 4
 aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenever a change
 gives some text other names, so that a persistent index whose names an older reader made
 is not extended with names of the new one (version 2: familiar given names; 3: a
-second surname dropped; 4: a rank that is also a given name kept before an initial, and no
-alias ending in an initial)."""
+second surname dropped; 4: a rank that is also a given name kept before an initial, no
+alias ending in an initial, and none for an institution's or a place's name)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""

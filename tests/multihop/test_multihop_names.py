@@ -58,6 +58,9 @@ def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> No
         ("Ventura Pons", "Ventura"),  # two words are a given name and one surname
         ("Carl J. Valiquette", "Carl J."),  # no name ends with an initial
         ("Earl Spencer", "Spencer"),  # a rank before a surname is a rank
+        ("Langston Hughes House", "Langston Hughes"),  # a house named after a person
+        ("James Mercer Langston Hughes Society", "Langston Hughes Society"),
+        ("Teatro Giuseppe Verdi", "Giuseppe Verdi"),  # a theatre named after him
     ],
 )
 def test_an_alias_keeps_what_tells_people_apart(name, never) -> None:
