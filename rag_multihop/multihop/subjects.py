@@ -47,16 +47,19 @@ aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenev
 gives some text other names, so that a persistent index whose names an older reader made
 is not extended with names of the new one (version 2: familiar given names; 3: a
 second surname dropped; 4: a rank that is also a given name kept before an initial, no
-alias ending in an initial, and none for an institution's or a place's name)."""
+alias ending in an initial, none for an institution's or a place's name, and a case
+name read whole: *Roe v. Wade*, not *Wade*)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
 
 _SENTENCE = re.compile(
-    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:St|Dr|Mr|Jr|Sr|Mt|Ms|Lt|Co)\.)\s+(?=[A-Z0-9\"'(])"
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:St|Dr|Mr|Jr|Sr|Mt|Ms|Lt|Co)\.)(?<!\bv\.)(?<!\bvs\.)"
+    r"\s+(?=[A-Z0-9\"'(])"
 )
 """A sentence ends at ``.``, ``!`` or ``?`` before a capital, not after an initial
-(*H. Bruce Humberstone*) or a short abbreviation (*Dr.*, *St.*)."""
+(*H. Bruce Humberstone*), a short abbreviation (*Dr.*, *St.*) or a case name's *v.*
+(*Roe v. Wade*)."""
 _QUOTES = re.compile('["\u201c\u201d\u201e\u00ab\u00bb]')
 _KNOWN_AS = re.compile(
     r"\b(?:(?:also|better|professionally|commonly|popularly|simply) )?(?:known|credited|billed)"
@@ -77,7 +80,7 @@ _ARTICLES = frozenset({"The", "A", "An"})
 _CONNECTORS = frozenset(
     {"of", "the", "de", "da", "del", "della", "di", "do", "dos", "von", "van", "der", "den",
      "du", "la", "le", "les", "y", "and", "&", "al", "bin", "ibn", "for", "on", "upon", "in",
-     "to", "a", "an", "at"}
+     "to", "a", "an", "at", "v.", "vs."}
 )  # fmt: skip
 _PRONOUNS = frozenset(
     {"He", "She", "It", "They", "We", "I", "You", "This", "That", "These", "Those", "His", "Her",

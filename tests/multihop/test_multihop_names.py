@@ -82,6 +82,8 @@ def test_an_alias_keeps_what_tells_people_apart(name, never) -> None:
          ("Hugh, Count of Brienne",)),
         ("The mill closed. Additionally, he was a miller. Later, she was a baker.", ()),
         ('" Can\'t Forget You" is a single by Gloria Estefan.', ("Can't Forget You",)),
+        ("Hirabayashi v. United States, 320 U.S. 81 (1943), was a case.",
+         ("Hirabayashi v United States",)),  # a case name, not "United States"
     ],
 )  # fmt: skip
 def test_subjects_are_read_as_people_write_openings(text, subjects) -> None:
