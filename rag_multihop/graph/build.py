@@ -325,7 +325,18 @@ def passage_title_links(
     >>> passage_title_links(0, "Rope is a Hitchcock film.", lambda key: titles.get(key, []))
     [1]
     """
-    keys = title_link_keys(text, max_title_words)
+    return title_link_targets(row, title_link_keys(text, max_title_words), rows_of)
+
+
+def title_link_targets(
+    row: int, keys: Iterable[str], rows_of: Callable[[str], Iterable[int]]
+) -> list[int]:
+    """The passages ``rows_of`` gives for any of ``keys``, ascending, without ``row``: the
+    targets of passage ``row`` whose text holds those keys (:func:`title_link_keys`).
+
+    >>> title_link_targets(0, ["rope", "hitchcock"], lambda key: {"hitchcock": [0, 1]}.get(key, []))
+    [1]
+    """
     return sorted({j for key in keys for j in rows_of(key) if j != row})
 
 

@@ -48,7 +48,7 @@ gives some text other names, so that a persistent index whose names an older rea
 is not extended with names of the new one (version 2: familiar given names; 3: a
 second surname dropped; 4: a rank that is also a given name kept before an initial, no
 alias ending in an initial, none for an institution's or a place's name, and a case
-name read whole: *Roe v. Wade*, not *Wade*)."""
+name read whole: *Hirabayashi v. United States*, not *United States*)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""

@@ -295,9 +295,10 @@ def _referents(
     it is the only such passage (else none: an ambiguous alias names nobody). With
     ``aliases_too`` (a question, which may mean either) the alias passages count beside
     those named, when there are at most :data:`MAX_QUESTION_REFERENTS` of them."""
-    named = [(row, quals) for row, quals in candidates if ALIAS not in quals]
     if aliases_too and len(candidates) <= MAX_QUESTION_REFERENTS:
         named = [(row, () if ALIAS in quals else quals) for row, quals in candidates]
+    else:
+        named = [(row, quals) for row, quals in candidates if ALIAS not in quals]
     if not named:
         return {candidates[0][0]: 1.0} if len(candidates) == 1 else {}
     candidates = named

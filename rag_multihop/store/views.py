@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from rag_multihop.graph.build import title_link_keys, title_link_targets
 from rag_multihop.multihop.titles import TitleIndex, title_tokens
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import contains, key_hash, key_hashes, lookup, unpack_string
@@ -273,8 +274,6 @@ class PrefetchedTitleIndex(TitleIndex):
         max_words: int,
         graph_max_words: int,
     ) -> None:
-        from rag_multihop.graph.build import title_link_keys
-
         self.max_words = max_words
         self.size = segments.n_rows
         # each text is tokenised once: here, and for the matching that follows
@@ -299,9 +298,7 @@ class PrefetchedTitleIndex(TitleIndex):
         """:func:`~rag_multihop.graph.build.passage_title_links` of passage ``row`` (one of
         the prefetched ``texts``) against the live entity-graph title keys."""
         graph_rows = self._graph_rows
-        return sorted(
-            {j for key in self._graph_keys[text] for j in graph_rows.get(key, ()) if j != row}
-        )
+        return title_link_targets(row, self._graph_keys[text], lambda key: graph_rows.get(key, ()))
 
     def tokens_of(self, text: str) -> list[tuple[str, str]]:
         pairs = self._tokens.get(text)
