@@ -41,14 +41,17 @@ from rag_multihop.types import Passage
 NAMES_CACHE_SIZE = 65536
 """Passages whose names :func:`known_names` remembers."""
 
-NAMES_VERSION = 4
+NAMES_VERSION = 5
 """The version of the names and aliases read from a passage (:func:`indexed_names` and the
 aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenever a change
 gives some text other names, so that a persistent index whose names an older reader made
 is not extended with names of the new one (version 2: familiar given names; 3: a
 second surname dropped; 4: a rank that is also a given name kept before an initial, no
 alias ending in an initial, none for an institution's or a place's name, and a case
-name read whole: *Hirabayashi v. United States*, not *United States*)."""
+name read whole: *Hirabayashi v. United States*, not *United States*; 5: the other names
+an opening gives: a translation in its parenthesis, *X or Y (...)*, *released as*, and a
+name without the words before its quoted part, *Henriette of France* for *Anne "Henriette"
+of France*)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
@@ -64,10 +67,25 @@ _QUOTES = re.compile('["\u201c\u201d\u201e\u00ab\u00bb]')
 _KNOWN_AS = re.compile(
     r"\b(?:(?:also|better|professionally|commonly|popularly|simply) )?(?:known|credited|billed)"
     r"(?: professionally| simply| popularly| mostly)? as (?:the )?|\ba\.k\.a\. |\bn[ée]e "
-    r"|\balias (?:as )?"
+    r"|\balias (?:as )?|\b(?:internationally |originally |also )?(?:released|retitled) as "
 )
 """What introduces another name of the subject: *known professionally as Don Medford*,
-*also known as*, *née Nicol*."""
+*also known as*, *née Nicol*, *internationally released as*."""
+_TRANSLATED = re.compile(
+    r"\(\s*(?:[A-Z][a-z]+(?: language)?\s*:|(?:[Ii]n [A-Z][a-z]+|literally|lit\.|translit\.)\s)"
+    r"\s*([^;,()]+?)\s*[;,)]"
+)
+"""A name in another language or its translation, in a parenthesis of the opening sentence:
+*(German: Der König von Kreuzberg)*, *(In French Vent d'est)*, *(literally A Jester's
+Tale)*."""
+_OR_NAMES = re.compile(
+    r"(?:(?:The|A|An) )?([A-Z0-9][^,;:()]*?) or (?:(?:The|A|An) )?([A-Z0-9][^,;:()]*?)\s*\("
+)
+"""An opening that gives two names before a parenthesis: *Tlilpotonqui or Tlilpotoncatzin
+(died 1503) was* (not *Dead or Alive is*, a title)."""
+_QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d]+)[\"\u201d]")
+MAX_OTHER_NAME_WORDS = 8
+"""The longest name an opening's parenthesis or *or* gives, in words."""
 FIRST_SENTENCE_WORDS = 8
 """A passage's first sentence whose subject runs through lower-case words (*Ven mi corazón
 te llama is a 1942 film*) gives the words before its copula as a name when they are at
@@ -235,6 +253,44 @@ def _other_names(sentence: str) -> list[str]:
     return found
 
 
+def _opening_names(sentence: str) -> list[str]:
+    """The other names an opening sentence (quotes removed) gives its subject beyond *known
+    as*: translations in its parentheses, and both sides of *X or Y* before a parenthesis.
+
+    >>> _opening_names("East Wind (In French Vent d'est) is a film.")
+    ["Vent d'est"]
+    >>> _opening_names("Tlilpotonqui or Tlilpotoncatzin (died 1503) was a ruler.")
+    ['Tlilpotonqui', 'Tlilpotoncatzin']
+    """
+    found = [m.group(1) for m in _TRANSLATED.finditer(sentence)]
+    match = _OR_NAMES.match(sentence)
+    if match is not None:
+        found.extend(match.groups())
+    return [
+        name.strip()
+        for name in found
+        if name.strip()[:1].isupper() or name.strip()[:1].isdigit()
+        if len(name.split()) <= MAX_OTHER_NAME_WORDS and name_key(name)
+    ]
+
+
+def _nickname_names(sentence: str, subject: str) -> list[str]:
+    """The subject as known by the quoted word(s) inside its name: *Anne "Henriette" of
+    France* is also *Henriette of France*, *Melvin Eugene "Tony" Bettenhausen* *Tony
+    Bettenhausen* (the words before the quote dropped).
+
+    >>> _nickname_names('Anne "Henriette" of France was a princess.', "Anne Henriette of France")
+    ['Henriette of France']
+    """
+    found = []
+    for match in _QUOTED.finditer(sentence):
+        quoted = match.group(1).strip()
+        at = subject.find(quoted)
+        if at > 0 and subject[at - 1] == " " and at + len(quoted) < len(subject):
+            found.append(subject[at:])
+    return found
+
+
 def _part_of_known(name: str, known: dict[str, None]) -> bool:
     """Whether every word of ``name`` is a word of one name read before (*Franklin* after
     *Aretha Louise Franklin*: the same person, by a name too short to look for)."""
@@ -249,8 +305,10 @@ def text_subjects(text: str) -> tuple[str, ...]:
     sentence opens with no such name, the words before its copula (a title written with
     lower-case words, :data:`FIRST_SENTENCE_WORDS`)."""
     names: dict[str, None] = {}
+    quoted = _SENTENCE.split(text.strip(), maxsplit=1)[0]
     plain = _QUOTES.sub("", text).strip()
-    others = _other_names(_SENTENCE.split(plain, maxsplit=1)[0])
+    opening = _SENTENCE.split(plain, maxsplit=1)[0]
+    others = _other_names(opening) + _opening_names(opening)
     while True:
         stripped = _PARENTHETICAL.sub("", plain)
         if stripped == plain:
@@ -260,7 +318,11 @@ def text_subjects(text: str) -> tuple[str, ...]:
         name = ruler_opening(sentence) or _leading_name(sentence)
         if name is None and number == 0:
             name = _first_sentence_name(sentence)
+        if number == 0 and name is not None:
+            others += _nickname_names(quoted, name)
         if name is None or (number > 0 and not _later_subject(name, sentence, plain)):
+            if number == 0 and others:
+                names.update(dict.fromkeys(others))
             continue
         if names and _part_of_known(name, names):
             continue

@@ -62,6 +62,27 @@ def test_two_referents_of_one_mention_are_not_both_taken_as_named(retriever) -> 
     assert result.trace.mentions == (("polish wedding", ("pw", "pw2")),)
 
 
+def test_a_qualified_name_means_the_namesake_whose_text_holds_the_qualifier(
+    hashing_encoder,
+) -> None:
+    namesakes = Corpus(
+        [
+            Passage("fb", "David Elliot (born 1969) is a Scottish footballer.", "doc-1"),
+            Passage("il", "David Elliot is a New Zealand illustrator and author.", "doc-2"),
+            Passage("nz", "New Zealand is an island country.", "doc-3"),
+        ]
+    )
+    retriever = MultiHopRetriever.from_corpus(namesakes, hashing_encoder)
+    plain = retriever.run(Query("Where is David Elliot from?"), k=2).trace.mentions
+    qualified = retriever.run(Query("Where is David Elliot (Illustrator) from?"), k=2)
+    apposition = retriever.run(Query("Where is David Elliot, Illustrator Of Redwall from?"), k=2)
+    unknown = retriever.run(Query("Where is David Elliot (Painter) from?"), k=2).trace.mentions
+    assert plain == unknown == (("david elliot", ("fb", "il")),)
+    assert qualified.trace.mentions == (("david elliot", ("il",)),)
+    assert apposition.trace.mentions == (("david elliot", ("il",)),)
+    assert qualified.candidates[0].id == "il"
+
+
 def test_chains_continue_through_links_in_the_fill(retriever) -> None:
     ids = _ids(retriever, "What is London, where the director of Rope was born, the capital of?", 3)
     assert set(ids[:3]) == {"rope", "ah", "ln"}

@@ -27,6 +27,21 @@ from rag_multihop.multihop.subjects import passage_names, text_subjects
         ("A Yank in the R.A.F. is a 1941 film.", ("Yank in the R.A.F",)),
         ("On Body and Soul is a 2017 film. In 2007, it was shown.", ("On Body and Soul",)),
         ("John Villiers Farrow was a director.", ("John Villiers Farrow",)),
+        ("Tlilpotonqui or Tlilpotoncatzin (died 1503) was a ruler.",
+         ("Tlilpotonqui", "Tlilpotoncatzin")),
+        ("Hitler – Dead or Alive is a 1942 film.", ("Hitler – Dead",)),
+        ("The King of Kreuzberg (German: Der König von Kreuzberg) is a 1990 film.",
+         ("King of Kreuzberg", "Der König von Kreuzberg")),
+        ("Bláznova kronika( literally A Jester's Tale) is a 1964 Czech film.",
+         ("Bláznova kronika", "A Jester's Tale")),
+        ("Andrea Bianchi (March 31, 1925) was a director.", ("Andrea Bianchi",)),
+        ("Li Zhong (李忠) (643 – 665), courtesy name Zhengben, was a prince.", ("Li Zhong",)),
+        ('Anne "Henriette" of France (1727 – 1752) was a princess.',
+         ("Anne Henriette of France", "Henriette of France")),
+        ('Melvin Eugene "Tony" Bettenhausen (1916 – 1961) was a driver.',
+         ("Melvin Eugene Tony Bettenhausen", "Tony Bettenhausen")),
+        ("Dove vai tutta nuda?, internationally released as Where Are You Going All Naked?, "
+         "is a 1969 film.", ("Dove vai tutta nuda", "Where Are You Going All Naked")),
     ],
 )  # fmt: skip
 def test_sentences_opening_with_a_name_and_a_copula_give_subjects(text, subjects) -> None:
