@@ -87,6 +87,9 @@ PARTICLES = frozenset(
 )  # fmt: skip
 """Lower-case words that belong to a surname (``de Crécy``, ``of Bavaria``)."""
 
+DROPPED_PARTICLES = frozenset({"de", "von", "van", "du", "des", "di", "da"})
+"""Particles a surname is also written without (*Beauchamp* for *de Beauchamp*)."""
+
 MAX_GIVEN = 4
 """At most this many given names are varied (further ones are kept as they are)."""
 
@@ -214,6 +217,11 @@ def name_aliases(name: str) -> tuple[str, ...]:
         initials = [f"{w[0]}." for w in given]
         forms[" ".join([first, *initials[1:], *surname])] = None
         forms[" ".join([*initials, *surname])] = None
+    if len(surname) == 2 and surname[0] in DROPPED_PARTICLES:
+        # the surname without its particle, as English often writes it (*Richard
+        # Beauchamp* for *Richard de Beauchamp*)
+        forms[" ".join([*given, surname[-1]])] = None
+        forms[" ".join([first, surname[-1]])] = None
     if len(given) >= 2 and len(surname) == 1 and not of_place and not _is_initial(given[-1]):
         # a second surname after the one people use (*Ventura Pons Sala*) or a married
         # name (*Shirley Temple Black*): the name without it, as it is

@@ -49,9 +49,10 @@ is not extended with names of the new one (version 2: familiar given names; 3: a
 second surname dropped; 4: a rank that is also a given name kept before an initial, no
 alias ending in an initial, none for an institution's or a place's name, and a case
 name read whole: *Hirabayashi v. United States*, not *United States*; 5: the other names
-an opening gives: a translation in its parenthesis, *X or Y (...)*, *released as*, and a
-name without the words before its quoted part, *Henriette of France* for *Anne "Henriette"
-of France*)."""
+an opening gives: a translation in its parenthesis, *X or Y*, *released as*, *sometimes
+called*, a name without the words before its quoted part, *Henriette of France* for *Anne
+"Henriette" of France*; a dash read as the opening's copula; brackets dropped like
+parentheses; a surname's alias without its particle, *Richard Beauchamp*)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
@@ -66,11 +67,12 @@ _SENTENCE = re.compile(
 _QUOTES = re.compile('["\u201c\u201d\u201e\u00ab\u00bb]')
 _KNOWN_AS = re.compile(
     r"\b(?:(?:also|better|professionally|commonly|popularly|simply) )?(?:known|credited|billed)"
-    r"(?: professionally| simply| popularly| mostly)? as (?:the )?|\ba\.k\.a\. |\bn[ée]e "
+    r"(?: professionally| simply| popularly| mostly)? as (?:the )?|\ba\.?k\.?a\.? |\bn[ée]e "
     r"|\balias (?:as )?|\b(?:internationally |originally |also )?(?:released|retitled) as "
+    r"|\b(?:sometimes|also|often|commonly) called "
 )
 """What introduces another name of the subject: *known professionally as Don Medford*,
-*also known as*, *née Nicol*, *internationally released as*."""
+*also known as*, *née Nicol*, *internationally released as*, *sometimes called*."""
 _TRANSLATED = re.compile(
     r"\(\s*(?:[A-Z][a-z]+(?: language)?\s*:|(?:[Ii]n [A-Z][a-z]+|literally|lit\.|translit\.)\s)"
     r"\s*([^;,()]+?)\s*[;,)]"
@@ -79,10 +81,15 @@ _TRANSLATED = re.compile(
 *(German: Der König von Kreuzberg)*, *(In French Vent d'est)*, *(literally A Jester's
 Tale)*."""
 _OR_NAMES = re.compile(
-    r"(?:(?:The|A|An) )?([A-Z0-9][^,;:()]*?) or (?:(?:The|A|An) )?([A-Z0-9][^,;:()]*?)\s*\("
+    r"(?:(?:The|A|An) )?([A-Z0-9][^,;:()]*?) or (?:(?:The|A|An) )?([A-Z0-9][^,;:()]*?)"
+    r"(?:\s*\(|,? (?:is|was|are|were)\b)"
 )
-"""An opening that gives two names before a parenthesis: *Tlilpotonqui or Tlilpotoncatzin
-(died 1503) was* (not *Dead or Alive is*, a title)."""
+"""An opening that gives two names: *Tlilpotonqui or Tlilpotoncatzin (died 1503) was*,
+*Les amies de ma femme or My Wife's Girlfriends is* (before a copula, only when both
+have two words or more: *Dead or Alive is* is one title)."""
+_DASH = re.compile(r"\s+[-\u2013\u2014]\s+")
+"""A dash an opening sentence may write for its copula: *Borys Lankosz (born 1973) -
+Polish film director*."""
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d]+)[\"\u201d]")
 MAX_OTHER_NAME_WORDS = 8
 """The longest name an opening's parenthesis or *or* gives, in words."""
@@ -90,7 +97,8 @@ FIRST_SENTENCE_WORDS = 8
 """A passage's first sentence whose subject runs through lower-case words (*Ven mi corazón
 te llama is a 1942 film*) gives the words before its copula as a name when they are at
 most this many and start with a capital."""
-_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
+_PARENTHETICAL = re.compile(r"\s*(?:\([^()]*\)|\[[^\[\]]*\])")
+_SPACE_BEFORE_COMMA = re.compile(r"\s+(?=[,;])")
 _COPULAS = frozenset(
     {"is", "was", "are", "were", "has", "had", "became", "refers", "remains", "serves", "served"}
 )
@@ -238,13 +246,13 @@ def _other_names(sentence: str) -> list[str]:
     for match in _KNOWN_AS.finditer(sentence):
         words: list[str] = []
         for word in sentence[match.end() :].split():
-            clean = _clean(word.strip("()"))
+            clean = _clean(word.strip("()[]"))
             if clean in ("and", "or") or not (
                 clean[:1].isupper() or (words and clean in _CONNECTORS)
             ):
                 break
             words.append(clean)
-            if word.endswith((",", ";", ":", ".", ")")) and not re.fullmatch(r"[A-Z]\.", word):
+            if word.endswith((",", ";", ":", ".", ")", "]")) and not re.fullmatch(r"[A-Z]\.", word):
                 break
         while words and words[-1] in _CONNECTORS:
             words.pop()
@@ -264,7 +272,9 @@ def _opening_names(sentence: str) -> list[str]:
     """
     found = [m.group(1) for m in _TRANSLATED.finditer(sentence)]
     match = _OR_NAMES.match(sentence)
-    if match is not None:
+    if match is not None and (
+        sentence[match.end() - 1] == "(" or all(len(name.split()) > 1 for name in match.groups())
+    ):
         found.extend(match.groups())
     return [
         name.strip()
@@ -314,10 +324,13 @@ def text_subjects(text: str) -> tuple[str, ...]:
         if stripped == plain:
             break
         plain = stripped
+    plain = _SPACE_BEFORE_COMMA.sub("", plain)
     for number, sentence in enumerate(_SENTENCE.split(plain)):
         name = ruler_opening(sentence) or _leading_name(sentence)
         if name is None and number == 0:
-            name = _first_sentence_name(sentence)
+            name = _first_sentence_name(sentence) or _leading_name(
+                _DASH.sub(" is ", sentence, count=1)
+            )
         if number == 0 and name is not None:
             others += _nickname_names(quoted, name)
         if name is None or (number > 0 and not _later_subject(name, sentence, plain)):

@@ -38,6 +38,7 @@ from rag_multihop.multihop.titles import TitleIndex
         ("Earl J. Valiquette", "Earl Valiquette"),  # a rank before an initial is a given name
         ("Prince K. Amponsah", "Prince Amponsah"),
         ("Lieutenant J. Smith", "J. Smith"),  # a rank before an initial is still a rank
+        ("Richard de Beauchamp", "Richard Beauchamp"),  # a surname without its particle
     ],
 )
 def test_a_name_is_also_known_by_the_forms_people_write_it_in(name, alias) -> None:

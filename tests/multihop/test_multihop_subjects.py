@@ -42,6 +42,15 @@ from rag_multihop.multihop.subjects import passage_names, text_subjects
          ("Melvin Eugene Tony Bettenhausen", "Tony Bettenhausen")),
         ("Dove vai tutta nuda?, internationally released as Where Are You Going All Naked?, "
          "is a 1969 film.", ("Dove vai tutta nuda", "Where Are You Going All Naked")),
+        ("Les amies de ma femme or My Wife's Girlfriends is a 1992 film.",
+         ("Les amies de ma femme", "My Wife's Girlfriends")),
+        ("Borys Lankosz (born 1973 in Cracow) - Polish film director.", ("Borys Lankosz",)),
+        ("Friday the 13th[ aka Friday the Thirteenth] is a lost 1916 film.",
+         ("Friday the 13th", "Friday the Thirteenth")),
+        ("A Little Sister of Everybody, sometimes called A Little Sister to Everybody, is a film.",
+         ("Little Sister of Everybody", "A Little Sister to Everybody")),
+        ("Consort Liang (梁貴人) (62-83) , posthumous title Empress Gongzhuai, was a consort.",
+         ("Consort Liang",)),
     ],
 )  # fmt: skip
 def test_sentences_opening_with_a_name_and_a_copula_give_subjects(text, subjects) -> None:
