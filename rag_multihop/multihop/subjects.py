@@ -52,7 +52,9 @@ name read whole: *Hirabayashi v. United States*, not *United States*; 5: the oth
 an opening gives: a translation in its parenthesis, *X or Y*, *released as*, *sometimes
 called*, a name without the words before its quoted part, *Henriette of France* for *Anne
 "Henriette" of France*; a dash read as the opening's copula; brackets dropped like
-parentheses; a surname's alias without its particle, *Richard Beauchamp*)."""
+parentheses; a surname's alias without its particle, *Richard Beauchamp*; a chunk cut
+inside a parenthesis read from its end, no name without a letter or with half a
+bracket)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
@@ -87,6 +89,9 @@ _OR_NAMES = re.compile(
 """An opening that gives two names: *Tlilpotonqui or Tlilpotoncatzin (died 1503) was*,
 *Les amies de ma femme or My Wife's Girlfriends is* (before a copula, only when both
 have two words or more: *Dead or Alive is* is one title)."""
+_LETTER = re.compile(r"[^\W\d_]")
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_MONTH = re.compile(rf"(?:{_MONTHS})\b")
 _DASH = re.compile(r"\s+[-\u2013\u2014]\s+")
 """A dash an opening sentence may write for its copula: *Borys Lankosz (born 1973) -
 Polish film director*."""
@@ -308,6 +313,23 @@ def _part_of_known(name: str, known: dict[str, None]) -> bool:
     return any(words <= set(name_key(other).split()) for other in known)
 
 
+def _after_cut_parenthesis(text: str) -> str:
+    """``text`` after the end of a parenthesis it starts inside (a chunk cut in the middle
+    of *(1892 – 1970)* opens with *1970) was an actor*, no name), else ``text``; a text
+    whose first word could start a name keeps it (*Tsai Huang-liang; born 1960) is*, a
+    parenthesis that lost its start).
+
+    >>> _after_cut_parenthesis("1510) was a prelate. Rope is a film.")
+    ' was a prelate. Rope is a film.'
+    """
+    close, opening = text.find(")"), text.find("(")
+    cut = close >= 0 and (opening < 0 or close < opening)
+    start = text.lstrip()
+    if cut and (not start[:1].isupper() or _MONTH.match(start)):
+        return text[close + 1 :]
+    return text
+
+
 def text_subjects(text: str) -> tuple[str, ...]:
     """The names ``text``'s sentences open with when a copula follows (first
     :data:`MAX_SUBJECTS`, without repeats, a leading article and quotes dropped), the other
@@ -315,6 +337,7 @@ def text_subjects(text: str) -> tuple[str, ...]:
     sentence opens with no such name, the words before its copula (a title written with
     lower-case words, :data:`FIRST_SENTENCE_WORDS`)."""
     names: dict[str, None] = {}
+    text = _after_cut_parenthesis(text)
     quoted = _SENTENCE.split(text.strip(), maxsplit=1)[0]
     plain = _QUOTES.sub("", text).strip()
     opening = _SENTENCE.split(plain, maxsplit=1)[0]
@@ -344,7 +367,17 @@ def text_subjects(text: str) -> tuple[str, ...]:
             names.update(dict.fromkeys(others))
         if len(names) >= MAX_SUBJECTS:
             break
-    return tuple(names)[:MAX_SUBJECTS]
+    read = (_balanced(name) for name in names)
+    return tuple(dict.fromkeys(name for name in read if _LETTER.search(name)))[:MAX_SUBJECTS]
+
+
+def _balanced(name: str) -> str:
+    """``name`` without a bracket it does not open or close (*Élan Vital)*, *Return of the
+    Jedi(*: a chunk's cut or a lost space)."""
+    for opening, closing in ("()", "[]"):
+        if name.count(opening) != name.count(closing):
+            name = name.replace(opening, "").replace(closing, "").strip()
+    return name
 
 
 def title_named_in_text(title: str, text: str) -> bool:

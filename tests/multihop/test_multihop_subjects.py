@@ -51,6 +51,10 @@ from rag_multihop.multihop.subjects import passage_names, text_subjects
          ("Little Sister of Everybody", "A Little Sister to Everybody")),
         ("Consort Liang (梁貴人) (62-83) , posthumous title Empress Gongzhuai, was a consort.",
          ("Consort Liang",)),
+        ("1510) was a prelate of Dubrovnik. Rope is a 1948 film.", ("Rope",)),  # a cut chunk
+        ("October 1969) was a singer. Rope is a 1948 film.", ("Rope",)),
+        ("Return of the Jedi( also known as Episode VI) is a 1983 film.",
+         ("Return of the Jedi", "Episode VI")),
     ],
 )  # fmt: skip
 def test_sentences_opening_with_a_name_and_a_copula_give_subjects(text, subjects) -> None:
