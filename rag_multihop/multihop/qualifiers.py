@@ -41,17 +41,23 @@ def qualifiers(text: str) -> dict[int, tuple[str, ...]]:
     >>> qualifiers("Who is the mother of Anna Dorothea, Abbess Of Quedlinburg?")
     {7: ('abbess', 'quedlinburg')}
     """
+    matches = sorted(
+        (match.start(), match.group(1))
+        for pattern in (_PARENTHESIS, _APPOSITION)
+        for match in pattern.finditer(text)
+    )
     found: dict[int, tuple[str, ...]] = {}
-    for pattern in (_PARENTHESIS, _APPOSITION):
-        for match in pattern.finditer(text):
-            start = len(title_tokens(text[: match.start()]))
-            words = tuple(
-                token
-                for _, token in title_tokens(match.group(1))
-                if token not in STOPWORDS and (len(token) > 1 or token.isdigit())
-            )
-            if words:
-                found.setdefault(start, words)
+    position, read = 0, 0
+    for start, qualifier in matches:  # tokens counted once, segment by segment
+        position += len(title_tokens(text[read:start]))
+        read = start
+        words = tuple(
+            token
+            for _, token in title_tokens(qualifier)
+            if token not in STOPWORDS and (len(token) > 1 or token.isdigit())
+        )
+        if words:
+            found.setdefault(position, words)
     return found
 
 
