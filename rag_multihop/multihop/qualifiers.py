@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from rag_multihop.multihop.links import STOPWORDS
 from rag_multihop.multihop.titles import Mention, TextMentions, title_tokens
@@ -61,24 +61,41 @@ def qualifiers(text: str) -> dict[int, tuple[str, ...]]:
     return found
 
 
-def narrowed(
-    found: TextMentions, qualified: Mapping[int, tuple[str, ...]], text_of: Callable[[int], str]
-) -> TextMentions:
-    """``found`` with each mention that names several passages and is followed by a
-    qualifier narrowed to the referents whose text (``text_of(row)``) holds, in its first
-    :data:`LEAD_TOKENS` words, the most of the qualifier's words not already in the mention
-    (kept whole when none holds any).
+def parenthesised(text: str) -> frozenset[int]:
+    """Token positions (in :func:`~rag_multihop.multihop.titles.title_tokens` of ``text``)
+    inside a parenthesis.
+
+    >>> sorted(parenthesised("Who directed Seven Women (1944 Film)?"))
+    [4, 5]
+    """
+    inside: set[int] = set()
+    position, read = 0, 0
+    for match in _PARENTHESIS.finditer(text):
+        position += len(title_tokens(text[read : match.start()]))
+        read = match.start()
+        inside.update(range(position, position + len(title_tokens(match.group(1)))))
+    return frozenset(inside)
+
+
+def narrowed(found: TextMentions, question: str, text_of: Callable[[int], str]) -> TextMentions:
+    """The mentions ``found`` in ``question``, each that names several passages and is
+    followed by a qualifier narrowed to the referents whose text (``text_of(row)``) holds,
+    in its first :data:`LEAD_TOKENS` words, the most of the qualifier's words not already
+    in the mention (kept whole when none holds any); a one-word mention inside a
+    parenthesis (*(Film)*) dropped: it qualifies a name, it names nothing.
 
     >>> from rag_multihop.multihop.titles import TitleIndex
     >>> texts = ["David Elliot is a Scottish footballer.", "David Elliot is an illustrator."]
     >>> question = "Is David Elliot (Illustrator) alive?"
     >>> found = TitleIndex([["a", "David Elliot"], ["b", "David Elliot"]]).mentions(question)
-    >>> [sorted(m.referents) for m in narrowed(found, qualifiers(question), texts.__getitem__)
-    ...  .mentions]
+    >>> [sorted(m.referents) for m in narrowed(found, question, texts.__getitem__).mentions]
     [[1]]
     """
+    qualified, inside = qualifiers(question), parenthesised(question)
     mentions = []
     for mention in found.mentions:
+        if mention.start in inside and " " not in mention.text:
+            continue  # a qualifier's one word (*(Film)*) is no name of its own
         words = [w for w in qualified.get(mention.end, ()) if w not in mention.text.split()]
         if len(mention.referents) > 1 and words:
             support = {

@@ -106,7 +106,7 @@ from rag_multihop.index.ann import DEFAULT_EF_SEARCH, check_ann, check_ef_search
 from rag_multihop.index.dense import DenseIndex
 from rag_multihop.multihop.build import build_structures, shared_entities, tail_walker
 from rag_multihop.multihop.links import LinkGraph, stems
-from rag_multihop.multihop.qualifiers import narrowed, qualifiers
+from rag_multihop.multihop.qualifiers import narrowed
 from rag_multihop.multihop.scoring import (
     MIN_WALK_MASS,
     best_pair,
@@ -584,7 +584,7 @@ class MultiHopRetriever:
     def _question(self, text: str) -> tuple[TextMentions, dict[int, int], frozenset[str]]:
         """Mentions, named rows (-> mention number) and the stems outside the mentions."""
         found = self.titles.mentions(text, aliases_too=True)
-        found = narrowed(found, qualifiers(text), lambda row: self.corpus[row].text)
+        found = narrowed(found, text, lambda row: self.corpus[row].text)
         named: dict[int, int] = {}
         inside: set[int] = set()
         for number, mention in enumerate(found.mentions):

@@ -39,5 +39,20 @@ def test_a_qualifier_no_namesake_holds_keeps_every_referent() -> None:
     texts = ["Rope is a 1948 film.", "Rope is a 2001 song."]
     index = TitleIndex([["a", "Rope"], ["b", "Rope"]])
     for question, kept in [("Who made Rope (Opera)?", [0, 1]), ("Who made Rope (Song)?", [1])]:
-        found = narrowed(index.mentions(question), qualifiers(question), texts.__getitem__)
+        found = narrowed(index.mentions(question), question, texts.__getitem__)
         assert [sorted(m.referents) for m in found.mentions] == [kept]
+
+
+def test_a_qualifiers_one_word_names_nothing_but_a_name_inside_a_parenthesis_does() -> None:
+    texts = [
+        "Film and television were taught there.",
+        "Karma is a 2004 song.",
+        "Alicia Keys is a singer.",
+    ]
+    index = TitleIndex([["a", "Film"], ["b", "Karma"], ["c", "Alicia Keys"]])
+    for question, named in [
+        ("Who directed The Organization (Film)?", []),
+        ("Who wrote Karma (Alicia Keys Song)?", ["karma", "alicia keys"]),
+    ]:
+        found = narrowed(index.mentions(question), question, texts.__getitem__)
+        assert [m.text for m in found.mentions] == named
