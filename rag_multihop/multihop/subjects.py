@@ -126,6 +126,9 @@ _ADVERBIAL = frozenset(
 )  # fmt: skip
 """Words that open a sentence adverbial (``In 2007,``): such a run is no name when it ends
 with a comma or holds a number."""
+_RELATIVES = frozenset({"who", "whom", "whose", "which", "that"})
+"""Relative pronouns: words before one are no name (*Unionist politician who served*), and
+a preposition before one after a comma makes the name an object (*Awards, for which*)."""
 _JOINERS = frozenset({"and", "also"})
 """Words that may stand between a name and its copula (``X ... and is a diplomat``)."""
 _APPOSITIVE_WORDS = 12
@@ -175,6 +178,8 @@ def _leading_name(sentence: str) -> str | None:
         return None
     if ends_with_comma and following[:1] and following[0].capitalize() in _PRONOUNS:
         return None  # "Additionally, he was": an adverb, not a name
+    if ends_with_comma and following[1:2] and following[1] in _RELATIVES:
+        return None  # "Awards, for which he was": an object, not a name
     return " ".join(name_words)
 
 
@@ -208,9 +213,10 @@ def _first_sentence_name(sentence: str) -> str | None:
         or (name_words[0] in _PRONOUNS and _pronoun_led(name_words))
         or (name_words[0] in _ADVERBIAL and _adverbial(name_words))
         or any(w.endswith((",", ";")) for w in words[start:end])
+        or any(w in _RELATIVES for w in name_words)
         or not name_key(" ".join(name_words))
     ):
-        return None
+        return None  # a relative pronoun: a clause (*Unionist politician who served*)
     return " ".join(name_words)
 
 

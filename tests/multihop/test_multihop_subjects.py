@@ -52,6 +52,9 @@ from rag_multihop.multihop.subjects import passage_names, text_subjects
         ("Consort Liang (梁貴人) (62-83) , posthumous title Empress Gongzhuai, was a consort.",
          ("Consort Liang",)),
         ("1510) was a prelate of Dubrovnik. Rope is a 1948 film.", ("Rope",)),  # a cut chunk
+        ("Unionist politician who served as mayor. Rope is a 1948 film.", ("Rope",)),
+        ("Awards, for which Glasper was a producer. Rope is a 1948 film.", ("Rope",)),
+        ("Gus Meins, who was born Gustave Luley, was a director.", ("Gus Meins",)),
         ("October 1969) was a singer. Rope is a 1948 film.", ("Rope",)),
         ("Return of the Jedi( also known as Episode VI) is a 1983 film.",
          ("Return of the Jedi", "Episode VI")),
