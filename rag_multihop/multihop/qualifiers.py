@@ -7,7 +7,8 @@ Baron Sackville*). A titled corpus spells the same qualifier in its titles, and 
 index matches it; an untitled one knows each passage by the name its text opens with, so
 every namesake is named alike. :func:`qualifiers` finds the words qualifying each place of
 a question and :func:`narrowed` keeps, of a mention's referents, those whose text holds
-most of them (all of them when none holds any, or when the mention names one passage).
+most of them (all of them when none holds any, or when the mention names one passage); a
+one-word mention inside a parenthesis (*(Film)*) qualifies, it names nothing.
 
 Example:
     >>> qualifiers("Who is David Elliot (Illustrator)'s wife?")

@@ -9,7 +9,8 @@ River is a river"`` (``"Humaya River"``: a leading article is dropped). Pronouns
 sentence adverbials (``He``, ``In 2007``) are not names; a later sentence's single word is
 a subject only when it opens a definition (``"Serac is the capital of ..."``). The first
 sentence also gives the other names its subject goes by (``known professionally as Don
-Medford``, ``née``, ``alias``), a work's title written with lower-case words (``"Ven mi
+Medford``, ``née``, ``alias``, a translation in a parenthesis, ``X or Y (...)``, the name
+from its quoted part on), a work's title written with lower-case words (``"Ven mi
 corazón te llama is a 1942 film"``) and a ruler's name with its rank (``"John, Count of
 Brienne, was"``). A chunk that holds the opening sentences of several passages gets each of
 their subjects. The title index then knows a passage by its title, its subjects and their
