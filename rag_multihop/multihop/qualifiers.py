@@ -34,6 +34,11 @@ LEAD_TOKENS = 40
 is (*a 1944 Argentine drama film*), before it names others."""
 
 
+def _lead_tokens(text: str) -> list[tuple[str, str]]:
+    """The first :data:`LEAD_TOKENS` title tokens of ``text`` (its first characters read)."""
+    return title_tokens(text[: LEAD_TOKENS * 25])[:LEAD_TOKENS]
+
+
 def qualifiers(text: str) -> dict[int, tuple[str, ...]]:
     """Token position (in :func:`~rag_multihop.multihop.titles.title_tokens` of ``text``)
     where a qualifier starts → its content tokens: a parenthesis, or a run of capitalised
@@ -100,7 +105,7 @@ def narrowed(found: TextMentions, question: str, text_of: Callable[[int], str]) 
         words = [w for w in qualified.get(mention.end, ()) if w not in mention.text.split()]
         if len(mention.referents) > 1 and words:
             support = {
-                row: len(set(words) & {t for _, t in title_tokens(text_of(row))[:LEAD_TOKENS]})
+                row: len(set(words) & {t for _, t in _lead_tokens(text_of(row))})
                 for row in mention.referents
             }
             best = max(support.values())

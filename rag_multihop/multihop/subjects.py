@@ -97,6 +97,9 @@ _DASH = re.compile(r"\s+[-\u2013\u2014]\s+")
 """A dash an opening sentence may write for its copula: *Borys Lankosz (born 1973) -
 Polish film director*."""
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d]+)[\"\u201d]")
+OPENING_CHARS = 300
+"""The characters of an opening sentence read for *X or Y* and quoted names (a name comes
+first; a bound that keeps the reading linear in the text)."""
 MAX_OTHER_NAME_WORDS = 8
 """The longest name an opening's parenthesis or *or* gives, in words."""
 FIRST_SENTENCE_WORDS = 8
@@ -283,7 +286,7 @@ def _opening_names(sentence: str) -> list[str]:
     ['Tlilpotonqui', 'Tlilpotoncatzin']
     """
     found = [m.group(1) for m in _TRANSLATED.finditer(sentence)]
-    match = _OR_NAMES.match(sentence)
+    match = _OR_NAMES.match(sentence[:OPENING_CHARS])
     if match is not None and (
         sentence[match.end() - 1] == "(" or all(len(name.split()) > 1 for name in match.groups())
     ):
@@ -305,7 +308,7 @@ def _nickname_names(sentence: str, subject: str) -> list[str]:
     ['Henriette of France']
     """
     found = []
-    for match in _QUOTED.finditer(sentence):
+    for match in _QUOTED.finditer(sentence[:OPENING_CHARS]):
         quoted = match.group(1).strip()
         at = subject.find(quoted)
         if at > 0 and subject[at - 1] == " " and at + len(quoted) < len(subject):

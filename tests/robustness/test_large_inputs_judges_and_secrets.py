@@ -88,3 +88,37 @@ def test_the_llama_index_judge_refuses_a_key_and_never_serialises_it() -> None:
     assert secret not in str(caught.value)
     judge = postprocessor.BridgeJudgeRerank(llm="openai/gpt-4o-mini", api_key_env="OPENAI_API_KEY")
     assert judge.to_dict()["api_key_env"] == "OPENAI_API_KEY"
+
+
+def _cpu_seconds(read, text: str) -> float:
+    """CPU seconds of ``read(text)``, best of three."""
+    times = []
+    for _ in range(3):
+        start = time.process_time()
+        read(text)
+        times.append(time.process_time() - start)
+    return min(times)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "Ab or Cd ",  # an opening's 'X or Y' read over a text without a sentence end
+        'Ab "Cd" (German: Ef) ',  # quoted names and translations
+        "Who (Ab) is Cd, Ef or ",  # a question's parentheses and appositions
+    ],
+)
+def test_reading_names_is_linear_in_text_length(unit: str) -> None:
+    from rag_multihop.multihop.qualifiers import narrowed
+    from rag_multihop.multihop.subjects import text_subjects
+    from rag_multihop.multihop.titles import TitleIndex
+
+    index = TitleIndex([["a", "Ab"], ["b", "Ab"]])
+
+    def read(text: str) -> None:
+        text_subjects(text)
+        narrowed(index.mentions(text), text, lambda row: text)
+
+    short, long = unit * 1_000, unit * 8_000
+    ratio = _cpu_seconds(read, long) / max(_cpu_seconds(read, short), 1e-4)
+    assert ratio < 20, f"8x the text took {ratio:.1f}x the time (linear is ~8, quadratic ~64)"
