@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -108,6 +109,9 @@ te llama is a 1942 film*) gives the words before its copula as a name when they 
 most this many and start with a capital."""
 _PARENTHETICAL = re.compile(r"\s*(?:\([^()]*\)|\[[^\[\]]*\])")
 _SPACE_BEFORE_COMMA = re.compile(r"\s+(?=[,;])")
+_NON_SPACE = re.compile(r"\S+")
+MAX_NESTING = 8
+"""Parentheses nested deeper than this are left in the text (each level is a pass over it)."""
 _COPULAS = frozenset(
     {"is", "was", "are", "were", "has", "had", "became", "refers", "remains", "serves", "served"}
 )
@@ -258,9 +262,12 @@ def _adverbial(words: list[str]) -> bool:
 def _other_names(sentence: str) -> list[str]:
     """The names ``sentence`` gives its subject after *known as*, *née* and the like."""
     found = []
-    for match in _KNOWN_AS.finditer(sentence):
+    spans = [(m.start(), m.group()) for m in _NON_SPACE.finditer(sentence)]
+    starts = [start for start, _ in spans]
+    for match in _KNOWN_AS.finditer(sentence):  # the words after each, split once
         words: list[str] = []
-        for word in sentence[match.end() :].split():
+        for at in range(bisect_left(starts, match.end()), len(spans)):
+            word = spans[at][1]
             clean = _clean(word.strip("()[]"))
             if clean in ("and", "or") or not (
                 clean[:1].isupper() or (words and clean in _CONNECTORS)
@@ -352,7 +359,7 @@ def text_subjects(text: str) -> tuple[str, ...]:
     plain = _QUOTES.sub("", text).strip()
     opening = _SENTENCE.split(plain, maxsplit=1)[0]
     others = _other_names(opening) + _opening_names(opening)
-    while True:
+    for _ in range(MAX_NESTING):  # innermost parentheses first
         stripped = _PARENTHETICAL.sub("", plain)
         if stripped == plain:
             break

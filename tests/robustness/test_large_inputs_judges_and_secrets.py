@@ -104,6 +104,8 @@ def _cpu_seconds(read, text: str) -> float:
     "unit",
     [
         "Ab or Cd ",  # an opening's 'X or Y' read over a text without a sentence end
+        "Ab known as ",  # the names after each 'known as'
+        "((Ab) ",  # parentheses, nested deeper at each repeat
         'Ab "Cd" (German: Ef) ',  # quoted names and translations
         "Who (Ab) is Cd, Ef or ",  # a question's parentheses and appositions
     ],
