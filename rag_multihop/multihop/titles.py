@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -266,6 +267,7 @@ class TitleIndex:
         found.sort(key=lambda span: (span[0] - span[1], span[0]))
         taken = [False] * len(pairs)
         padded = f" {' '.join(tokens)} "
+        starts, ends = sorted(s for s, _, _ in found), sorted(e for _, e, _ in found)
         chosen = []
         for start, end, key in found:
             if any(taken[start:end]):
@@ -275,7 +277,9 @@ class TitleIndex:
             referents = _referents(candidates, padded, aliases_too=aliases_too)
             if not referents:
                 continue
-            clear = all(e <= start or s >= end or (s, e) == (start, end) for s, e, _ in found)
+            # clear: no other span found overlaps it (spans starting before its end, less
+            # those ending before its start: itself alone), in log time, not a scan
+            clear = bisect_left(starts, end) - bisect_right(ends, start) == 1
             flags = (len(referents) == len(candidates), clear)
             chosen.append((Mention(start, end, key, referents), flags))
         chosen.sort(key=lambda pair: pair[0].start)
