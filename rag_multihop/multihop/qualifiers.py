@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rag_multihop.multihop.links import STOPWORDS
 from rag_multihop.multihop.titles import Mention, TextMentions, title_tokens
@@ -39,6 +39,16 @@ def _lead_tokens(text: str) -> list[tuple[str, str]]:
     return title_tokens(text[: LEAD_TOKENS * 25])[:LEAD_TOKENS]
 
 
+def _at_tokens(text: str, matches: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """``(token position, group)`` of ``matches`` (``(character start, group)`` in order):
+    the tokens before each counted once, segment by segment (linear in ``text``)."""
+    position, read = 0, 0
+    for start, group in matches:
+        position += len(title_tokens(text[read:start]))
+        read = start
+        yield position, group
+
+
 def qualifiers(text: str) -> dict[int, tuple[str, ...]]:
     """Token position (in :func:`~rag_multihop.multihop.titles.title_tokens` of ``text``)
     where a qualifier starts → its content tokens: a parenthesis, or a run of capitalised
@@ -53,10 +63,7 @@ def qualifiers(text: str) -> dict[int, tuple[str, ...]]:
         for match in pattern.finditer(text)
     )
     found: dict[int, tuple[str, ...]] = {}
-    position, read = 0, 0
-    for start, qualifier in matches:  # tokens counted once, segment by segment
-        position += len(title_tokens(text[read:start]))
-        read = start
+    for position, qualifier in _at_tokens(text, matches):
         words = tuple(
             token
             for _, token in title_tokens(qualifier)
@@ -74,12 +81,10 @@ def parenthesised(text: str) -> frozenset[int]:
     >>> sorted(parenthesised("Who directed Seven Women (1944 Film)?"))
     [4, 5]
     """
+    matches = [(match.start(), match.group(1)) for match in _PARENTHESIS.finditer(text)]
     inside: set[int] = set()
-    position, read = 0, 0
-    for match in _PARENTHESIS.finditer(text):
-        position += len(title_tokens(text[read : match.start()]))
-        read = match.start()
-        inside.update(range(position, position + len(title_tokens(match.group(1)))))
+    for position, content in _at_tokens(text, matches):
+        inside.update(range(position, position + len(title_tokens(content))))
     return frozenset(inside)
 
 

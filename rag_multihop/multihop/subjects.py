@@ -92,8 +92,10 @@ _OR_NAMES = re.compile(
 *Les amies de ma femme or My Wife's Girlfriends is* (before a copula, only when both
 have two words or more: *Dead or Alive is* is one title)."""
 _LETTER = re.compile(r"[^\W\d_]")
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_MONTH = re.compile(rf"(?:{_MONTHS})\b")
+_MONTH = re.compile(
+    r"(?:January|February|March|April|May|June|July|August|September|October|November"
+    r"|December)\b"
+)
 _DASH = re.compile(r"\s+[-\u2013\u2014]\s+")
 """A dash an opening sentence may write for its copula: *Borys Lankosz (born 1973) -
 Polish film director*."""
@@ -285,7 +287,8 @@ def _other_names(sentence: str) -> list[str]:
 
 def _opening_names(sentence: str) -> list[str]:
     """The other names an opening sentence (quotes removed) gives its subject beyond *known
-    as*: translations in its parentheses, and both sides of *X or Y* before a parenthesis.
+    as*: translations in its parentheses, and both sides of *X or Y* (before a parenthesis,
+    or before the copula when both have two words or more).
 
     >>> _opening_names("East Wind (In French Vent d'est) is a film.")
     ["Vent d'est"]
@@ -374,7 +377,7 @@ def text_subjects(text: str) -> tuple[str, ...]:
         if number == 0 and name is not None:
             others += _nickname_names(quoted, name)
         if name is None or (number > 0 and not _later_subject(name, sentence, plain)):
-            if number == 0 and others:
+            if number == 0:  # the opening's other names stand without its subject
                 names.update(dict.fromkeys(others))
             continue
         if names and _part_of_known(name, names):
