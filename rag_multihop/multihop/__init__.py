@@ -1,6 +1,8 @@
 """One LLM-free multi-hop retriever: the best pair for ranks 1-2, links and the graph after.
 
-Modules, one job each: :mod:`.titles` (passage titles named in a text), :mod:`.links`
+Modules, one job each: :mod:`.titles` (passage titles named in a text), :mod:`.subjects`
+(names read from a passage's text), :mod:`.names` (their aliases), :mod:`.qualifiers` (a
+question's qualified names), :mod:`.links`
 (passage-to-passage title links, their specificity and contexts), :mod:`.build` (the
 index-time structures, pure functions over the corpus), :mod:`.scoring` (the scores as pure
 functions), :mod:`.settings` (:class:`MultiHopSettings`) and :mod:`.retriever`
