@@ -2,8 +2,8 @@
 
 Modules, one job each: :mod:`.titles` (passage titles named in a text), :mod:`.subjects`
 (names read from a passage's text), :mod:`.names` (their aliases), :mod:`.qualifiers` (a
-question's qualified names), :mod:`.links`
-(passage-to-passage title links, their specificity and contexts), :mod:`.build` (the
+question's qualified names), :mod:`.relations` (a relation a question asks of a name),
+:mod:`.links` (passage-to-passage title links, their specificity and contexts), :mod:`.build` (the
 index-time structures, pure functions over the corpus), :mod:`.scoring` (the scores as pure
 functions), :mod:`.settings` (:class:`MultiHopSettings`) and :mod:`.retriever`
 (:class:`MultiHopRetriever`). The ``multihop`` bench method lives in

@@ -14,7 +14,11 @@ For a question q (:meth:`MultiHopRetriever.run`):
    (:func:`~rag_multihop.multihop.scoring.pair_matrix`): a comparison question names both
    passages, a bridge question names ``a`` and ``a`` names ``c``; the residual cosine
    prefers the partner that answers the rest of the question over pages merely like ``a``;
-   two referents of one question mention never both count as named.
+   two referents of one question mention never both count as named. When q asks a
+   relation of a name (*X's father*, *the director of film X*;
+   :func:`~rag_multihop.multihop.relations.asked_relations`), no link counts toward X's
+   passage: the answer is what X's passage names, and a passage naming X (X's son) is
+   only its neighbour.
 3. **Fill** (ranks 3+): greedily, the candidate with the highest ``base`` plus its best link
    from an already chosen passage; a chosen passage's links join the candidates, so chains
    continue hop by hop.
@@ -107,6 +111,7 @@ from rag_multihop.index.dense import DenseIndex
 from rag_multihop.multihop.build import build_structures, shared_entities, tail_walker
 from rag_multihop.multihop.links import LinkGraph, stems
 from rag_multihop.multihop.qualifiers import narrowed
+from rag_multihop.multihop.relations import asked_relations
 from rag_multihop.multihop.scoring import (
     MIN_WALK_MASS,
     best_pair,
@@ -367,6 +372,7 @@ class MultiHopRetriever:
         ppr: str | None = None,
         tail_guard: bool | None = None,
         second_hops: bool | None = None,
+        asked_relations: bool | None = None,
         lexical_weight: float | None = None,
         lexical: LexicalScorer | None = None,
     ) -> None:
@@ -396,6 +402,7 @@ class MultiHopRetriever:
             ppr=ppr,
             tail_guard=tail_guard,
             second_hops=second_hops,
+            asked_relations=asked_relations,
             lexical_weight=lexical_weight,
         )
         corpus = as_corpus(corpus)
@@ -488,6 +495,7 @@ class MultiHopRetriever:
         ppr: str | None = None,
         tail_guard: bool | None = None,
         second_hops: bool | None = None,
+        asked_relations: bool | None = None,
         lexical_weight: float | None = None,
         lexical: LexicalScorer | None = None,
     ) -> MultiHopRetriever:
@@ -527,6 +535,7 @@ class MultiHopRetriever:
             ppr=ppr,
             tail_guard=tail_guard,
             second_hops=second_hops,
+            asked_relations=asked_relations,
             lexical_weight=lexical_weight,
         )
         if snapshot.n_live == 0:
@@ -639,11 +648,13 @@ class MultiHopRetriever:
         return np.fromiter(evidence, dtype=np.int64), np.fromiter(evidence.values(), np.float64)
 
     def _pair(
-        self, pool: _Pool, question: frozenset[str]
+        self, pool: _Pool, question: frozenset[str], asked: frozenset[int]
     ) -> tuple[list[int], list[int], float, bool]:
         """The pair's pool positions (rank order), the first hops tried, the pair score and
         whether a name or a title link supports it (a passage the question names, a title
-        link from the first hop to its partner); shared entities alone do not."""
+        link from the first hop to its partner); shared entities alone do not. No link
+        counts toward a referent of the mentions in ``asked`` (the question asks a
+        relation of them, :func:`~rag_multihop.multihop.relations.asked_relations`)."""
         s = self.settings
         firsts = [int(i) for i in np.argsort(-pool.base, kind="stable")[: s.first_hops]]
         first_rows = [pool.rows[i] for i in firsts]
@@ -653,6 +664,10 @@ class MultiHopRetriever:
         links = np.zeros((len(firsts), len(pool)))
         for i, (positions, scores) in enumerate(evidence_rows):
             links[i, positions] = scores
+        if asked:
+            # what a question asks of a named subject is what the subject's passage names;
+            # a passage naming the subject is its neighbour (:mod:`.relations`)
+            links[:, np.isin(pool.mention, list(asked))] = 0.0
         cos = pool.cos
         if s.residual:
             passage = self.vectors[pool.rows]
@@ -882,7 +897,8 @@ class MultiHopRetriever:
             chosen = []
         elif s.pair and len(pool) >= 2:
             with span("multihop.pair", first_hops=min(s.first_hops, len(pool))) as stage:
-                chosen, firsts, pair_score, supported = self._pair(pool, question)
+                asked = asked_relations(found) if s.asked_relations else frozenset()
+                chosen, firsts, pair_score, supported = self._pair(pool, question, asked)
                 kept_first_stage = s.keep_first_stage and not supported
                 stage.set(
                     pool_size=len(pool),

@@ -75,6 +75,10 @@ class MultiHopSettings:
             subject's second hop (each film's director) reaches the top 5 even where the
             graph cannot lift it (opaque ids, whose titles it cannot link), and a named first
             hop keeps its own link when the pair chose another partner.
+        asked_relations: when the question asks a relation of a name (*X's father*, *the
+            director of film X*; :func:`~rag_multihop.multihop.relations.asked_relations`),
+            no link counts toward X's passage in the pair: the answer is what X's passage
+            names, and a passage naming X (X's son) is its neighbour, not the relation.
         lexical_weight: weight of the BM25 score, scaled by the query's best, in every
             candidate's base score (0, the default, switches it off): in chunks and files
             whose titles do not name them, a question's names are found in the text alone.
@@ -110,6 +114,7 @@ class MultiHopSettings:
     ppr: str = "push"
     tail_guard: bool = True
     second_hops: bool = True
+    asked_relations: bool = True
     lexical_weight: float = 0.0
 
     def __post_init__(self) -> None:
@@ -133,6 +138,7 @@ class MultiHopSettings:
             "exclusive_mentions",
             "tail_guard",
             "second_hops",
+            "asked_relations",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

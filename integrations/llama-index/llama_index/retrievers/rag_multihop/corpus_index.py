@@ -169,6 +169,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         ppr: str | None = None,
         tail_guard: bool | None = None,
         second_hops: bool | None = None,
+        asked_relations: bool | None = None,
         lexical_weight: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -199,6 +200,7 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             ppr=ppr,
             tail_guard=tail_guard,
             second_hops=second_hops,
+            asked_relations=asked_relations,
             lexical_weight=lexical_weight,
         )
         self.similarity_top_k = check_positive_int(similarity_top_k, "similarity_top_k")

@@ -96,6 +96,7 @@ class CorpusIndexMultiHopRetriever:
         ppr: str = _DEFAULTS.ppr,
         tail_guard: bool = _DEFAULTS.tail_guard,
         second_hops: bool = _DEFAULTS.second_hops,
+        asked_relations: bool = _DEFAULTS.asked_relations,
         lexical_weight: float = _DEFAULTS.lexical_weight,
     ) -> None:
         self.index_path = index_path
@@ -127,6 +128,7 @@ class CorpusIndexMultiHopRetriever:
             ppr=ppr,
             tail_guard=tail_guard,
             second_hops=second_hops,
+            asked_relations=asked_relations,
             lexical_weight=lexical_weight,
         )
         self._snapshot: IndexSnapshot | None = None

@@ -133,6 +133,7 @@ class MultiHopRetriever:
         ppr: str = _DEFAULTS.ppr,
         tail_guard: bool = _DEFAULTS.tail_guard,
         second_hops: bool = _DEFAULTS.second_hops,
+        asked_relations: bool = _DEFAULTS.asked_relations,
         lexical_weight: float = _DEFAULTS.lexical_weight,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
@@ -165,6 +166,7 @@ class MultiHopRetriever:
             ppr=ppr,
             tail_guard=tail_guard,
             second_hops=second_hops,
+            asked_relations=asked_relations,
             lexical_weight=lexical_weight,
         )
         self.filters = check_filters(filters)
