@@ -43,7 +43,7 @@ from rag_multihop.types import Passage
 NAMES_CACHE_SIZE = 65536
 """Passages whose names :func:`known_names` remembers."""
 
-NAMES_VERSION = 5
+NAMES_VERSION = 6
 """The version of the names and aliases read from a passage (:func:`indexed_names` and the
 aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenever a change
 gives some text other names, so that a persistent index whose names an older reader made
@@ -56,7 +56,9 @@ called*, a name without the words before its quoted part, *Henriette of France* 
 "Henriette" of France*; a dash read as the opening's copula; brackets dropped like
 parentheses; a surname's alias without its particle, *Richard Beauchamp*; a chunk cut
 inside a parenthesis read from its end, no name without a letter or with half a
-bracket)."""
+bracket; 6: a comma right before the opening's copula kept, *Boum sur Paris, is a film*,
+*Catherine de' Medici (1519 – 1589), was*, and *born* ending a name, *Henry Wharton* for
+*Henry Wharton born in Leeds is*)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
@@ -196,7 +198,8 @@ def _leading_name(sentence: str) -> str | None:
 def _first_sentence_name(sentence: str) -> str | None:
     """The words before the first sentence's copula when :func:`_leading_name` reads none:
     a title of a work written with lower-case words or opening with a pronoun (*I Cover
-    the Underworld*), ``X or Y`` (``X``), ``X née Y``; or the name before *known as*."""
+    the Underworld*), ``X or Y`` (``X``), ``X née Y``, ``X born Y``, a comma right before
+    the copula (*Boum sur Paris, is*); or the name before *known as*."""
     known = _KNOWN_AS.search(sentence)
     if known is not None:
         before = sentence[: known.start()].rstrip(" ,")
@@ -214,7 +217,7 @@ def _first_sentence_name(sentence: str) -> str | None:
     else:
         return None
     name_words = [_clean(w) for w in words[start:end]]
-    for stop in ("or", "née", "nee", "and", "also"):
+    for stop in ("or", "née", "nee", "born", "Born", "and", "also"):
         if stop in name_words:
             name_words = name_words[: name_words.index(stop)]
     if (
@@ -222,7 +225,7 @@ def _first_sentence_name(sentence: str) -> str | None:
         or not name_words[0][:1].isupper()
         or (name_words[0] in _PRONOUNS and _pronoun_led(name_words))
         or (name_words[0] in _ADVERBIAL and _adverbial(name_words))
-        or any(w.endswith((",", ";")) for w in words[start:end])
+        or any(w.endswith((",", ";")) for w in words[start : end - 1])
         or any(w in _RELATIVES for w in name_words)
         or not name_key(" ".join(name_words))
     ):

@@ -58,6 +58,12 @@ from rag_multihop.multihop.subjects import passage_names, text_subjects
         ("October 1969) was a singer. Rope is a 1948 film.", ("Rope",)),
         ("Return of the Jedi( also known as Episode VI) is a 1983 film.",
          ("Return of the Jedi", "Episode VI")),
+        ("Boum sur Paris, is a French comedy film from 1953.", ("Boum sur Paris",)),
+        ("Catherine de' Medici (1519 – 1589), was an Italian noblewoman.",
+         ("Catherine de Medici",)),
+        ("Henry Wharton (1967) born in Leeds is an English boxer.", ("Henry Wharton",)),
+        ("Renee Torres (1911 – 1998) born Renee Osterman, was an actress.", ("Renee Torres",)),
+        ("In 1990, it was shown. Awards, for which Glasper was a producer.", ()),
     ],
 )  # fmt: skip
 def test_sentences_opening_with_a_name_and_a_copula_give_subjects(text, subjects) -> None:
