@@ -57,8 +57,10 @@ called*, a name without the words before its quoted part, *Henriette of France* 
 parentheses; a surname's alias without its particle, *Richard Beauchamp*; a chunk cut
 inside a parenthesis read from its end, no name without a letter or with half a
 bracket; 6: a comma right before the opening's copula kept, *Boum sur Paris, is a film*,
-*Catherine de' Medici (1519 – 1589), was*, and *born* ending a name, *Henry Wharton* for
-*Henry Wharton born in Leeds is*)."""
+*Catherine de' Medici (1519 – 1589), was*, *born* ending a name, *Henry Wharton* for
+*Henry Wharton born in Leeds is*, and an opening's comma-ended name standing before an
+apposition of any length, *Humphrey de Bohun, 7th Earl of Hereford, 6th Earl of Essex, ...,
+was*)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""
@@ -152,9 +154,10 @@ def _clean(word: str) -> str:
     return word.strip(".,;:\"'!?")
 
 
-def _leading_name(sentence: str) -> str | None:
+def _leading_name(sentence: str, appositive_words: int | None = _APPOSITIVE_WORDS) -> str | None:
     """The name ``sentence`` (parentheticals removed) opens with when a copula follows it,
-    else ``None``."""
+    else ``None``; after a comma ending the name, within ``appositive_words`` words (``None``:
+    anywhere in the sentence, as in an opening's *X, 7th Earl of Y, ..., was*)."""
     words = sentence.split()
     start = 1 if words and words[0] in _ARTICLES else 0
     end = start
@@ -185,7 +188,7 @@ def _leading_name(sentence: str) -> str | None:
     following = [_clean(w) for w in words[end:]]
     if following[:1] and following[0] in _JOINERS:
         following = following[1:]
-    window = _APPOSITIVE_WORDS if ends_with_comma else 1
+    window = (appositive_words or len(following)) if ends_with_comma else 1
     if not any(w in _COPULAS for w in following[:window]):
         return None
     if ends_with_comma and following[:1] and following[0].capitalize() in _PRONOUNS:
@@ -372,7 +375,9 @@ def text_subjects(text: str) -> tuple[str, ...]:
         plain = stripped
     plain = _SPACE_BEFORE_COMMA.sub("", plain)
     for number, sentence in enumerate(_SENTENCE.split(plain)):
-        name = ruler_opening(sentence) or _leading_name(sentence)
+        name = ruler_opening(sentence) or _leading_name(
+            sentence, None if number == 0 else _APPOSITIVE_WORDS
+        )
         if name is None and number == 0:
             name = _first_sentence_name(sentence) or _leading_name(
                 _DASH.sub(" is ", sentence, count=1)

@@ -64,6 +64,11 @@ from rag_multihop.multihop.subjects import passage_names, text_subjects
         ("Henry Wharton (1967) born in Leeds is an English boxer.", ("Henry Wharton",)),
         ("Renee Torres (1911 – 1998) born Renee Osterman, was an actress.", ("Renee Torres",)),
         ("In 1990, it was shown. Awards, for which Glasper was a producer.", ()),
+        ("Humphrey de Bohun, 7th Earl of Hereford, 6th Earl of Essex, 2nd Earl of Northampton, "
+         "KG (1342 – 1373), was an English nobleman.", ("Humphrey de Bohun",)),
+        # past the opening, a name's apposition of more than 12 words makes no subject
+        ("Rope is a 1948 film. Bea Lind, a miller from the north of the country who lived by "
+         "the river for many years, was its cook.", ("Rope",)),
     ],
 )  # fmt: skip
 def test_sentences_opening_with_a_name_and_a_copula_give_subjects(text, subjects) -> None:
