@@ -188,7 +188,10 @@ def _leading_name(sentence: str, appositive_words: int | None = _APPOSITIVE_WORD
     following = [_clean(w) for w in words[end:]]
     if following[:1] and following[0] in _JOINERS:
         following = following[1:]
-    window = (appositive_words or len(following)) if ends_with_comma else 1
+    if not ends_with_comma:
+        window = 1
+    else:
+        window = len(following) if appositive_words is None else appositive_words
     if not any(w in _COPULAS for w in following[:window]):
         return None
     if ends_with_comma and following[:1] and following[0].capitalize() in _PRONOUNS:
@@ -221,8 +224,8 @@ def _first_sentence_name(sentence: str) -> str | None:
         return None
     name_words = [_clean(w) for w in words[start:end]]
     for stop in ("or", "née", "nee", "born", "Born", "and", "also"):
-        if stop in name_words:
-            name_words = name_words[: name_words.index(stop)]
+        if stop in name_words[1:]:  # a title may open with one (*Born in the USA*)
+            name_words = name_words[: name_words.index(stop, 1)]
     if (
         not name_words
         or not name_words[0][:1].isupper()

@@ -63,6 +63,7 @@ from rag_multihop.multihop.subjects import passage_names, text_subjects
          ("Catherine de Medici",)),
         ("Henry Wharton (1967) born in Leeds is an English boxer.", ("Henry Wharton",)),
         ("Renee Torres (1911 – 1998) born Renee Osterman, was an actress.", ("Renee Torres",)),
+        ("Born to die in Paris is a 1990 film.", ("Born to die in Paris",)),
         ("In 1990, it was shown. Awards, for which Glasper was a producer.", ()),
         ("Humphrey de Bohun, 7th Earl of Hereford, 6th Earl of Essex, 2nd Earl of Northampton, "
          "KG (1342 – 1373), was an English nobleman.", ("Humphrey de Bohun",)),
