@@ -5,7 +5,8 @@ it) is answered by what the subject's own passage names: a film's passage names 
 director, a person's their father. A passage that in turn names *X* (X's son, a namesake
 citing X) is X's neighbour, not the relation asked, yet its link to X is as strong as X's
 link to the answer. :func:`asked_relations` finds the question's mentions in that place,
-so that the pair counts, toward such a name, only the links that start from it.
+so that the pair counts no link toward such a name's passage: the question reaches X by
+its name, and the answer by X's own links.
 
 Works a subject's passage may not list (*Poison's album*, *Roald Dahl's story*) name their
 maker instead, so only the nouns of :data:`RELATIONS` count.
