@@ -5,7 +5,11 @@ given, so only the encoder-free stages run) is written as Parquet shards; each e
 the index from them in its own process (read, both passes, merge, write; the Ray column
 also shows the Ray start-up inside it); peak RSS is the largest sum over the build's process
 tree (driver, Ray's daemons and workers), sampled from /proc every 0.2 s; the two indexes
-are compared array by array.
+are compared array by array. ``--ceiling`` also runs two in-process builds of the same
+shards at once, each in its own process: two copies of the same work with no engine
+between them and nothing to share, so ``2 × alone / together`` (wall seconds) is the most
+any engine of two processes can gain on this machine (cores that slow each other down,
+through shared caches, memory bandwidth or a hypervisor, show here as a ceiling under 2×).
 
 ``--embed N``: bulk-embedding passages/s (wall) and passages per CPU-second (the process's
 CPU time, all its threads: the figure that holds on a shared, loaded machine) of the first N
@@ -17,6 +21,7 @@ Prints a markdown table and writes JSON (``--out``). The machine's load (``uptim
 recorded with each number: compare ratios within one run. Example::
 
     python scripts/index_build_bench.py --sizes 10000,100000 --workers 2 --embed 2000
+    python scripts/index_build_bench.py --sizes 100000 --workers 2 --ceiling
 """
 
 from __future__ import annotations
@@ -247,10 +252,32 @@ def same_index(a: Path, b: Path) -> bool:
 
 
 def _child(args: list[str]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--phase", *args], check=True, capture_output=True, text=True
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _children([args])[0]
+
+
+def _children(runs: list[list[str]]) -> list[dict[str, Any]]:
+    """Run each phase in its own process, all at once; their JSON results in order."""
+    started = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--phase", *args], stdout=subprocess.PIPE, text=True
+        )
+        for args in runs
+    ]
+    out = []
+    for process in started:
+        stdout, _ = process.communicate()
+        if process.returncode:
+            raise subprocess.CalledProcessError(process.returncode, process.args)
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+def ceiling(shards: Path, root: Path, alone_s: float) -> dict[str, Any]:
+    """Two in-process builds of ``shards`` at once: their wall and CPU seconds and the
+    two-process ceiling ``2 × alone_s / slowest``."""
+    twins = _children([["inprocess", str(shards), str(root / f"twin-{i}.idx")] for i in (0, 1)])
+    slowest = max(t["build_s"] for t in twins)
+    return {"twins": twins, "ceiling": 2 * alone_s / slowest}
 
 
 SERIAL = ("merge", "write")
@@ -288,6 +315,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="Ray workers (local CPUs)")
     parser.add_argument("--embed", type=int, default=0, help="passages for fp32 vs int8 (0: skip)")
     parser.add_argument("--out", type=Path, default=None, help="JSON results file")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also time two in-process builds at once: the machine's two-process ceiling",
+    )
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -316,6 +348,7 @@ def main() -> None:
                 ["ray", str(root / "shards"), str(root / "ray.idx"), str(args.workers)]
             )
             identical = same_index(root / "local.idx", root / "ray.idx")
+            twins = ceiling(root / "shards", root, local["build_s"]) if args.ceiling else None
         finally:
             shutil.rmtree(root, ignore_errors=True)
         speedup = local["build_s"] / distributed["build_s"]
@@ -327,6 +360,7 @@ def main() -> None:
                 "identical": identical,
                 "speedup": speedup,
                 "workers": args.workers,
+                **({"ceiling": twins} if twins else {}),
             }
         )
         for engine, found in (
@@ -341,6 +375,15 @@ def main() -> None:
             )
         rows.append(f"| {n:,} | speed-up | {speedup:.2f}× | | | | | |")
         print(rows[-3], rows[-2], rows[-1], sep="\n", flush=True)
+        if twins:
+            for i, twin in enumerate(twins["twins"]):
+                rows.append(
+                    f"| {n:,} | in-process, copy {i + 1} of 2 at once | {twin['build_s']:.1f} | "
+                    f"{n / twin['build_s']:.0f} | {twin['cpu_s']:.1f} | "
+                    f"{twin['peak_rss_mb']:.0f} | {twin['load']} | |"
+                )
+            rows.append(f"| {n:,} | two-process ceiling | {twins['ceiling']:.2f}× | | | | | |")
+            print(*rows[-3:], sep="\n", flush=True)
         phases += _phase_rows(n, distributed)
     rows += phases
     if args.embed:

@@ -28,10 +28,12 @@ import glob
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,14 @@ from rag_multihop.store.settings import IndexSettings
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 
 logger = logging.getLogger(__name__)
+
+DRIVER_SWITCH_INTERVAL_S = 0.0002
+"""The interpreter's thread switch interval while the driver's pass-1 thread works beside
+the main thread (Python's default is 0.005 s). The main thread imports and starts Ray and
+hands units to the actors; each time it waits (a socket, a child process) it must win the
+GIL back from the busy pass-1 thread, which by default keeps it up to 5 ms. On the 2-core
+project machine that stretched ``import ray`` + ``ray.init`` + two actors from 7 s to 37 s
+beside a busy thread; at 0.2 ms they took 11 s."""
 
 FORMATS = {".jsonl": "json", ".json": "json", ".jsonl.gz": "json", ".parquet": "parquet"}
 """Shard file endings and the reader each takes."""
@@ -128,10 +138,12 @@ def _columns(table: Any, path: str) -> dict[str, list[Any]]:
 
 
 FOREGROUND = {"RAY_worker_niceness": "0"}
-"""The actors' environment on a local Ray the build starts: Ray runs worker processes at
-niceness 15, which on a busy machine starves them behind every other process; a local
-build is the foreground job, so its actors run at the driver's priority (Ray's own job
-supervisor is started the same way, ``ray.dashboard.modules.job.job_manager``)."""
+"""The environment a local Ray the build starts is started with: Ray runs worker processes
+at niceness 15, which on a busy machine starves them behind every other process; a local
+build is the foreground job, so its actors run at the driver's priority. Set while
+``ray.init`` starts Ray's daemons (which pass it to the workers they start), not as each
+actor's ``runtime_env``: that made Ray start fresh worker processes through its runtime-env
+agent instead of the ones it prestarts (two actors ready in 2.7 s against 0.8 s)."""
 
 UNITS_PER_WORKER = 4
 """Units of work per worker at least: files are cut into row slices when there are fewer."""
@@ -358,33 +370,35 @@ def build_with_ray(
     try:
         own = BuildWorker(kind, filesystem, settings, extractor, encoder, batch_size, str(scratch))
         run = _Run(plan_units(files, workers), progress)
-        helper = _Helper(own, run)  # works while Ray is imported and started
         started = False
-        try:
-            ray = require("ray", "ray")
-            if not ray.is_initialized():
-                options: dict[str, Any] = {
-                    "include_dashboard": False,
-                    "log_to_driver": False,
-                    **(init_options or {}),
-                }
-                if address is None:
-                    options.setdefault("num_cpus", workers)
-                    options.setdefault(
-                        "object_store_memory", _object_store_bytes(files, filesystem)
-                    )
-                ray.init(address=address, **options)
-                started = True
-            clock.lap("ray.init (the driver runs pass 1 meanwhile)")
-            foreground = started and address is None
-            actor_options = {"runtime_env": {"env_vars": FOREGROUND}} if foreground else {}
-            _with_actors(ray, run, own, helper, workers, clock, actor_options)
-        except BaseException:
+        with _switch_interval(DRIVER_SWITCH_INTERVAL_S):
+            helper = _Helper(own, run)  # works while Ray is imported and started
+            try:
+                ray = require("ray", "ray")
+                if not ray.is_initialized():
+                    options: dict[str, Any] = {
+                        "include_dashboard": False,
+                        "log_to_driver": False,
+                        **(init_options or {}),
+                    }
+                    environment: Mapping[str, str] = {}
+                    if address is None:
+                        options.setdefault("num_cpus", workers)
+                        options.setdefault(
+                            "object_store_memory", _object_store_bytes(files, filesystem)
+                        )
+                        environment = FOREGROUND
+                    with _environment(environment):
+                        ray.init(address=address, **options)
+                    started = True
+                clock.lap("ray.init (the driver runs pass 1 meanwhile)")
+                _with_actors(ray, run, own, helper, workers, clock)
+            except BaseException:
+                helper.stop()
+                if started:
+                    ray.shutdown()
+                raise
             helper.stop()
-            if started:
-                ray.shutdown()
-            raise
-        helper.stop()
         # every part is on the driver's disk: Ray stops (or disconnects) while the driver merges
         stopping = threading.Thread(target=ray.shutdown if started else _nothing)
         stopping.start()
@@ -413,6 +427,32 @@ def build_with_ray(
         "built %s with Ray from %d shard(s): %d passages", path, len(files), sum(run.counts)
     )
     return index
+
+
+@contextmanager
+def _switch_interval(seconds: float) -> Iterator[None]:
+    """The interpreter's thread switch interval set to ``seconds`` inside the block."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+@contextmanager
+def _environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``variables`` set inside the block, as it was after it."""
+    previous = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _nothing() -> None:
@@ -482,16 +522,15 @@ def _with_actors(
     helper: _Helper,
     workers: int,
     clock: _Clock,
-    options: dict[str, Any],
 ) -> None:
     """Both passes with ``workers`` actors (none when the driver read every unit while
-    Ray started; ``options`` for each actor); parts end up under the driver's folder."""
+    Ray started); parts end up under the driver's folder."""
     folder = Path(str(own.folder))
     cpu = 0.0
     pool: list[Any] = []
     first = run.take()
     if first is not None:
-        actor = ray.remote(num_cpus=1, **options)(BuildWorker)
+        actor = ray.remote(num_cpus=1)(BuildWorker)
         on_disk = str(folder) if _on_this_machine(ray) else None
         pool = [
             actor.remote(*own.arguments, on_disk)
