@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -117,6 +118,7 @@ def test_ray_build_from_jsonl_shards_equals_the_in_process_build(
     passages, vectors, questions = slice_2wiki
     _write_jsonl(tmp_path / "shards", passages, vectors)
     seen = []
+    switch_interval = sys.getswitchinterval()
     built = build_with_ray(
         tmp_path / "ray.idx",
         [str(tmp_path / "shards" / "*.jsonl")],
@@ -133,6 +135,8 @@ def test_ray_build_from_jsonl_shards_equals_the_in_process_build(
     )
     assert seen[-1] == ("find links", SIZE, SIZE)
     assert ("read names", SIZE, 0) in seen
+    # the build shortens the thread switch interval while it works, and puts it back
+    assert sys.getswitchinterval() == switch_interval
 
 
 def test_cli_ray_build_from_parquet_shards_of_untitled_passages(
