@@ -686,11 +686,23 @@ class MultiHopRetriever:
         base = pool.base
         scores = pair_matrix(base[firsts], pool.named, evidence, links, same)
         i, j, score = best_pair(scores, firsts)
+        if s.residual and not pool.named[j] and not self._title_linked(first_rows[i], pool, j):
+            # only its residual picked this partner: the question names it not, the first
+            # hop does not link it; the first stage's similarity picks the partner instead
+            plain = pair_matrix(
+                base[firsts[i : i + 1]], pool.named, cos[None, :], links[i : i + 1], same[i : i + 1]
+            )
+            _, j, score = best_pair(plain, firsts[i : i + 1])
         a = firsts[i]
         order = [a, j] if base[a] >= base[j] else [j, a]
-        linked = s.title_links and pool.rows[j] in self.links.targets(first_rows[i])
+        linked = self._title_linked(first_rows[i], pool, j)
         supported = bool(pool.named[a] or pool.named[j] or linked)
         return order, firsts, score, supported
+
+    def _title_linked(self, first_row: int, pool: _Pool, partner: int) -> bool:
+        """Whether a title link (when used) leads from ``first_row`` to the pool's
+        ``partner``."""
+        return self.settings.title_links and pool.rows[partner] in self.links.targets(first_row)
 
     def _fill(
         self, pool: _Pool, chosen: list[int], question: frozenset[str], depth: int

@@ -37,7 +37,9 @@ class MultiHopSettings:
             subjects read from its text (:mod:`~rag_multihop.multihop.subjects`), for the
             question's names, title links and the pair.
         residual: score a partner by its cosine with the question minus the first hop
-            (:func:`~rag_multihop.multihop.scoring.residual_cosine`); off: plain cosine.
+            (:func:`~rag_multihop.multihop.scoring.residual_cosine`); a partner that neither
+            a name nor a title link from the first hop supports is then taken by its plain
+            cosine instead; off: plain cosine.
         specificity: weigh a link by its target's specificity (links to hubs count less).
         exclusive_mentions: two referents of one question mention never both count as named.
         entity_weight: weight of a passage sharing an entity with the first hop, times the
