@@ -687,8 +687,8 @@ class MultiHopRetriever:
         scores = pair_matrix(base[firsts], pool.named, evidence, links, same)
         i, j, score = best_pair(scores, firsts)
         if s.residual and not pool.named[j] and not self._title_linked(first_rows[i], pool, j):
-            # only its residual picked this partner: the question names it not, the first
-            # hop does not link it; the first stage's similarity picks the partner instead
+            # only its residual picked this partner (the question does not name it, the
+            # first hop does not link it): the first stage's similarity picks it instead
             plain = pair_matrix(
                 base[firsts[i : i + 1]], pool.named, cos[None, :], links[i : i + 1], same[i : i + 1]
             )
