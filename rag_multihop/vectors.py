@@ -127,7 +127,7 @@ class PassageVectors:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         assert self.encoder is not None  # callers check, naming what has no vector
-        return l2_normalize(self._rows(self.encoder.encode(texts), "encoder output"))
+        return l2_normalize(self._rows(self.encoder.encode(texts), "the encoder's vectors"))
 
     def _rows(self, values: object, name: str) -> np.ndarray:
         return as_embedding_matrix(values, name=name, dim=self.dim)
@@ -152,7 +152,7 @@ class PassageVectors:
         that normalises itself)."""
         missing = [i for i, q in enumerate(queries) if q.embedding is None]
         given = [i for i, q in enumerate(queries) if q.embedding is not None]
-        parts = [(i, self._rows(queries[i].embedding, "query embedding")[0]) for i in given]
+        parts = [(i, self._rows(queries[i].embedding, "query embeddings")[0]) for i in given]
         if missing:
             if self.encoder is None:
                 raise ValueError(
@@ -160,7 +160,7 @@ class PassageVectors:
                     "to embed them; pass Query(..., embedding=...) or an encoder"
                 )
             texts = [queries[i].text for i in missing]
-            encoded = self._rows(self.encoder.encode(texts), "encoder output")
+            encoded = self._rows(self.encoder.encode(texts), "the encoder's vectors")
             parts.extend(zip(missing, encoded, strict=True))
         width = parts[0][1].shape[0] if parts else (self.dim or 0)
         matrix = np.zeros((len(queries), width), dtype=np.float32)

@@ -144,7 +144,7 @@ class CachedEncoder:
         if missing:
             cache.misses += len(missing)
             new = self.encoder.encode(list(missing.values()), show_progress=show_progress)
-            new = as_embedding_matrix(new, name="encoder output", dim=self.dim)
+            new = as_embedding_matrix(new, name="the encoder's vectors", dim=self.dim)
             cache.put_many(list(missing), new)
         return np.stack([self._vector(cache, k) for k in keys])
 
@@ -196,7 +196,7 @@ class MemoEncoder:
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         if missing:
             new = self.encoder.encode(list(missing.values()), show_progress=show_progress)
-            new = as_embedding_matrix(new, name="encoder output")
+            new = as_embedding_matrix(new, name="the encoder's vectors")
             found.update(zip(missing, new, strict=True))
             with self._lock:
                 self._vectors.update(zip(missing, new, strict=True))
@@ -219,7 +219,7 @@ class MemoEncoder:
             return 0
         if vectors is None:
             rows = as_embedding_matrix(
-                self.encoder.encode(list(new.values())), name="encoder output", dim=self.dim
+                self.encoder.encode(list(new.values())), name="the encoder's vectors", dim=self.dim
             )
         else:
             matrix = as_embedding_matrix(vectors, name="text vectors", dim=self.dim)

@@ -91,7 +91,7 @@ class EncoderFingerprint:
         if encoder.dim != self.dim:
             return -1.0
         other = l2_normalize(
-            as_embedding_matrix(encoder.encode(list(self.texts)), name="encoder output")
+            as_embedding_matrix(encoder.encode(list(self.texts)), name="the encoder's vectors")
         )
         if other.shape != self.vectors.shape:
             return -1.0

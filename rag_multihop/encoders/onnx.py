@@ -404,4 +404,4 @@ class OnnxEncoder:
         for rows, vectors in zip(batches, pooled, strict=True):
             out[rows] = vectors
         self._dim = out.shape[1]
-        return as_embedding_matrix(out, name="encoder output")
+        return as_embedding_matrix(out, name="the encoder's vectors")

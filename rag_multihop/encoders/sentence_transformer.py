@@ -139,7 +139,7 @@ class SentenceTransformerEncoder:
                 progress.update(len(rows))
         vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
         vectors[order] = np.concatenate(parts)
-        return as_embedding_matrix(vectors, name="encoder output", dim=self.dim)
+        return as_embedding_matrix(vectors, name="the encoder's vectors", dim=self.dim)
 
 
 def default_encoder(

@@ -159,7 +159,7 @@ def test_query_dimension_mismatch_names_both_dims(fitted, vectors):
 def test_non_finite_query_embedding(fitted, vectors, bad):
     embedding = vectors[0].copy()
     embedding[3] = bad
-    with pytest.raises(ValueError, match="query embedding contain NaN or inf"):
+    with pytest.raises(ValueError, match="query embeddings contain NaN or inf"):
         fitted.rerank(Query("q", embedding=embedding), candidates(vectors, vectors[0]))
 
 

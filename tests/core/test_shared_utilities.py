@@ -74,7 +74,7 @@ def test_query_vectors_batch_the_texts_without_an_embedding(hashing_encoder):
     assert hashing_encoder.calls == calls + 1 and rows.shape == (3, hashing_encoder.dim)
     raw = vectors.queries([with_embedding], normalize=False)
     assert raw[0][0] == 2.0 and np.isclose(np.linalg.norm(rows[1]), 1.0)
-    with pytest.raises(ValueError, match="query embedding have dimension 3, expected"):
+    with pytest.raises(ValueError, match="query embeddings have dimension 3, expected"):
         vectors.query(Query("q", embedding=np.ones(3)))
     with pytest.raises(ValueError, match=r"1 query text\(s\) have no embedding and no encoder"):
         PassageVectors().query(Query("text"))
