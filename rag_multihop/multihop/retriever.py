@@ -189,6 +189,17 @@ class MultiHopResult:
     candidates: list[Candidate]
     trace: MultiHopTrace
 
+    @classmethod
+    def empty(cls, query: Query) -> MultiHopResult:
+        """No candidates: the answer of an adapter whose store or index holds no passages
+        yet (an app that starts before its first ingestion).
+
+        >>> MultiHopResult.empty(Query("Who?", id="q1")).trace.to_dict()["candidates"]
+        0
+        """
+        trace = MultiHopTrace(query.id, (), (), (), 0.0, 0, 0.0)
+        return cls([], trace)
+
 
 class _Pool:
     """The candidates of one query: corpus rows, cosines, name flags; grows as links add rows

@@ -101,3 +101,19 @@ def test_the_components_serialise_and_refuse_bad_input(tmp_path) -> None:
         CorpusIndexMultiHopRetriever(path, tail_fusion="nope")
     with pytest.raises(ValueError, match="top_k must be a positive integer"):
         CorpusIndexMultiHopRetriever(path, top_k=0)
+
+
+def test_an_index_emptied_by_deletes_answers_no_documents_until_written(tmp_path) -> None:
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(path)
+    writer.run(HashingDocumentEmbedder().run(_documents(["pw", "tc"]))["documents"])
+    retriever = CorpusIndexMultiHopRetriever(path, top_k=2)
+    query = HashingTextEmbedder().run(QUESTION)["embedding"]
+    assert [d.id for d in retriever.run(QUESTION, query)["documents"]] == ["pw", "tc"]
+    writer.delete_documents(["pw", "tc"])
+    empty = retriever.run(QUESTION, query)
+    assert empty["documents"] == [] and empty["version"] == 2
+    assert empty["trace"]["candidates"] == 0
+    writer.run(HashingDocumentEmbedder().run(_documents(["ph"]))["documents"])
+    again = retriever.run(QUESTION, query)
+    assert [d.id for d in again["documents"]] == ["ph"] and again["version"] == 3

@@ -277,6 +277,20 @@ def test_graph_retriever_notices_documents_written_after_warm_up(graph_module, c
     assert "c" in {d.id for d in frozen.run(query="Who is Alfred Hitchcock?")["documents"]}
 
 
+def test_graph_retriever_over_an_empty_store_answers_none_until_written(graph_module):
+    EntityGraphRetriever = graph_module.EntityGraphRetriever
+    store = InMemoryDocumentStore()
+    retriever = EntityGraphRetriever(store, top_k=5)
+    retriever.warm_up()  # a pipeline warmed up before its first ingestion
+    assert retriever.run(query="Who is Alfred Hitchcock?") == {"documents": []}
+    with pytest.raises(ValueError, match="seed document 'x' is not in the document store"):
+        retriever.run(query="Who?", documents=[Document(id="x", content="x", score=0.5)])
+    with pytest.raises(ValueError, match="no entity graph yet"):
+        retriever.graph  # noqa: B018
+    store.write_documents([Document(id="a", content="Rope is a film by Alfred Hitchcock.")])
+    assert [d.id for d in retriever.run(query="Who is Alfred Hitchcock?")["documents"]] == ["a"]
+
+
 def test_graph_retriever_notices_an_overwrite_that_keeps_the_count(graph_module, caplog):
     from haystack.document_stores.types import DuplicatePolicy
 

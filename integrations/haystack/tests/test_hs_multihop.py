@@ -346,3 +346,20 @@ def test_embeddings_of_different_lengths_name_the_document_and_both_dimensions()
     )
     with pytest.raises(ValueError, match=r"NaN or inf .*ids \['b'\]"):
         MultiHopRetriever(store).run(query="alpha?", query_embedding=[1.0, 0.0])
+
+
+def test_a_store_without_documents_yet_warms_up_and_answers_none_until_written():
+    store = InMemoryDocumentStore()
+    retriever = MultiHopRetriever(store, top_k=3)
+    retriever.warm_up()  # a pipeline warmed up before its first ingestion
+    embedding = hashing_vectors([QUESTION])[0].tolist()
+    empty = retriever.run(query=QUESTION, query_embedding=embedding)
+    assert empty["documents"] == [] and empty["trace"]["candidates"] == 0
+    with pytest.raises(ValueError, match="non-empty string"):
+        retriever.run(query=" ", query_embedding=embedding)
+    full = _store()
+    store.write_documents(full.filter_documents())
+    found = retriever.run(query=QUESTION, query_embedding=embedding)["documents"]
+    assert [d.id for d in found][:2] == ["pw", "tc"]
+    store.delete_documents([d.id for d in full.filter_documents()])
+    assert retriever.run(query=QUESTION, query_embedding=embedding)["documents"] == []

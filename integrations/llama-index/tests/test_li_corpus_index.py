@@ -100,3 +100,22 @@ def test_the_writer_needs_embeddings_and_reupserts_changed_nodes(
     snapshot = CorpusIndex(path).snapshot()
     assert snapshot.corpus.ids == ["tc", "pw"] and snapshot.corpus["pw"].text == changed.text
     assert np.isfinite(snapshot.vectors).all()
+
+
+def test_an_index_created_empty_answers_no_nodes_until_written(tmp_path, hashing_embedding) -> None:
+    path = str(tmp_path / "corpus.idx")
+    CorpusIndex.create(path, dim=len(hashing_embedding.get_text_embedding("x")))
+    retriever = CorpusIndexMultiHopRetriever(
+        path, similarity_top_k=3, embed_model=hashing_embedding
+    )  # an app that opens its retriever before the first ingestion
+    assert _ids(retriever, hashing_embedding) == [] and retriever.version == 0
+    assert retriever.last_trace.candidates == 0
+    with pytest.raises(ValueError, match="holds no passages yet"):
+        retriever.core  # noqa: B018
+    pipeline = IngestionPipeline(
+        transformations=[hashing_embedding, CorpusIndexWriter(index_path=path)]
+    )
+    pipeline.run(nodes=_nodes(["pw", "tc"]))
+    assert _ids(retriever, hashing_embedding) == ["pw", "tc"] and retriever.version == 1
+    CorpusIndexWriter(index_path=path).delete(["pw", "tc"])
+    assert _ids(retriever, hashing_embedding) == [] and retriever.version == 2

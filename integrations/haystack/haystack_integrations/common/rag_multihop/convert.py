@@ -190,10 +190,11 @@ def _same_vector(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:
 
 
 def store_change(
-    document_store: Any, corpus: Corpus, *, compare_documents: bool = True
+    document_store: Any, corpus: Corpus | None, *, compare_documents: bool = True
 ) -> tuple[str | None, list[Document] | None]:
-    """Whether ``corpus`` (built from ``document_store``'s documents) is stale: the one rule
-    every component of this package that caches a store's documents decides it by.
+    """Whether ``corpus`` (built from ``document_store``'s documents; ``None``: the store held
+    none) is stale: the one rule every component of this package that caches a store's
+    documents decides it by.
 
     Returns ``(reason, documents)``: ``reason`` says what changed (``None``: nothing did);
     ``documents`` are the store's documents when they were read to decide (rebuild from
@@ -215,9 +216,10 @@ def store_change(
     "document 'b' changed in the store"
     """
     count = document_store.count_documents()
-    if count != len(corpus):
-        return f"the store holds {count} documents, the index was built from {len(corpus)}", None
-    if not compare_documents:
+    size = 0 if corpus is None else len(corpus)
+    if count != size:
+        return f"the store holds {count} documents, the index was built from {size}", None
+    if corpus is None or not compare_documents:
         return None, None
     documents = document_store.filter_documents()
     changed = changed_document(corpus, documents)

@@ -13,7 +13,8 @@
   ``VectorStoreIndex`` over Chroma/Qdrant/..., or any retriever of it) the dense first stage
   is your store's search instead of the index's own: the index contributes titles, links and
   the entity graph; node ids the index lacks are skipped and counted in
-  ``last_trace.stale_candidates``.
+  ``last_trace.stale_candidates``. An index that holds no passages (created empty, or
+  emptied by deletes) answers no nodes until some are written.
 
 Nodes become passages by the package's rule (node id, own text, ``metadata["title"]``);
 returned nodes are ``TextNode``s with that id, text and title and every signal under
@@ -66,6 +67,7 @@ from llama_index.retrievers.rag_multihop._convert import (
 )
 
 from rag_multihop._settings import resolve_settings
+from rag_multihop.multihop import MultiHopResult as CoreMultiHopResult
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.store import CorpusIndex, IndexSnapshot
@@ -212,29 +214,40 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         self._first_stage = _store_search(vector_store, self.settings.candidates)
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None
-        self.core  # noqa: B018 - open now: bad settings and a bad index fail here
+        self._current()  # open now: bad settings and a bad index fail here
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
-    @property
-    def core(self) -> CoreMultiHopRetriever:
-        """The core retriever over the index's current version (reopened when stale)."""
-        if self._snapshot is None or self._core is None or not self._snapshot.is_current():
+    def _current(self) -> CoreMultiHopRetriever | None:
+        """The core retriever over the index's current version (``None`` while it holds no
+        passages), reopened when a writer has moved on."""
+        if self._snapshot is None or not self._snapshot.is_current():
             self._snapshot = self.index.snapshot()
             if self.preload:
                 self._snapshot.preload()
             encoder = None if self._embed_model is None else as_encoder(self._embed_model)
-            self._core = CoreMultiHopRetriever.from_index(
-                self._snapshot,
-                encoder=encoder,
-                settings=self.settings,
-                first_stage=self._first_stage,
-            )
+            self._core = None
+            if self._snapshot.n_live:
+                self._core = CoreMultiHopRetriever.from_index(
+                    self._snapshot,
+                    encoder=encoder,
+                    settings=self.settings,
+                    first_stage=self._first_stage,
+                )
         return self._core
+
+    @property
+    def core(self) -> CoreMultiHopRetriever:
+        """The core retriever over the index's current version (reopened when stale); an
+        error while the index holds no passages."""
+        core = self._current()
+        if core is None:
+            raise ValueError(f"the index at {self.index.path} holds no passages yet")
+        return core
 
     @property
     def version(self) -> int:
         """The index version the last query read."""
-        self.core  # noqa: B018
+        self._current()
         assert self._snapshot is not None
         return self._snapshot.version
 
@@ -247,7 +260,11 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
                 "embed_model=..., set Settings.embed_model, or give QueryBundle(embedding=...)"
             )
         query = Query(query_bundle.query_str, embedding=np.asarray(embedding, dtype=np.float32))
-        result = self.core.run(query, self.similarity_top_k)
+        core = self._current()
+        if core is None:
+            self.last_trace = CoreMultiHopResult.empty(query).trace
+            return []
+        result = core.run(query, self.similarity_top_k)
         self.last_trace = result.trace
         return [_node(c) for c in result.candidates]
 

@@ -14,7 +14,8 @@ component's ``documents`` input (``pipeline.connect("embedding_retriever.documen
 dense first stage instead of the index's own search: the document store does the vector
 search, the index contributes titles, links and the entity graph. Document ids the index
 lacks (written to the store but not yet to the index) are skipped and counted in
-``trace["stale_candidates"]``.
+``trace["stale_candidates"]``. An index that holds no passages (created before the first
+ingestion, or emptied by deletes) is fine: runs return no documents until some are written.
 
 Example:
     >>> import tempfile
@@ -43,6 +44,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, TITLE_KEY
 
+from rag_multihop.multihop import MultiHopResult as CoreMultiHopResult
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.store import CorpusIndex, IndexSnapshot
@@ -138,12 +140,18 @@ class CorpusIndexMultiHopRetriever:
         """Open the index (again when a writer has made a new version)."""
         self._current()
 
-    def _current(self) -> CoreMultiHopRetriever:
-        if self._snapshot is None or self._core is None or not self._snapshot.is_current():
+    def _current(self) -> CoreMultiHopRetriever | None:
+        """The retriever over the index's current version (``None`` while it holds no
+        passages), reopened when a writer has moved on."""
+        if self._snapshot is None or not self._snapshot.is_current():
             self._snapshot = CorpusIndex(self.index_path).snapshot()
             if self.preload:
                 self._snapshot.preload()
-            self._core = CoreMultiHopRetriever.from_index(self._snapshot, settings=self.settings)
+            self._core = None
+            if self._snapshot.n_live:
+                self._core = CoreMultiHopRetriever.from_index(
+                    self._snapshot, settings=self.settings
+                )
         return self._core
 
     @component.output_types(documents=list[Document], version=int, trace=dict[str, Any])
@@ -159,9 +167,12 @@ class CorpusIndexMultiHopRetriever:
         embedding retriever's output) replace the index's dense search (module docstring)."""
         k = check_positive_int(top_k if top_k is not None else self.top_k, "top_k")
         core = self._current()
-        vector = np.asarray(query_embedding, dtype=np.float32)
+        question = Query(query, embedding=np.asarray(query_embedding, dtype=np.float32))
         first = None if documents is None else _candidates(documents)
-        result = core.run(Query(query, embedding=vector), k, candidates=first)
+        if core is None:
+            result = CoreMultiHopResult.empty(question)
+        else:
+            result = core.run(question, k, candidates=first)
         documents = [
             Document(
                 id=c.id,

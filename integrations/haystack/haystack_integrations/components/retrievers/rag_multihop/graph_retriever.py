@@ -15,7 +15,8 @@ machine) 1.7-3.8 ms (the store returns its stored documents: no text compared) a
 10-21 ms for the run itself, and about 35 ms with ``return_embedding=False`` (Haystack copies
 every document on each read). With a remote store it reads every document per run: there set
 ``auto_refresh=False`` (the count only, a warning once when it changed) and call
-:meth:`refresh` after writing.
+:meth:`refresh` after writing. A store that holds no documents yet (a pipeline warmed up
+before the first ingestion) is fine: runs return no documents until some are written.
 ``filters`` decide which seed documents seed the walk and which documents come back (Haystack
 filter syntax, checked when given, matched in memory by Haystack's own rule; the walk runs
 over the whole graph); ``filter_policy`` says whether ``run(filters=...)`` replaces or merges
@@ -134,6 +135,7 @@ class EntityGraphRetriever:
         self.embedder = check_embedder(embedder)
         self.synonym_threshold = check_fraction(synonym_threshold, "synonym_threshold")
         self._retriever: GraphRetriever | None = None
+        self._built = False
         self._warned_stale = False
 
     def warm_up(self) -> None:
@@ -144,12 +146,17 @@ class EntityGraphRetriever:
         """Rebuild the graph from the store's documents now (and save it to ``graph_path``)."""
         self._rebuild(self.document_store.filter_documents())
 
-    def _rebuild(self, documents: list[Document]) -> GraphRetriever:
+    def _rebuild(self, documents: list[Document]) -> GraphRetriever | None:
         self._retriever = self._build(documents, load_saved=False)
         self._warned_stale = False
         return self._retriever
 
-    def _build(self, documents: list[Document], *, load_saved: bool) -> GraphRetriever:
+    def _build(self, documents: list[Document], *, load_saved: bool) -> GraphRetriever | None:
+        """The retriever over ``documents``; ``None`` while the store holds none."""
+        self._built = True
+        if not documents:
+            logger.info("the document store holds no documents: the retriever returns none")
+            return None
         corpus = documents_to_corpus(documents)
         folder = None if self.graph_path is None else Path(self.graph_path)
         if load_saved and folder is not None and EntityGraph.is_saved(folder):
@@ -168,20 +175,24 @@ class EntityGraphRetriever:
     @property
     def graph(self) -> EntityGraph:
         """The entity graph of the store's documents (built or loaded on first use)."""
-        return self._ready().graph
+        retriever = self._ready()
+        if retriever is None:
+            raise ValueError("the document store holds no documents: there is no entity graph yet")
+        return retriever.graph
 
-    def _ready(self) -> GraphRetriever:
-        if self._retriever is None:
+    def _ready(self) -> GraphRetriever | None:
+        if not self._built:
             documents = self.document_store.filter_documents()
             self._retriever = self._build(documents, load_saved=True)
         return self._retriever
 
-    def _current(self) -> GraphRetriever:
+    def _current(self) -> GraphRetriever | None:
         """The graph, rebuilt (or flagged) when the store's documents have changed
         (``convert.store_change``)."""
         retriever = self._ready()
+        corpus = None if retriever is None else retriever.corpus
         reason, documents = store_change(
-            self.document_store, retriever.corpus, compare_documents=self.auto_refresh
+            self.document_store, corpus, compare_documents=self.auto_refresh
         )
         if reason is None:
             return retriever
@@ -219,10 +230,11 @@ class EntityGraphRetriever:
     def from_dict(cls, data: dict[str, Any]) -> EntityGraphRetriever:
         return default_from_dict(cls, data)
 
-    def _seeds(self, corpus: Corpus, documents: list[Document]) -> list[Candidate]:
+    def _seeds(self, corpus: Corpus | None, documents: list[Document]) -> list[Candidate]:
+        """``documents`` as seeds of the walk over ``corpus`` (``None``: an empty store)."""
         seeds = []
         for document in documents:
-            if document.id not in corpus:
+            if corpus is None or document.id not in corpus:
                 raise ValueError(
                     f"seed document {document.id!r} is not in the document store the graph was "
                     "built from; seed documents must come from the same store (after writing "
@@ -251,6 +263,10 @@ class EntityGraphRetriever:
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
         active = apply_filter_policy(self.filter_policy, self.filters, check_filters(filters))
         retriever = self._current()
+        if retriever is None:
+            self._seeds(None, documents or [])
+            Query(query)
+            return {"documents": []}
         if not active:
             seeds = self._seeds(retriever.corpus, documents or [])
             ranked = retriever.rank(Query(query), seeds, k=limit)

@@ -22,7 +22,9 @@ core :class:`rag_multihop.multihop.MultiHopRetriever`; this file only translates
   :class:`EntityGraphRetriever`), so an overwrite, a meta edit or a delete + add that keeps
   the count rebuilds it too and a deleted document never comes back. With a remote store,
   where reading every document per run costs too much, set ``auto_refresh=False`` (the count
-  only, a warning once when it changed) and call :meth:`refresh` after writing.
+  only, a warning once when it changed) and call :meth:`refresh` after writing. A store
+  that holds no documents yet (a pipeline warmed up before the first ingestion) is fine:
+  runs return no documents until some are written.
 - **Filters**: ``filters`` (Haystack filter syntax, checked when given, matched in memory by
   Haystack's own rule on the documents the retriever was built from, as for
   :class:`EntityGraphRetriever`) restrict every step to the matching documents: the dense
@@ -75,6 +77,7 @@ from haystack_integrations.common.rag_multihop.convert import (
     store_change,
 )
 
+from rag_multihop.multihop import MultiHopResult as CoreMultiHopResult
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.types import Query
@@ -173,6 +176,7 @@ class MultiHopRetriever:
         self.filter_policy = as_filter_policy(filter_policy)
         self.auto_refresh = auto_refresh
         self._core: CoreMultiHopRetriever | None = None
+        self._built = False
         self._warned_stale = False
 
     def warm_up(self) -> None:
@@ -183,7 +187,14 @@ class MultiHopRetriever:
         """Rebuild the retriever from the store's documents now."""
         self._rebuild(self.document_store.filter_documents())
 
-    def _rebuild(self, documents: list[Document]) -> CoreMultiHopRetriever:
+    def _rebuild(self, documents: list[Document]) -> CoreMultiHopRetriever | None:
+        """The retriever over ``documents``; ``None`` while the store holds none (runs
+        return no documents until some are written)."""
+        self._built, self._warned_stale = True, False
+        if not documents:
+            logger.info("the document store holds no documents: the retriever returns none")
+            self._core = None
+            return None
         corpus = documents_to_corpus(documents)
         given = [d.embedding for d in documents]
         if all(vector is not None for vector in given):
@@ -195,15 +206,15 @@ class MultiHopRetriever:
             encoder = as_encoder(self.embedder)
             vectors = encoder.encode(corpus.texts())
         self._core = CoreMultiHopRetriever(corpus, vectors, encoder=encoder, settings=self.settings)
-        self._warned_stale = False
         return self._core
 
-    def _current(self) -> CoreMultiHopRetriever:
+    def _current(self) -> CoreMultiHopRetriever | None:
         """The retriever, rebuilt (or flagged) when the store's documents have changed."""
-        if self._core is None:
+        if not self._built:
             return self._rebuild(self.document_store.filter_documents())
+        corpus = None if self._core is None else self._core.corpus
         reason, documents = store_change(
-            self.document_store, self._core.corpus, compare_documents=self.auto_refresh
+            self.document_store, corpus, compare_documents=self.auto_refresh
         )
         if reason is None:
             return self._core
@@ -262,6 +273,10 @@ class MultiHopRetriever:
         query's trace."""
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
         core = self._current()
+        if core is None:
+            check_filters(filters)
+            empty = CoreMultiHopResult.empty(Query(query))
+            return {"documents": [], "trace": empty.trace.to_dict()}
         allowed = self._allowed(core, filters)
         if query_embedding is None and core.encoder is None:
             raise ValueError(
