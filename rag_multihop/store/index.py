@@ -102,6 +102,11 @@ FORMAT = "rag-multihop-corpus-index"
 FORMAT_VERSION = 4
 DEFAULT_LOCK_TIMEOUT = 30.0
 SNAPSHOT_ATTEMPTS = 5
+UNCHANGED_COSINE = 1 - 1e-6
+"""An upserted passage whose id, text and title the index holds, with a stored vector at
+least this similar to the given one, is left as it is: re-embedding the same text in
+another batch moves a vector by float rounding only, and re-ingesting unchanged documents
+should cost no write."""
 """Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
 ATTACH_BATCH = 65_536
 """Passages :meth:`CorpusIndex.attach_sidecar` computes and writes at a time (one part each):
@@ -346,7 +351,10 @@ class CorpusIndex:
         return self._write(passages, vectors, replace=False)
 
     def upsert(self, passages: Sequence[Passage], vectors: np.ndarray) -> int:
-        """Add passages, replacing those whose ids are already in the index; the new version."""
+        """Add passages, replacing those whose ids are already in the index; the new version.
+        A passage the index already holds as given (same id, text and title, its vector
+        within :data:`UNCHANGED_COSINE`) is left as it is, in its place: re-ingesting
+        unchanged documents writes nothing (the current version is returned)."""
         return self._write(passages, vectors, replace=True)
 
     def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
@@ -421,9 +429,18 @@ class CorpusIndex:
                     f"{len(present)} id(s) are already in the index, e.g. {present[:5]}; use "
                     "upsert() (rag-multihop index add --upsert) to replace them"
                 )
+            assert matrix is not None
+            if present:
+                same = state.holds_as_given(self.path, passages, matrix, rows)
+                if any(same):
+                    logger.info("%d upserted passages are unchanged: left as they are", sum(same))
+                    changed = [i for i, kept in enumerate(same) if not kept]
+                    passages = [passages[i] for i in changed]
+                    matrix, rows = matrix[changed], [rows[i] for i in changed]
+                    if not passages:
+                        return state.version
             dead = [row for row in rows if row is not None]
             check_names_version(state.manifest, self.path)
-            assert matrix is not None
             return self._commit(state, passages, matrix, dead)
 
     def _commit(
@@ -819,6 +836,40 @@ class _State:
                 local = live[at : at + size]
                 passages = [self.passage(start + int(i)) for i in local]
                 yield passages, np.asarray(segment["vectors"])[local]
+
+    def holds_as_given(
+        self,
+        root: Path,
+        passages: Sequence[Passage],
+        vectors: np.ndarray,
+        rows: Sequence[int | None],
+    ) -> list[bool]:
+        """Per passage, whether live ``rows`` (its row, ``None`` when absent) holds it as
+        given: the same text and title, and a stored unit vector within
+        :data:`UNCHANGED_COSINE` of ``vectors``' row. Stored vectors are read only for
+        passages whose text and title match (an ANN file that holds them is mapped then)."""
+        view = self.view
+        same = [
+            row is not None
+            and view.string("texts", row) == p.text
+            and view.string("titles", row) == p.title
+            for p, row in zip(passages, rows, strict=True)
+        ]
+        stored: dict[str, np.ndarray] = {}
+        entries = {e["name"]: e for e in self.manifest["segments"]}
+        unit = l2_normalize(np.asarray(vectors, dtype=np.float32))
+        for i, row in enumerate(rows):
+            if not same[i] or row is None:
+                continue
+            segment, local = view.locate(row)
+            if segment.name not in stored:
+                held = segment.arrays.get("vectors")
+                if held is None:  # held by the segment's ANN file, not loaded by a writer
+                    held = read_segment(root, entries[segment.name], ann=True)["vectors"]
+                stored[segment.name] = held
+            vector = np.asarray(stored[segment.name][local], dtype=np.float32)
+            same[i] = float(vector @ unit[i]) >= UNCHANGED_COSINE
+        return same
 
     def passage(self, row: int) -> Passage:
         view = self.view

@@ -146,6 +146,30 @@ def test_upsert_replaces_and_delete_removes(index, polish_wedding, hashing_encod
     assert index.info()["deleted"] == 2
 
 
+@pytest.mark.parametrize("ann", ["flat", "HNSW16"])  # HNSW: the vectors live in its file
+def test_an_upsert_of_unchanged_passages_writes_only_the_changed_ones(
+    tmp_path, polish_wedding, hashing_encoder, ann
+) -> None:
+    vectors = _vectors(hashing_encoder, polish_wedding)
+    index = CorpusIndex.build(
+        tmp_path / "idx", polish_wedding, vectors, settings=IndexSettings(ann=ann)
+    )
+    # re-ingesting the same documents (re-embedded: rounding may move a vector a little)
+    jitter = vectors * np.float32(1 + 1e-7)
+    assert index.upsert(polish_wedding, jitter) == 1 and index.info()["deleted"] == 0
+    first = polish_wedding[0]
+    edited = [Passage(first.id, first.text + " It was released in 1998.", first.title)]
+    moved = vectors[1:2] + np.float32(0.5)  # the same text under a new embedding model
+    batch = [*polish_wedding[2:], *edited, polish_wedding[1]]
+    given = np.vstack([vectors[2:], _vectors(hashing_encoder, edited), moved])
+    assert index.upsert(batch, given) == 2
+    ids = index.snapshot().corpus.ids
+    # the unchanged ones keep their places; the changed ones are rewritten at the end
+    assert ids == [p.id for p in polish_wedding[2:]] + [first.id, polish_wedding[1].id]
+    assert index.snapshot().corpus[first.id].text == edited[0].text
+    assert index.info()["deleted"] == 2
+
+
 def test_an_old_passage_links_to_a_title_added_later(tmp_path, hashing_encoder) -> None:
     rope = Passage("rope", "Rope is a 1948 film directed by Alfred Hitchcock.", "Rope")
     index = CorpusIndex.build(tmp_path / "idx", [rope], _vectors(hashing_encoder, [rope]))
