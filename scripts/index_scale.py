@@ -2,8 +2,10 @@
 
 For each size N: build the index (vectors given: random unit vectors), open it and make
 the ``multihop`` and ``pit-boltzmann`` retrievers from it, time the first query and
-``--queries`` more (query vector given), add 10k passages, delete 10k. Each phase runs in
-its own process, so its peak RSS is its own. Prints a markdown table and writes JSON.
+``--queries`` more (query vector given), add 10k passages, delete 10k (and, with
+``--phases ...,reupsert``, upsert 10k passages it already holds, unchanged: an ingestion
+pipeline run again over the same files). Each phase runs in its own process, so its peak
+RSS is its own. Prints a markdown table and writes JSON.
 With ``--preload`` the server maps every page of the index right after opening
 (``IndexSnapshot.preload``, timed as ``preload_s``), as a long-running server would;
 without it, the first queries fault in the pages they touch.
@@ -341,6 +343,27 @@ def phase_delete(path: Path, n: int) -> dict[str, Any]:
     }
 
 
+def phase_reupsert(path: Path, n: int) -> dict[str, Any]:
+    """Upsert 10k passages the index already holds, unchanged (an ingestion pipeline run
+    again over the same files): their texts, titles and vectors read back from the index."""
+    from rag_multihop.store import CorpusIndex
+
+    index = CorpusIndex(path)
+    snapshot = index.snapshot()
+    rows = np.random.default_rng(4).choice(snapshot.n_live, size=min(CHANGE, n), replace=False)
+    corpus = snapshot.corpus
+    same = [corpus[int(row)] for row in rows]
+    matrix = np.stack([np.asarray(snapshot.vectors[int(row)]) for row in rows])
+    before = index.version
+    start, cpu = time.perf_counter(), time.process_time()
+    after = index.upsert(same, matrix)
+    return {
+        "reupsert_10k_s": time.perf_counter() - start,
+        "reupsert_cpu_s": time.process_time() - cpu,
+        "reupsert_new_version": after != before,
+    }
+
+
 def _child(args: list[str]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, __file__, "--phase", *args], check=True, stdout=subprocess.PIPE, text=True
@@ -382,6 +405,8 @@ def main() -> None:
             result = phase_serve(path, n, dim, int(extra[0]), extra[1] == "preload")
         elif name == "add":
             result = phase_add(path, n, dim)
+        elif name == "reupsert":
+            result = phase_reupsert(path, n)
         else:
             result = phase_delete(path, n)
         print(json.dumps(result))
@@ -395,7 +420,7 @@ def main() -> None:
         common = [str(path), str(n), str(args.dim)]
         row: dict[str, Any] = {"passages": n, "dim": args.dim, "ann": args.ann}
         serve = [str(args.queries), "preload" if args.preload else "lazy"]
-        extras = {"build": [args.ann], "serve": serve, "add": [], "delete": []}
+        extras = {"build": [args.ann], "serve": serve, "add": [], "delete": [], "reupsert": []}
         for phase in args.phases.split(","):
             extra = extras[phase]
             row |= _child([phase, *common, *extra])
