@@ -12,6 +12,8 @@
 - :mod:`.segment`, :mod:`.tables`, :mod:`.views`, :mod:`.serving`: the on-disk segments,
   their array forms, the look-ups across segments and the read-side objects.
 
+- :mod:`.sources`: which passages each source document wrote, so that a changed document
+  ingested again replaces its chunks (the framework writers use it);
 - :mod:`.sidecars`: per-passage arrays of a model (AAR's passage transforms, RaLa's token
   states) stored beside the segments and kept right by every write.
 

@@ -350,12 +350,18 @@ class CorpusIndex:
         (the current one, unchanged, when ``passages`` is empty)."""
         return self._write(passages, vectors, replace=False)
 
-    def upsert(self, passages: Sequence[Passage], vectors: np.ndarray) -> int:
-        """Add passages, replacing those whose ids are already in the index; the new version.
-        A passage the index already holds as given (same id, text and title, its vector
-        within :data:`UNCHANGED_COSINE`) is left as it is, in its place: re-ingesting
-        unchanged documents writes nothing (the current version is returned)."""
-        return self._write(passages, vectors, replace=True)
+    def upsert(
+        self, passages: Sequence[Passage], vectors: np.ndarray, *, delete: Iterable[str] = ()
+    ) -> int:
+        """Add passages, replacing those whose ids are already in the index, and delete the
+        ids of ``delete`` that are there (in the same version: a reader never sees a
+        document half replaced); the new version. A passage the index already holds as
+        given (same id, text and title, its vector within :data:`UNCHANGED_COSINE`) is left
+        as it is, in its place: re-ingesting unchanged documents writes nothing (the
+        current version is returned)."""
+        if isinstance(delete, str):
+            raise TypeError("delete must be a collection of passage ids, not one string")
+        return self._write(passages, vectors, replace=True, delete=list(delete))
 
     def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
         """Delete passages by id (tombstones until :meth:`compact`); unknown ids raise
@@ -405,7 +411,14 @@ class CorpusIndex:
             logger.info("compacted %s to version %d; removed %s", self.path, version, removed)
             return version
 
-    def _write(self, passages: Sequence[Passage], vectors: np.ndarray, *, replace: bool) -> int:
+    def _write(
+        self,
+        passages: Sequence[Passage],
+        vectors: np.ndarray,
+        *,
+        replace: bool,
+        delete: Sequence[str] = (),
+    ) -> int:
         passages = list(passages)
         for p in passages:
             if not isinstance(p, Passage):
@@ -418,18 +431,24 @@ class CorpusIndex:
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             raise ValueError(f"passages repeat id(s) {dupes[:5]}; ids must be unique")
-        if not passages:
+        bad = [i for i in delete if not isinstance(i, str) or not i]
+        if bad:
+            raise ValueError(f"ids to delete must be non-empty strings, got {bad[:3]}")
+        if not passages and not delete:
             return self.version
         with writer_lock(self.path, self.lock_timeout):
             state = _State.read(self.path, vectors=False)
             rows = state.view.rows_of(ids)
+            others = [i for i in dict.fromkeys(delete) if i not in set(ids)]
+            extra = [row for row in state.view.rows_of(others) if row is not None]
             present = [i for i, row in zip(ids, rows, strict=True) if row is not None]
             if present and not replace:
                 raise ValueError(
                     f"{len(present)} id(s) are already in the index, e.g. {present[:5]}; use "
                     "upsert() (rag-multihop index add --upsert) to replace them"
                 )
-            assert matrix is not None
+            if matrix is None:
+                matrix = np.zeros((0, dim), dtype=np.float32)
             if present:
                 same = state.holds_as_given(self.path, passages, matrix, rows)
                 if any(same):
@@ -437,10 +456,11 @@ class CorpusIndex:
                     changed = [i for i, kept in enumerate(same) if not kept]
                     passages = [passages[i] for i in changed]
                     matrix, rows = matrix[changed], [rows[i] for i in changed]
-                    if not passages:
-                        return state.version
-            dead = [row for row in rows if row is not None]
-            check_names_version(state.manifest, self.path)
+            dead = [row for row in rows if row is not None] + extra
+            if not passages and not dead:
+                return state.version
+            if passages:
+                check_names_version(state.manifest, self.path)
             return self._commit(state, passages, matrix, dead)
 
     def _commit(

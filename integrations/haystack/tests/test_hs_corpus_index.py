@@ -14,6 +14,8 @@ from haystack_integrations.components.retrievers.rag_multihop import (
 from haystack_integrations.components.writers.rag_multihop import CorpusIndexWriter
 from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
+from rag_multihop.store import CorpusIndex
+
 TEXTS = {
     "pw": ("Polish Wedding", "Polish Wedding is a 1998 film directed by Theresa Connelly."),
     "tc": ("Theresa Connelly", "Theresa Connelly is an American director born in Philadelphia."),
@@ -117,3 +119,24 @@ def test_an_index_emptied_by_deletes_answers_no_documents_until_written(tmp_path
     writer.run(HashingDocumentEmbedder().run(_documents(["ph"]))["documents"])
     again = retriever.run(QUESTION, query)
     assert [d.id for d in again["documents"]] == ["ph"] and again["version"] == 3
+
+
+def test_a_changed_file_split_again_replaces_its_splits(tmp_path) -> None:
+    from haystack.components.preprocessors import DocumentSplitter
+
+    path = str(tmp_path / "corpus.idx")
+    pipeline = Pipeline()
+    pipeline.add_component("splitter", DocumentSplitter(split_by="word", split_length=8))
+    pipeline.add_component("embedder", HashingDocumentEmbedder())
+    pipeline.add_component("index_writer", CorpusIndexWriter(path))
+    pipeline.connect("splitter.documents", "embedder.documents")
+    pipeline.connect("embedder.documents", "index_writer.documents")
+    long = " ".join(f"Rope is film number {i} by Alfred Hitchcock." for i in range(4))
+    other = Document(id="vertigo", content="Vertigo is a 1958 film.")
+    pipeline.run({"splitter": {"documents": [Document(id="rope", content=long), other]}})
+    assert CorpusIndex(path).snapshot().n_live > 2
+    pipeline.run({"splitter": {"documents": [Document(id="rope", content="Rope is short.")]}})
+    corpus = CorpusIndex(path).snapshot().corpus
+    assert [corpus[i].text for i in corpus.ids] == [other.content, "Rope is short."]
+    CorpusIndexWriter(path).delete_sources(["rope"])
+    assert CorpusIndex(path).snapshot().corpus.ids == [corpus.ids[0]]

@@ -119,3 +119,28 @@ def test_an_index_created_empty_answers_no_nodes_until_written(tmp_path, hashing
     assert _ids(retriever, hashing_embedding) == ["pw", "tc"] and retriever.version == 1
     CorpusIndexWriter(index_path=path).delete(["pw", "tc"])
     assert _ids(retriever, hashing_embedding) == [] and retriever.version == 2
+
+
+def test_a_changed_document_ingested_again_replaces_its_chunks(tmp_path, hashing_embedding) -> None:
+    from llama_index.core import Document
+    from llama_index.core.node_parser import SentenceSplitter
+
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(index_path=path)
+    pipeline = IngestionPipeline(
+        transformations=[
+            SentenceSplitter(chunk_size=24, chunk_overlap=0),
+            hashing_embedding,
+            writer,
+        ]
+    )
+    first = " ".join(f"Rope is film number {i} by Alfred Hitchcock." for i in range(6))
+    other = Document(id_="vertigo.txt", text="Vertigo is a 1958 film by Alfred Hitchcock.")
+    old_nodes = pipeline.run(documents=[Document(id_="rope.txt", text=first), other])
+    assert len(old_nodes) > 2  # the file is cut into chunks with random ids
+    pipeline.run(documents=[Document(id_="rope.txt", text="Rope is a 1948 film.")])
+    snapshot = CorpusIndex(path).snapshot()
+    texts = [snapshot.corpus[i].text for i in snapshot.corpus.ids]
+    assert texts == [old_nodes[-1].text, "Rope is a 1948 film."]  # no old chunk of rope.txt
+    writer.delete_ref_doc("rope.txt")
+    assert [CorpusIndex(path).snapshot().corpus[0].text] == [other.text]

@@ -3,9 +3,14 @@
 - :class:`CorpusIndexWriter` is a ``TransformComponent``: put it after the embed model in an
   ``IngestionPipeline`` and every node that goes through is upserted into the
   :class:`rag_multihop.store.CorpusIndex` at ``index_path`` (created on the first call, with
-  the nodes' embedding dimension); :meth:`CorpusIndexWriter.delete` removes nodes by id (call
-  it where you call ``delete_ref_doc`` / ``delete_nodes`` on your index). Nodes pass through
-  unchanged, so the pipeline's vector store still gets them.
+  the nodes' embedding dimension). Nodes of a source document (``node.ref_doc_id``) replace
+  that document's earlier nodes, in one index version: a changed file ingested again (its
+  chunks under new ids) leaves none of its old chunks behind
+  (:mod:`rag_multihop.store.sources`); an unchanged node costs no write.
+  :meth:`CorpusIndexWriter.delete_ref_doc` and :meth:`CorpusIndexWriter.delete` remove a
+  document's nodes / nodes by id (call them where you call ``delete_ref_doc`` /
+  ``delete_nodes`` on your index). Nodes pass through unchanged, so the pipeline's vector
+  store still gets them.
 - :class:`CorpusIndexMultiHopRetriever` answers from the persisted index (the core's
   ``MultiHopRetriever.from_index``): it never reads the vector store's documents, and before
   each query compares the index's version with the one it opened, reopening (no rebuild:
@@ -72,6 +77,7 @@ from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.store import CorpusIndex, IndexSnapshot
 from rag_multihop.store.segment import POINTER
+from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int
 
@@ -95,12 +101,18 @@ class CorpusIndexWriter(TransformComponent):
             )
         passages = [_plain(node_to_passage(node)) for node in nodes]
         vectors = np.asarray([node.embedding for node in nodes], dtype=np.float32)
-        self._index(vectors.shape[1]).upsert(passages, vectors)
+        sources = [node.ref_doc_id for node in nodes]
+        write_sources(self._index(vectors.shape[1]), passages, vectors, sources)
         return nodes
 
     def delete(self, node_ids: Sequence[str], *, missing_ok: bool = True) -> int:
         """Delete nodes from the index by id; the index's new version."""
         return CorpusIndex(self.index_path).delete(node_ids, missing_ok=missing_ok)
+
+    def delete_ref_doc(self, ref_doc_id: str) -> int:
+        """Delete every node this writer wrote for the source document ``ref_doc_id``
+        (as ``index.delete_ref_doc`` does in the vector store); the index's new version."""
+        return delete_sources(CorpusIndex(self.index_path), [ref_doc_id])
 
     def _index(self, dim: int) -> CorpusIndex:
         if (Path(self.index_path) / POINTER).exists():

@@ -4,9 +4,13 @@ pipeline.
 Put it after the document embedder (beside or after a ``DocumentWriter``): every document of
 ``run(documents=...)`` is upserted into the :class:`rag_multihop.store.CorpusIndex` at
 ``index_path`` (created on the first run with the documents' embedding dimension; a document
-already there is replaced). :meth:`CorpusIndexWriter.delete_documents` is the delete path
-(call it where you delete from your document store). Documents become passages by the
-package's rule (``Document.id``, ``content``, ``meta["title"]``).
+already there is replaced, an unchanged one costs no write). Split documents
+(``meta["source_id"]``, as ``DocumentSplitter`` sets it) replace the earlier splits of their
+source, in one index version: a changed file indexed again (its splits under new ids)
+leaves none of its old splits behind (:mod:`rag_multihop.store.sources`).
+:meth:`CorpusIndexWriter.delete_documents` and :meth:`CorpusIndexWriter.delete_sources` are
+the delete paths (call them where you delete from your document store). Documents become
+passages by the package's rule (``Document.id``, ``content``, ``meta["title"]``).
 :class:`~haystack_integrations.components.retrievers.rag_multihop.CorpusIndexMultiHopRetriever`
 reads the index.
 
@@ -31,7 +35,11 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from rag_multihop.store import CorpusIndex
 from rag_multihop.store.segment import POINTER
+from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Passage
+
+SOURCE_KEY = "source_id"
+"""The meta key of a split document's source (Haystack's ``DocumentSplitter`` sets it)."""
 
 
 @component
@@ -58,12 +66,18 @@ class CorpusIndexWriter:
             Passage(d.id, d.content or "", str(d.meta.get("title", "") or "")) for d in documents
         ]
         vectors = np.asarray([d.embedding for d in documents], dtype=np.float32)
-        self._index(vectors.shape[1]).upsert(passages, vectors)
+        sources = [d.meta.get(SOURCE_KEY) for d in documents]
+        write_sources(self._index(vectors.shape[1]), passages, vectors, sources)
         return {"documents_written": len(documents)}
 
     def delete_documents(self, document_ids: list[str], *, missing_ok: bool = True) -> int:
         """Delete documents from the index by id; the index's new version."""
         return CorpusIndex(self.index_path).delete(document_ids, missing_ok=missing_ok)
+
+    def delete_sources(self, source_ids: list[str]) -> int:
+        """Delete every split this writer wrote for the source documents ``source_ids``
+        (their ``meta["source_id"]``); the index's new version."""
+        return delete_sources(CorpusIndex(self.index_path), source_ids)
 
     def _index(self, dim: int) -> CorpusIndex:
         if (Path(self.index_path) / POINTER).exists():
