@@ -1,5 +1,7 @@
 """Text utilities every method shares: entity keys, title keys and one mention index.
 
+- :func:`visible`: a text without the invisible characters that split a word where a reader
+  sees none (every word reader of the package reads through it);
 - :func:`normalize_entity`: the canonical key of an entity name (graph entities, LLM
   entities, bridge entities and title keys all meet on it);
 - :func:`strip_disambiguation` / :func:`title_key`: a title without its trailing
@@ -41,6 +43,18 @@ _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"\w+")
 _ANSWER_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _ANSWER_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+
+
+def visible(text: str) -> str:
+    """``text`` without soft hyphens, zero-width spaces and joiners, word joiners and
+    byte-order marks: characters a page does not show that would split a word in two
+    (a PDF's hyphenation point, ``&shy;`` in HTML), so that *Of\u00adfice* reads *Office*.
+
+    >>> visible("The Of\u00adfice Sta\u200bff")
+    'The Office Staff'
+    """
+    return text.translate(_INVISIBLE)
 
 
 def normalize_entity(name: str) -> str:
@@ -107,7 +121,7 @@ def word_tokens(text: str) -> list[str]:
     >>> word_tokens("Cape Fear (1962 film)")
     ['Cape', 'Fear', '1962', 'film']
     """
-    return _WORD.findall(text)
+    return _WORD.findall(visible(text))
 
 
 class MentionIndex(Generic[T]):

@@ -51,7 +51,7 @@ from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
 from rag_multihop.graph.push import PushGraph
-from rag_multihop.text import normalize_entity, normalize_word, title_key
+from rag_multihop.text import normalize_entity, normalize_word, title_key, visible
 from rag_multihop.validation import check_fraction, check_number, check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -348,7 +348,7 @@ def title_link_keys(text: str, max_title_words: int = 8) -> list[str]:
     >>> title_link_keys("Rope is a Hitchcock film.", 2)
     ['rope', 'rope is', 'hitchcock', 'hitchcock film']
     """
-    words = LINK_WORD.findall(text)
+    words = LINK_WORD.findall(visible(text))
     normalised = [normalize_word(word) for word in words]
     keys: dict[str, None] = {}
     for start, word in enumerate(words):

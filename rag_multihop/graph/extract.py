@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from rag_multihop.text import normalize_entity, normalize_word
+from rag_multihop.text import normalize_entity, normalize_word, visible
 from rag_multihop.validation import check_positive_int
 
 __all__ = [
@@ -161,6 +161,7 @@ class HeuristicExtractor:
         return [self._extract_one(text) for text in texts]
 
     def _extract_one(self, text: str) -> list[str]:
+        text = visible(text)
         found: list[str] = []
         if self.include_numbers:
             found.extend(self._dates_and_numbers(text))

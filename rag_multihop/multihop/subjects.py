@@ -43,7 +43,7 @@ from rag_multihop.types import Passage
 NAMES_CACHE_SIZE = 65536
 """Passages whose names :func:`known_names` remembers."""
 
-NAMES_VERSION = 6
+NAMES_VERSION = 7
 """The version of the names and aliases read from a passage (:func:`indexed_names` and the
 aliases :func:`~rag_multihop.multihop.titles.name_variants` adds): raised whenever a change
 gives some text other names, so that a persistent index whose names an older reader made
@@ -60,7 +60,8 @@ bracket; 6: a comma right before the opening's copula kept, *Boum sur Paris, is 
 *Catherine de' Medici (1519 – 1589), was*, *born* ending a name, *Henry Wharton* for
 *Henry Wharton born in Leeds is*, and an opening's comma-ended name standing before an
 apposition of any length, *Humphrey de Bohun, 7th Earl of Hereford, 6th Earl of Essex, ...,
-was*)."""
+was*; 7: words read through :func:`~rag_multihop.text.visible`, a soft hyphen or a
+zero-width character no longer splitting one)."""
 
 MAX_SUBJECTS = 8
 """At most this many subjects are read from one passage (the first ones)."""

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from rag_multihop.multihop.names import name_aliases
-from rag_multihop.text import normalize_word, strip_disambiguation
+from rag_multihop.text import normalize_word, strip_disambiguation, visible
 from rag_multihop.validation import check_positive_int
 
 _WORD = re.compile(r"[^\W_]+|&", re.UNICODE)
@@ -57,7 +57,7 @@ def title_words(text: str) -> list[str]:
     >>> title_words("Will &amp; Grace's")
     ['Will', '&', 'Grace', 's']
     """
-    return _WORD.findall(html.unescape(text))
+    return _WORD.findall(visible(html.unescape(text)))
 
 
 def title_token(word: str) -> str:

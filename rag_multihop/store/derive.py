@@ -39,7 +39,7 @@ from rag_multihop.multihop.links import passage_link_spans
 from rag_multihop.multihop.titles import TitleIndex, name_variants, title_tokens
 from rag_multihop.store.tables import Postings, build_postings, key_hashes, pack_strings
 from rag_multihop.store.views import QUALIFIER_SEPARATOR
-from rag_multihop.text import normalize_word, title_key
+from rag_multihop.text import normalize_word, title_key, visible
 from rag_multihop.types import Passage
 
 Arrays = dict[str, np.ndarray]
@@ -155,7 +155,7 @@ def text_pieces(text: str) -> set[str]:
     """The normalised words of ``text`` under both title matchers' tokenisations: a passage
     can name a key only if it holds every word of the key."""
     pieces = {token for _, token in title_tokens(text)}
-    for word in LINK_WORD.findall(text):
+    for word in LINK_WORD.findall(visible(text)):
         pieces.update(normalize_word(word).split())
     return pieces
 

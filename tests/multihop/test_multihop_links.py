@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_multihop import Corpus, Passage
+from rag_multihop import Corpus, Passage, Query
 from rag_multihop.graph.build import build_entity_graph
 from rag_multihop.multihop.links import (
     LinkGraph,
@@ -16,7 +16,9 @@ from rag_multihop.multihop.links import (
     text_stems,
     token_stems,
 )
+from rag_multihop.multihop.retriever import MultiHopRetriever
 from rag_multihop.multihop.titles import TitleIndex, title_tokens
+from rag_multihop.store import CorpusIndex
 
 
 def _corpus() -> Corpus:
@@ -44,6 +46,19 @@ def test_links_point_from_the_naming_passage_to_the_named_one() -> None:
     assert links.targets(1) == {2: 1.0}
     assert links.targets(2) == {}  # a passage never links to itself
     assert links.targets(5) == {2: 1.0}  # a name said twice is one link
+
+
+@pytest.mark.parametrize("invisible", ["\u00ad", "\u200b", "\u200d", "\ufeff"])
+def test_an_invisible_character_inside_a_name_does_not_split_it(tmp_path, invisible) -> None:
+    # a PDF's soft hyphen or a web page's zero-width space, in the text and in the question
+    named = f"Polish Wed{invisible}ding is a film directed by Theresa Con{invisible}nelly."
+    corpus = Corpus([Passage("pw", named, "Polish Wedding"), *list(_corpus())[1:]])
+    assert _links(corpus).targets(0) == {1: 1.0}
+    index = CorpusIndex.build(tmp_path / "idx", list(corpus), np.eye(len(corpus), 8))
+    assert index.snapshot().link_graph.targets(0) == {1: 1.0}
+    retriever = MultiHopRetriever(corpus, np.eye(len(corpus), 8))
+    question = Query(f"Who directed Polish Wed{invisible}ding?", embedding=np.eye(8)[5])
+    assert retriever.run(question, k=2).trace.mentions == (("polish wedding", ("pw",)),)
 
 
 def test_an_ambiguous_name_splits_its_weight_and_qualifiers_decide() -> None:
