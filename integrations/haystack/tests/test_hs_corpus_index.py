@@ -140,3 +140,18 @@ def test_a_changed_file_split_again_replaces_its_splits(tmp_path) -> None:
     assert [corpus[i].text for i in corpus.ids] == [other.content, "Rope is short."]
     CorpusIndexWriter(path).delete_sources(["rope"])
     assert CorpusIndex(path).snapshot().corpus.ids == [corpus.ids[0]]
+
+
+def test_a_source_id_of_another_type_or_empty_is_read_as_a_string_or_none(tmp_path) -> None:
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(path)
+    embed = HashingDocumentEmbedder().run
+    first = [Document(id="a1", content="Rope is a film.", meta={"source_id": 7})]
+    writer.run(embed(first)["documents"])
+    empty = [Document(id="e1", content="No source here.", meta={"source_id": ""})]
+    writer.run(embed(empty)["documents"])
+    second = [Document(id="a2", content="Rope is a 1948 film.", meta={"source_id": 7})]
+    writer.run(embed(second)["documents"])
+    assert CorpusIndex(path).snapshot().corpus.ids == ["e1", "a2"]
+    writer.delete_sources(["7"])
+    assert CorpusIndex(path).snapshot().corpus.ids == ["e1"]

@@ -42,6 +42,17 @@ SOURCE_KEY = "source_id"
 """The meta key of a split document's source (Haystack's ``DocumentSplitter`` sets it)."""
 
 
+def _source(document: Document) -> str | None:
+    """The document's source id as a string (a number a pipeline of the user's wrote is
+    one too); ``None`` when it has none (or an empty one).
+
+    >>> _source(Document(content="x", meta={"source_id": 7})), _source(Document(content="x"))
+    ('7', None)
+    """
+    value = document.meta.get(SOURCE_KEY)
+    return None if value is None or value == "" else str(value)
+
+
 @component
 class CorpusIndexWriter:
     """Upserts documents into the corpus index at ``index_path`` (module docstring)."""
@@ -66,7 +77,7 @@ class CorpusIndexWriter:
             Passage(d.id, d.content or "", str(d.meta.get("title", "") or "")) for d in documents
         ]
         vectors = np.asarray([d.embedding for d in documents], dtype=np.float32)
-        sources = [d.meta.get(SOURCE_KEY) for d in documents]
+        sources = [_source(d) for d in documents]
         write_sources(self._index(vectors.shape[1]), passages, vectors, sources)
         return {"documents_written": len(documents)}
 
