@@ -102,12 +102,12 @@ FORMAT = "rag-multihop-corpus-index"
 FORMAT_VERSION = 4
 DEFAULT_LOCK_TIMEOUT = 30.0
 SNAPSHOT_ATTEMPTS = 5
+"""Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
 UNCHANGED_COSINE = 1 - 1e-6
 """An upserted passage whose id, text and title the index holds, with a stored vector at
 least this similar to the given one, is left as it is: re-embedding the same text in
 another batch moves a vector by float rounding only, and re-ingesting unchanged documents
 should cost no write."""
-"""Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
 ATTACH_BATCH = 65_536
 """Passages :meth:`CorpusIndex.attach_sidecar` computes and writes at a time (one part each):
 its memory stays bounded whatever the corpus size."""
@@ -439,7 +439,8 @@ class CorpusIndex:
         with writer_lock(self.path, self.lock_timeout):
             state = _State.read(self.path, vectors=False)
             rows = state.view.rows_of(ids)
-            others = [i for i in dict.fromkeys(delete) if i not in set(ids)]
+            given = set(ids)
+            others = [i for i in dict.fromkeys(delete) if i not in given]
             extra = [row for row in state.view.rows_of(others) if row is not None]
             present = [i for i, row in zip(ids, rows, strict=True) if row is not None]
             if present and not replace:

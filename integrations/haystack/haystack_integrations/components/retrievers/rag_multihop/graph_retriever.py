@@ -263,7 +263,7 @@ class EntityGraphRetriever:
         limit = self.top_k if top_k is None else check_positive_int(top_k, "top_k")
         active = apply_filter_policy(self.filter_policy, self.filters, check_filters(filters))
         retriever = self._current()
-        if retriever is None:
+        if retriever is None:  # an empty store: the input is still checked as on any run
             self._seeds(None, documents or [])
             Query(query)
             return {"documents": []}
