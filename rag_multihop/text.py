@@ -1,8 +1,8 @@
 """Text utilities every method shares: entity keys, title keys and one mention index.
 
 - :func:`visible`: a text without the invisible characters that split a word where a reader
-  sees none (the title, link and entity word readers and :func:`word_tokens` read through
-  it);
+  sees none (every word reader of the package reads through it: titles, links, entities,
+  BM25, headings, conversation names, bridge key sentences, unrolled sub-questions);
 - :func:`normalize_entity`: the canonical key of an entity name (graph entities, LLM
   entities, bridge entities and title keys all meet on it);
 - :func:`strip_disambiguation` / :func:`title_key`: a title without its trailing

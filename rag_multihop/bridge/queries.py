@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.text import normalize_entity
+from rag_multihop.text import normalize_entity, visible
 from rag_multihop.types import Passage, Query
 from rag_multihop.validation import check_choice, check_int, check_positive_int
 
@@ -106,10 +106,10 @@ def key_sentence(question: str, bridge: Passage) -> str:
     >>> key_sentence("Where was the director born?", bridge)
     'It was directed by Ann.'
     """
-    words = {w for w in _WORD.findall(question.lower()) if w not in _STOPWORDS}
+    words = {w for w in _WORD.findall(visible(question).lower()) if w not in _STOPWORDS}
 
     def overlap(sentence: str) -> int:
-        found = {w for w in _WORD.findall(sentence.lower()) if w not in _STOPWORDS}
+        found = {w for w in _WORD.findall(visible(sentence).lower()) if w not in _STOPWORDS}
         return sum(1 for w in words if any(f.startswith(w[:5]) for f in found))
 
     return max(sentences(bridge), key=overlap)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from rag_multihop.graph.extract import HeuristicExtractor
+from rag_multihop.text import visible
 
 _EXTRACTOR = HeuristicExtractor(include_numbers=False)
 _WORD = re.compile(r"[^\W_][\w'’&-]*", re.UNICODE)
@@ -54,7 +55,7 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words of ``text`` as written (``&`` and inner hyphens/apostrophes kept)."""
-    return _WORD.findall(text or "")
+    return _WORD.findall(visible(text or ""))
 
 
 def content_words(text: str) -> list[str]:
@@ -66,8 +67,9 @@ def content_words(text: str) -> list[str]:
 def names_in(text: str) -> list[str]:
     """The names in ``text`` as it writes them, in order, each once (a leading article is
     left out, as the graph's entity keys leave it out)."""
+    text = visible(text or "")
     found: list[str] = []
-    for key in _EXTRACTOR.extract([text or ""])[0]:
+    for key in _EXTRACTOR.extract([text])[0]:
         tokens = (r"[.'’]?".join(map(re.escape, token)) for token in key.split())
         pattern = r"(?<!\w)" + r"[\W_]+".join(tokens) + r"\.?(?!\w)"
         match = re.search(pattern, text, flags=re.IGNORECASE)

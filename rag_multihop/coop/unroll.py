@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from rag_multihop.text import visible
 from rag_multihop.validation import loggable
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ def raw_question(question: str, reason: str | None = None) -> Unrolling:
 
 
 def _key(text: str) -> tuple[str, ...]:
-    return tuple(w.lower() for w in _WORDS.findall(text))
+    return tuple(w.lower() for w in _WORDS.findall(visible(text)))
 
 
 def check_unrolling(question: str, reply: UnrolledQuestion) -> Unrolling:

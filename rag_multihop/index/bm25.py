@@ -19,6 +19,7 @@ import numpy as np
 import Stemmer
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.text import visible
 from rag_multihop.types import Candidate, Query, rank_candidates
 from rag_multihop.validation import check_positive_int
 
@@ -49,7 +50,11 @@ class BM25Retriever:
 
     def _tokenize(self, texts: list[str]) -> Any:
         return bm25s.tokenize(
-            texts, stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+            [visible(text) for text in texts],
+            stopwords="en",
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
         )
 
     def scores(self, text: str) -> np.ndarray:

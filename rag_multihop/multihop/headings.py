@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from rag_multihop.text import visible
+
 HEADING_SEPARATOR = " › "
 """Between a passage's file and its heading in a folder reader's title."""
 
@@ -57,7 +59,7 @@ def heading_name(title: str) -> str | None:
     heading = split_title(title)[1]
     if heading is None or _PAGE.fullmatch(heading):
         return None
-    words = _LETTERS.findall(heading)
+    words = _LETTERS.findall(visible(heading))
     if not words or not words[0][:1].isupper():
         return None
     if any(
