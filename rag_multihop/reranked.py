@@ -52,7 +52,7 @@ class RerankedRetriever:
         self.candidates = check_positive_int(candidates, "candidates")
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         name = self.trace_name
         with span(f"{name}.run", k=k) as record:
             with span(f"{name}.first_stage", k=self.candidates) as stage:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from rag_multihop.validation import check_int
+
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
@@ -109,6 +111,13 @@ class Query:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
             raise ValueError(f"Query.text must be a non-empty string, got {self.text!r}")
+        if self.embedding is not None:
+            shape = np.shape(self.embedding)
+            if len(shape) not in (1, 2) or (len(shape) == 2 and shape[0] != 1):
+                raise ValueError(
+                    f"Query.embedding must be one vector, shape (dim,) or (1, dim), got shape "
+                    f"{shape}; make one Query per vector"
+                )
 
 
 @dataclass(frozen=True)
@@ -168,5 +177,5 @@ def rank_candidates(candidates: Iterable[Candidate], top_n: int | None = None) -
     """
     ordered = sorted(candidates, key=lambda c: (-c.score, c.passage.id))
     if top_n is not None:
-        ordered = ordered[:top_n]
+        ordered = ordered[: check_int(top_n, "top_n", low=0)]
     return [replace(c, rank=i) for i, c in enumerate(ordered, start=1)]

@@ -82,6 +82,28 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
+def check_texts(texts: object, name: str = "texts") -> list[str]:
+    """``texts`` as a list when it is a sequence of strings, else ``TypeError`` (a bare
+    string, which an encoder would read character by character, included).
+
+    >>> check_texts(("a", "b"))
+    ['a', 'b']
+    >>> check_texts("Where was he born?")
+    Traceback (most recent call last):
+    ...
+    TypeError: texts must be a list of strings, got one str; wrap it: ['Where was he born?']
+    """
+    if isinstance(texts, str):
+        raise TypeError(f"{name} must be a list of strings, got one str; wrap it: [{texts!r}]")
+    if not isinstance(texts, Iterable):
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
+    found = list(texts)
+    for i, text in enumerate(found):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] must be a string, got {type(text).__name__}")
+    return found
+
+
 def check_positive_int(value: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -150,6 +150,12 @@ class PassageVectors:
         """``(len(queries), dim)`` rows: each query's embedding, else the encoder's (one batch
         for all queries without one); unit length unless ``normalize=False`` (for an index
         that normalises itself)."""
+        for query in queries:
+            if not isinstance(query, Query):
+                raise TypeError(
+                    f"expected a Query, got {type(query).__name__} {query!r:.60}; "
+                    "wrap a question's text: Query(text)"
+                )
         missing = [i for i, q in enumerate(queries) if q.embedding is None]
         given = [i for i, q in enumerate(queries) if q.embedding is not None]
         parts = [(i, self._rows(queries[i].embedding, "query embeddings")[0]) for i in given]

@@ -77,6 +77,7 @@ from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.association.indexed import IndexedPassages
+    from rag_multihop.store.methods import IndexSource
     from rag_multihop.store.snapshot import IndexSnapshot
 
 logger = logging.getLogger(__name__)
@@ -286,7 +287,7 @@ class AssociationReranker:
     @classmethod
     def from_index(
         cls,
-        snapshot: IndexSnapshot,
+        snapshot: IndexSource,
         *,
         encoder: Encoder | None = None,
         settings: AssociationSettings | None = None,
@@ -301,8 +302,10 @@ class AssociationReranker:
         index holds no ``aar`` sidecar; ``ValueError`` when ``encoder`` is not the index's
         encoder (by the fingerprint the index recorded; by dimension when it recorded none)."""
         from rag_multihop.association.indexed import KIND, IndexedPassages
+        from rag_multihop.store.methods import as_snapshot
         from rag_multihop.store.sidecars import read_sidecar
 
+        snapshot = as_snapshot(snapshot)
         indexed = IndexedPassages(snapshot, read_sidecar(snapshot.root, snapshot.manifest, KIND))
         empty = np.zeros((0, indexed.weights.dim), dtype=np.float32)
         recorded = snapshot.manifest.get("encoder")
@@ -555,7 +558,7 @@ class AssociationReranker:
                 a dimension mismatch, NaN/inf vectors, or passages without a vector.
         """
         if top_n is not None:
-            check_positive_int(top_n, "top_n")
+            top_n = check_positive_int(top_n, "top_n")
         if not candidates:
             return []
         scores = self.score(query, candidates, vectors=vectors)

@@ -484,7 +484,7 @@ class BridgeRetriever:
     def run(self, query: Query, k: int = 10) -> BridgeResult:
         """The ``k`` best candidates for ``query`` and the :class:`BridgeTrace`."""
         start = time.perf_counter()
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         with span("bridge.run", k=k, judge=judge_name(self.judge)) as record:
             with span("bridge.hop1", k=k) as stage:
                 hop1 = self.searcher.search([query], k)[0]
@@ -516,7 +516,7 @@ class BridgeRetriever:
     async def arun(self, query: Query, k: int = 10) -> BridgeResult:
         """The async twin of :meth:`run` (LLM calls concurrent, searches off the loop)."""
         start = time.perf_counter()
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         with span("bridge.run", k=k, judge=judge_name(self.judge)) as record:
             with span("bridge.hop1", k=k) as stage:
                 hop1 = (await self.searcher.asearch([query], k))[0]

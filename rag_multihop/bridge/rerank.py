@@ -156,7 +156,7 @@ class BridgeReranker:
     ) -> list[Candidate]:
         """``candidates`` judged and fused, best first; at most ``top_n``."""
         if top_n is not None:
-            check_positive_int(top_n, "top_n")
+            top_n = check_positive_int(top_n, "top_n")
         if not candidates:
             return []
         bridge, pool = self._split(candidates)
@@ -175,7 +175,7 @@ class BridgeReranker:
     ) -> list[Candidate]:
         """The async twin of :meth:`rerank`."""
         if top_n is not None:
-            check_positive_int(top_n, "top_n")
+            top_n = check_positive_int(top_n, "top_n")
         if not candidates:
             return []
         bridge, pool = self._split(candidates)

@@ -39,7 +39,7 @@ class RetrieverSearcher:
         self.retriever = retriever
 
     def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         return [self.retriever.retrieve(query, k=k) for query in queries]
 
     async def asearch(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:

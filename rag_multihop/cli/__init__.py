@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, handlers=[handler])
     if getattr(args, "no_progress", False):
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    handled: tuple[type[Exception], ...] = (ValueError, FileNotFoundError, ImportError)
+    handled: tuple[type[Exception], ...] = (ValueError, OSError, ImportError)
     try:
         return int(args.func(args))
     except handled + _llm_errors() as exc:

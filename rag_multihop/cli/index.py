@@ -57,7 +57,17 @@ def read_passages(path: Path) -> list[Passage]:
         title = record.get("title", "")
         if not isinstance(title, str):
             raise ValueError(f"{path}: record {number} field 'title' must be a string")
-        passages.append(Passage(record["id"], record["text"], title))
+        metadata = record.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ValueError(f"{path}: record {number} field 'metadata' must be an object")
+        passages.append(Passage(record["id"], record["text"], title, metadata=metadata))
+    kept = sum(1 for p in passages if p.metadata)
+    if kept:
+        print(
+            f"rag-multihop: note: the index stores no metadata ({kept} passage(s) of {path} "
+            "carry some); keep it in your store, keyed by the passage id",
+            file=sys.stderr,
+        )
     return passages
 
 
@@ -225,6 +235,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                 raise ValueError(f"--rala needs a sentence-transformers --encoder: {exc}") from None
         else:
             index = CorpusIndex(args.index)
+        info = index.info()
     except KeyError as exc:
         print(f"rag-multihop: error: {exc.args[0]}", file=sys.stderr)
         return 2
@@ -234,7 +245,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     except IndexLockedError as exc:
         print(f"rag-multihop: error: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(index.info(), indent=2))
+    print(json.dumps(info, indent=2))
     return 0
 
 

@@ -252,7 +252,7 @@ class CoopRetriever:
     def run(self, query: Query | str, k: int = 10, *, read: bool = True) -> CoopResult:
         """Candidates (at most ``k``) and, with a reader and ``read``, the answer."""
         query = _as_query(query)
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         with span("coop.run", k=k) as record:
             return _finished(record, self._run(query, k, read))
 
@@ -303,7 +303,7 @@ class CoopRetriever:
         """The async twin of :meth:`run`: LLM calls awaited, searches and reranking in a
         worker thread (the event loop is never blocked by them)."""
         query = _as_query(query)
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         with span("coop.run", k=k) as record:
             return _finished(record, await self._arun(query, k, read))
 

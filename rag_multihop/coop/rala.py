@@ -365,7 +365,7 @@ class RaLaReranker:
         them all. Duplicate passage ids raise ``ValueError``.
         """
         if top_n is not None:
-            check_positive_int(top_n, "top_n")
+            top_n = check_positive_int(top_n, "top_n")
         if not candidates:
             return []
         ids = [c.id for c in candidates]

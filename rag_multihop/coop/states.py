@@ -37,6 +37,7 @@ from rag_multihop.encoders.sentence_transformer import (
     load_sentence_transformer,
     torch_threads,
 )
+from rag_multihop.validation import check_texts
 
 logger = logging.getLogger(__name__)
 
@@ -328,6 +329,7 @@ class LayerEncoder:
         return self.encoder.dim
 
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         layout = StateLayout(token_layers=(self.layer,), pooled_layers=(self.layer,))

@@ -122,7 +122,7 @@ class UARRetriever:
 
     def search(self, query: Query, unrolling: Unrolling, k: int) -> tuple[list[Candidate], str]:
         """Candidates for an unrolling already made, and the text searched."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         if self.settings.uar_mode == "concatenate" or not unrolling.sub_questions:
             text = unrolling.query_text(masks=self.masks)
             if text == query.text.strip():

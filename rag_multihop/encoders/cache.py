@@ -32,7 +32,7 @@ import numpy as np
 
 from rag_multihop import paths
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.validation import as_embedding_matrix
+from rag_multihop.validation import as_embedding_matrix, check_texts
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,7 @@ class CachedEncoder:
         return self._cache
 
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        texts = check_texts(texts)
         cache = self.cache
         keys = [text_key(t) for t in texts]
         if not keys:
@@ -188,6 +189,7 @@ class MemoEncoder:
         return self.encoder.dim
 
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        texts = check_texts(texts)
         keys = [text_key(t) for t in texts]
         with self._lock:
             found = {k: self._vectors[k] for k in keys if k in self._vectors}

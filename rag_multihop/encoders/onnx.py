@@ -48,7 +48,7 @@ from rag_multihop._optional import require
 from rag_multihop.encoders.batching import length_batches, pad_batch
 from rag_multihop.encoders.cache import default_cache_dir
 from rag_multihop.encoders.sentence_transformer import DEFAULT_MODEL_NAME, SMALL_CALL
-from rag_multihop.validation import as_embedding_matrix, check_positive_int
+from rag_multihop.validation import as_embedding_matrix, check_positive_int, check_texts
 
 logger = logging.getLogger(__name__)
 
@@ -381,7 +381,7 @@ class OnnxEncoder:
 
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         """Unit rows for ``texts``, in input order, computed in length-sorted batches."""
-        texts = list(texts)
+        texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         tokens = [e.ids for e in self._tokenizer().encode_batch(texts)]

@@ -20,7 +20,7 @@ import numpy as np
 from rag_multihop._atomic import read_artifact
 from rag_multihop._optional import require
 from rag_multihop.secrets import check_model_name
-from rag_multihop.validation import as_embedding_matrix, check_positive_int
+from rag_multihop.validation import as_embedding_matrix, check_positive_int, check_texts
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class SentenceTransformerEncoder:
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         """Unit rows for ``texts``, longest first in batches of ``batch_size`` (as
         sentence-transformers orders them), with a progress bar in passages per second."""
-        texts = list(texts)
+        texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         from tqdm.auto import tqdm

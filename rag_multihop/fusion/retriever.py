@@ -83,6 +83,12 @@ class FusionRetriever:
                 f"FusionRetriever needs at least 2 retrievers, got {len(retrievers)} "
                 f"({sorted(retrievers)}); use a single retriever directly"
             )
+        for name, retriever in retrievers.items():
+            if not callable(getattr(retriever, "retrieve", None)):
+                raise TypeError(
+                    f"retriever {name!r} has no retrieve(query, k) method: got "
+                    f"{type(retriever).__name__}"
+                )
         self.retrievers = dict(retrievers)
         self.names = list(self.retrievers)
         self.settings = resolve_settings(
@@ -112,7 +118,7 @@ class FusionRetriever:
         return fuse_candidates({n: lists[n] for n in self.names}, self.settings, top_n=k)
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         child_k = self.settings.child_k
         with span("fusion.run", k=k, systems=tuple(self.names)) as record:
             lists = {name: self._search(name, query, child_k) for name in self.names}

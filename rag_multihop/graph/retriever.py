@@ -244,7 +244,7 @@ class GraphRetriever:
         self, query: Query, seed_candidates: Sequence[Candidate] = (), k: int = 10
     ) -> list[Candidate]:
         """The ``k`` best passages by PPR from the query's entities and ``seed_candidates``."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         with span("graph.ppr", k=k, algorithm="push" if self.uses_push else "power") as record:
             found = self._rank(query, seed_candidates, k, record)
             record.set(returned=len(found))
@@ -297,7 +297,7 @@ class GraphRetriever:
         )
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         seeds = (
             self.seed_retriever.retrieve(query, k=self.settings.seed_top_n)
             if self.seed_retriever is not None

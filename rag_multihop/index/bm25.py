@@ -68,7 +68,7 @@ class BM25Retriever:
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The ``k`` best passages with a positive score: an empty list when the query has
         no indexable word (stopwords or punctuation only) or matches nothing."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         scores = self.scores(query.text)
         top = np.argsort(-scores, kind="stable")[:k]
         return rank_candidates(

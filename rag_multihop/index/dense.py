@@ -140,7 +140,7 @@ class DenseIndex:
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """:meth:`search` with each hit's position in :attr:`ids` instead of its id (a
         caller that keeps passages in the index's order skips the ids)."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         matrix = as_embedding_matrix(queries, name="query vectors", dim=self.dim)
         if self.normalize:
             matrix = l2_normalize(matrix)
@@ -256,7 +256,7 @@ class DenseRetriever:
     def search(self, queries: Sequence[Query], k: int) -> list[list[Candidate]]:
         """The ``k`` best candidates of each query, ranked; one encoder call for the texts
         without an embedding and one FAISS search."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         if not queries:
             return []
         scores, ids = self.index.search(self._vectors.queries(queries, normalize=False), k)

@@ -80,7 +80,7 @@ class StoreFirstStage:
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The store's ``k`` candidates that the corpus holds, best cosine first; signal
         ``"dense"``."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         found = self.store.retrieve(query, k=k)
         rows = [self._row(c.id) for c in found]
         stale = sum(r is None for r in rows)

@@ -131,7 +131,7 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
-    from rag_multihop.store.snapshot import IndexSnapshot
+    from rag_multihop.store.methods import IndexSource
 
 logger = logging.getLogger(__name__)
 
@@ -478,7 +478,7 @@ class MultiHopRetriever:
     @classmethod
     def from_index(
         cls,
-        snapshot: IndexSnapshot,
+        snapshot: IndexSource,
         *,
         encoder: Encoder | None = None,
         first_stage: Retriever | None = None,
@@ -518,7 +518,11 @@ class MultiHopRetriever:
         (the index stores no BM25: without ``lexical`` it is built over the index's texts on
         the first query); ``subjects``
         and ``context_window`` must be the index's (its names and links were stored with
-        them)."""
+        them). ``snapshot`` may be a :class:`~rag_multihop.store.CorpusIndex` (its current
+        version is read) or an index's path."""
+        from rag_multihop.store.methods import as_snapshot
+
+        snapshot = as_snapshot(snapshot)
         self = cls.__new__(cls)
         self.settings = resolve_settings(
             MultiHopSettings,
@@ -880,7 +884,7 @@ class MultiHopRetriever:
         candidates: Sequence[Candidate] | None,
     ) -> MultiHopResult:
         start = time.perf_counter()
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         s = self.settings
         rows_allowed = self._allowed_rows(allowed)
         stale = 0

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import TYPE_CHECKING, Any
 
 from rag_multihop.encoders.base import Encoder
@@ -40,6 +41,7 @@ from rag_multihop.index.dense import DenseRetriever
 from rag_multihop.index.first_stage import StoreFirstStage
 from rag_multihop.protocols import Retriever
 from rag_multihop.store.encoder_check import check_index_encoder
+from rag_multihop.store.index import CorpusIndex
 from rag_multihop.store.snapshot import IndexSnapshot
 from rag_multihop.types import Candidate, Query
 
@@ -49,6 +51,30 @@ if TYPE_CHECKING:
 
 DEFAULT_CHILD_K = 50
 """Candidates each child gives the fusion (the benchmark's ``fusion_child_k``)."""
+
+
+IndexSource = IndexSnapshot | CorpusIndex | str | os.PathLike[str]
+"""What the methods read: a pinned version, an index (its current version) or its path."""
+
+
+def as_snapshot(index: IndexSource) -> IndexSnapshot:
+    """The version a method reads: ``index`` when it is a snapshot, else the current
+    version of the :class:`CorpusIndex` given or found at the path given.
+
+    >>> as_snapshot(42)
+    Traceback (most recent call last):
+    ...
+    TypeError: expected an IndexSnapshot, a CorpusIndex or an index's path, got int
+    """
+    if isinstance(index, IndexSnapshot):
+        return index
+    if isinstance(index, CorpusIndex):
+        return index.snapshot()
+    if isinstance(index, str | os.PathLike):
+        return CorpusIndex(index).snapshot()
+    raise TypeError(
+        f"expected an IndexSnapshot, a CorpusIndex or an index's path, got {type(index).__name__}"
+    )
 
 
 class LastSearch:
@@ -73,21 +99,23 @@ class LastSearch:
         return found
 
 
-def dense_retriever(snapshot: IndexSnapshot, encoder: Encoder | None = None) -> DenseRetriever:
+def dense_retriever(snapshot: IndexSource, encoder: Encoder | None = None) -> DenseRetriever:
     """Dense retrieval over the snapshot's segments; ``encoder`` must be the index's model
     (:func:`~rag_multihop.store.encoder_check.check_index_encoder`)."""
+    snapshot = as_snapshot(snapshot)
     if encoder is not None:
         check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
     return DenseRetriever(snapshot.corpus, snapshot.dense_index, encoder, check_ids=False)
 
 
 def graph_retriever(
-    snapshot: IndexSnapshot,
+    snapshot: IndexSource,
     *,
     seed_retriever: Retriever | None = None,
     settings: GraphSettings | None = None,
 ) -> GraphRetriever:
     """Entity-graph PPR over the snapshot's stored graph (the ``graph`` method)."""
+    snapshot = as_snapshot(snapshot)
     return GraphRetriever(
         snapshot.entity_graph,
         snapshot.corpus,
@@ -98,7 +126,7 @@ def graph_retriever(
 
 
 def graph_fusion_retriever(
-    snapshot: IndexSnapshot,
+    snapshot: IndexSource,
     *,
     encoder: Encoder | None = None,
     settings: GraphSettings | None = None,
@@ -107,6 +135,7 @@ def graph_fusion_retriever(
 ) -> FusionRetriever:
     """Dense + graph fused with PIT calibration and Boltzmann fusion (``pit-boltzmann``);
     the dense candidates from ``first_stage`` (the user's store) when given."""
+    snapshot = as_snapshot(snapshot)
     settings = settings or GraphSettings()
     if encoder is not None:
         check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
@@ -134,7 +163,7 @@ def _first_stage(
 
 
 def aar_retriever(
-    snapshot: IndexSnapshot,
+    snapshot: IndexSource,
     *,
     encoder: Encoder | None = None,
     first_stage: Retriever | None = None,
@@ -144,6 +173,7 @@ def aar_retriever(
 ) -> AssociationRetriever:
     """The dense top ``candidates`` reranked by the AAR model the index's ``aar`` sidecar
     holds (``AssociationReranker.from_index``: ``p`` and ``f(p)`` read, not recomputed)."""
+    snapshot = as_snapshot(snapshot)
     from rag_multihop.association.reranker import AssociationReranker
     from rag_multihop.association.retriever import AssociationRetriever
 
@@ -153,7 +183,7 @@ def aar_retriever(
 
 
 def rala_retriever(
-    snapshot: IndexSnapshot,
+    snapshot: IndexSource,
     encoder: Any,
     *,
     dense_encoder: Encoder | None = None,
@@ -164,6 +194,7 @@ def rala_retriever(
     sidecar (``encoder``: the model whose states they are, for the query's states;
     ``options``: :class:`~rag_multihop.coop.rala.RaLaReranker`'s keyword arguments;
     ``dense_encoder`` embeds queries that carry no embedding)."""
+    snapshot = as_snapshot(snapshot)
     from rag_multihop.coop.indexed import rala_from_index
     from rag_multihop.coop.rala import RaLaRetriever
 

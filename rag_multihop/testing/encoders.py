@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_multihop.validation import check_texts
+
 
 def hashing_vectors(texts: Sequence[str], dim: int = 64) -> np.ndarray:
     """Bag of words hashed into ``dim`` buckets, rows L2-normalised (zero rows stay zero).
@@ -46,4 +48,4 @@ class HashingEncoder:
 
     def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         self.calls += 1
-        return hashing_vectors(texts, self._dim)
+        return hashing_vectors(check_texts(texts), self._dim)

@@ -122,7 +122,7 @@ class HaystackJoinerPeer:
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The ``k`` best fused candidates for ``query``, in the joiner's order (rank 1 first)."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         children = {
             "dense": self.dense.retrieve(query, k=self.child_k),
             "bm25": self.bm25.retrieve(query, k=self.child_k),

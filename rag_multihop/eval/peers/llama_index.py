@@ -175,7 +175,7 @@ class LlamaIndexFusionPeer:
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         """The ``k`` best fused candidates for ``query``, in LlamaIndex's order (rank 1 first)."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         # Built per call (about 0.25 ms) so each query records its own child scores: LlamaIndex
         # overwrites the children's NodeWithScore.score with the fused score in place.
         record: dict[str, dict[str, float]] = {}
