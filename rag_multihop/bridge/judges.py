@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -261,7 +262,7 @@ class EmbeddingJudge:
         entities: Sequence[str],
         candidates: Sequence[Passage],
     ) -> np.ndarray:
-        return self.score(query, bridge, entities, candidates)
+        return await asyncio.to_thread(self.score, query, bridge, entities, candidates)
 
     def links(self, query: Query, bridge: Passage, candidates: Sequence[Passage]) -> np.ndarray:
         """:func:`name_links`: the name signals this judge reads (the kept first stage's test)."""
@@ -340,7 +341,7 @@ class AssociationJudge:
         entities: Sequence[str],
         candidates: Sequence[Passage],
     ) -> np.ndarray:
-        return self.score(query, bridge, entities, candidates)
+        return await asyncio.to_thread(self.score, query, bridge, entities, candidates)
 
     def links(self, query: Query, bridge: Passage, candidates: Sequence[Passage]) -> np.ndarray:
         """:func:`name_links`: the name signals this judge reads (the kept first stage's test)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +53,21 @@ def test_embedding_judge_known_answer() -> None:
     expected = [(0.9 + 1.0 + 0.0) / 3, (0.5 + 0.0 + 0.0) / 3, (1.0 + 0.0 + 1.0) / 3]
     assert scores.tolist() == pytest.approx(expected)
     assert judge.score(QUESTION, BRIDGE, [], []).shape == (0,)
+
+
+def test_embedding_judge_scores_off_the_event_loop_with_the_same_scores() -> None:
+    judge = EmbeddingJudge(PassageVectors(ids=IDS, vectors=VECTORS))
+    threads = []
+    score = judge.score
+
+    def recording(*args: object) -> np.ndarray:
+        threads.append(threading.get_ident())
+        return score(*args)  # type: ignore[arg-type]
+
+    judge.score = recording  # type: ignore[method-assign]
+    scores = asyncio.run(judge.ascore(QUESTION, BRIDGE, [], CANDIDATES))
+    assert threads and threads[0] != threading.get_ident()  # a worker thread, not the loop's
+    assert scores.tolist() == score(QUESTION, BRIDGE, [], CANDIDATES).tolist()
 
 
 def test_embedding_judge_weights_select_signals() -> None:

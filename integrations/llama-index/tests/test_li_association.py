@@ -241,6 +241,18 @@ def test_id_key_maps_store_node_ids_to_trained_ids_and_unknown_texts_embed_once(
     assert len(warnings) == 1 and "id_key" in warnings[0].message
 
 
+def test_id_key_shared_by_chunks_of_one_document_is_named(model_path):
+    chunks = [
+        NodeWithScore(node=TextNode(id_=f"c{i}", text=text, metadata={"doc_id": "rope"}))
+        for i, text in enumerate(TEXTS["rope"].split(" by "))
+    ]
+    keyed = AssociationRerank(
+        model_path=model_path, top_n=3, id_key="doc_id", embed_model=HashingEmbedding()
+    )
+    with pytest.raises(ValueError, match=r"metadata\['doc_id'\].*'rope' by \['c0', 'c1'\]"):
+        keyed.postprocess_nodes(chunks, query_str=QUESTION)
+
+
 class ShiftedEmbedding(HashingEmbedding):
     """Another model of the same dimension: words hash to other buckets."""
 

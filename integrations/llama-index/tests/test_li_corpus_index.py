@@ -3,6 +3,9 @@ notices new versions (no document count, no re-read of a store)."""
 
 from __future__ import annotations
 
+import shutil
+import threading
+
 import numpy as np
 import pytest
 from llama_index.core.ingestion import IngestionPipeline
@@ -144,3 +147,76 @@ def test_a_changed_document_ingested_again_replaces_its_chunks(tmp_path, hashing
     assert texts == [old_nodes[-1].text, "Rope is a 1948 film."]  # no old chunk of rope.txt
     writer.delete_ref_doc("rope.txt")
     assert [CorpusIndex(path).snapshot().corpus[0].text] == [other.text]
+
+
+def test_a_cached_pipeline_run_never_stands_in_for_a_write_the_index_lacks(
+    tmp_path, hashing_embedding
+) -> None:
+    # IngestionPipeline caches each step by its nodes and the component's to_dict; the
+    # writer's dict carries the index's version, so its step is replayed only when no
+    # write happened since
+    path = tmp_path / "corpus.idx"
+    writer = CorpusIndexWriter(index_path=str(path))
+    pipeline = IngestionPipeline(transformations=[hashing_embedding, writer])
+    pipeline.run(nodes=_nodes(["pw", "tc", "ph"]))
+    writer.delete(["pw", "tc"])  # e.g. a sync that later turned out wrong
+    pipeline.run(nodes=_nodes(["pw", "tc", "ph"]))
+    assert CorpusIndex(path).snapshot().corpus.ids == ["ph", "pw", "tc"]
+    version = CorpusIndex(path).version
+    pipeline.run(nodes=_nodes(["pw", "tc", "ph"]))  # nothing changed: nothing written
+    assert CorpusIndex(path).version == version
+    shutil.rmtree(path)
+    pipeline.run(nodes=_nodes(["pw", "tc", "ph"]))  # the index removed: written again
+    assert len(CorpusIndex(path).snapshot().corpus) == 3
+    again = CorpusIndexWriter.from_dict(writer.to_dict())
+    assert again.index_path == writer.index_path
+
+
+def test_the_writer_names_a_node_whose_embedding_differs_in_length(tmp_path) -> None:
+    nodes = _nodes(["pw", "tc"])
+    nodes[0].embedding, nodes[1].embedding = [1.0, 0.0, 0.0], [1.0, 0.0]
+    with pytest.raises(
+        ValueError, match="'tc' has dimension 2, the first \\('pw'\\) has dimension 3"
+    ):
+        CorpusIndexWriter(index_path=str(tmp_path / "idx"))(nodes)
+
+
+def test_a_retriever_made_before_any_index_exists_answers_nothing_until_one_does(
+    tmp_path, hashing_embedding, caplog
+) -> None:
+    path = tmp_path / "corpus.idx"  # no index, not even an empty one: the first ingestion
+    retriever = CorpusIndexMultiHopRetriever(
+        path, similarity_top_k=3, embed_model=hashing_embedding
+    )
+    assert _ids(retriever, hashing_embedding) == [] and retriever.version == 0
+    assert "no corpus index at" in caplog.text and str(path) in caplog.text
+    IngestionPipeline(
+        transformations=[hashing_embedding, CorpusIndexWriter(index_path=str(path))]
+    ).run(nodes=_nodes(["pw", "tc"]))
+    assert _ids(retriever, hashing_embedding) == ["pw", "tc"] and retriever.version == 1
+
+
+@pytest.mark.anyio
+async def test_the_async_retrieval_runs_off_the_event_loop_with_the_same_answer(
+    tmp_path, hashing_embedding
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    IngestionPipeline(transformations=[hashing_embedding, CorpusIndexWriter(index_path=path)]).run(
+        nodes=_nodes(["pw", "tc", "ph", "cd"])
+    )
+    retriever = CorpusIndexMultiHopRetriever(
+        path, similarity_top_k=3, embed_model=hashing_embedding
+    )
+    threads = []
+    ranked = retriever.core.run
+
+    def recording(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return ranked(*args, **kwargs)
+
+    retriever.core.run = recording  # type: ignore[method-assign]
+    bundle = QueryBundle(QUESTION, embedding=hashing_embedding.get_query_embedding(QUESTION))
+    found = [n.node.node_id for n in await retriever.aretrieve(bundle)]
+    assert threads and threads[0] != threading.get_ident()  # not the loop's thread
+    assert retriever.last_trace is not None  # the caller's thread keeps the trace
+    assert found == _ids(retriever, hashing_embedding)

@@ -141,3 +141,15 @@ def test_node_embeddings_of_different_lengths_name_the_node_and_both_dimensions(
     nodes[1] = TextNode(id_="b", text="Beta.", embedding=[float("nan"), 1.0, 0.0])
     with pytest.raises(ValueError, match=r"node embeddings contain NaN or inf .*\['b'\]"):
         MultiHopRetriever(nodes)
+
+
+def test_a_node_without_an_embedding_among_embedded_ones_needs_the_embed_model(
+    hashing_embedding,
+) -> None:
+    nodes = _nodes()
+    for node in nodes[1:]:
+        node.embedding = hashing_embedding.get_text_embedding(node.text)
+    with pytest.raises(ValueError, match=r"1 of 5 nodes have no embedding \(e.g. \['pw'\]\)"):
+        MultiHopRetriever(nodes, similarity_top_k=3)
+    found = MultiHopRetriever(nodes, similarity_top_k=3, embed_model=hashing_embedding)
+    assert len(found.retrieve(QUESTION)) == 3

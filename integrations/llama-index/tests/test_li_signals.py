@@ -92,3 +92,14 @@ def test_rerankers_and_coop(nodes, vector, tmp_path) -> None:
     check_signals(signals(rala.postprocess_nodes(first, bundle)), coop.SIGNALS)
     unrolled = CoopRetriever(vector, similarity_top_k=3, candidates=5)
     check_signals(signals(unrolled.retrieve(QUESTION)), coop.SIGNALS, index.SIGNALS)
+
+
+@pytest.mark.parametrize("value", ["high", None, float("nan"), True])
+def test_a_signal_that_is_no_number_is_named_with_its_node(value) -> None:
+    node = TextNode(id_="x", text="Rope is a film.", metadata={SIGNALS_KEY: {"dense": value}})
+    found = [NodeWithScore(node=node, score=0.5)]
+    rerank = BridgeJudgeRerank(top_n=1, embed_model=HashingEmbedding())
+    with pytest.raises(
+        ValueError, match=r"node 'x': metadata\['rag_multihop_signals'\]\['dense'\]"
+    ):
+        rerank.postprocess_nodes(found, query_str="Who made Rope?")

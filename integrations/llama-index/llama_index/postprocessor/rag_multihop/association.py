@@ -53,6 +53,7 @@ from llama_index.retrievers.rag_multihop._convert import (
     NODE_KEY,
     as_encoder,
     candidate_to_node,
+    check_one_node_per_id,
     node_to_candidate,
     settings_embed_model,
 )
@@ -187,6 +188,8 @@ class AssociationRerank(BaseNodePostprocessor):
             )
             for n in nodes
         ]
+        if self.id_key is not None:
+            check_one_node_per_id(candidates, self.id_key)
         query = Query(
             query_bundle.query_str, embedding=self._query_vector(query_bundle, embed_model)
         )

@@ -39,6 +39,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -88,11 +89,38 @@ def node_to_passage(node: BaseNode, *, id_key: str | None = None) -> Passage:
 
 
 def node_signals(node: BaseNode) -> dict[str, float]:
-    """The signals an earlier rag-multihop component wrote into ``node``'s metadata."""
+    """The signals an earlier rag-multihop component wrote into ``node``'s metadata;
+    ``ValueError`` naming the node and the signal for a value that is no finite number."""
     found = node.metadata.get(SIGNALS_KEY)
     if not isinstance(found, Mapping):
         return {}
-    return {str(name): float(value) for name, value in found.items()}
+    signals = {}
+    for name, value in found.items():
+        number = isinstance(value, int | float | np.number) and not isinstance(value, bool)
+        if not number or not math.isfinite(value):
+            raise ValueError(
+                f"node {node.node_id!r}: metadata[{SIGNALS_KEY!r}][{name!r}] must be a finite "
+                f"number, got {value!r}"
+            )
+        signals[str(name)] = float(value)
+    return signals
+
+
+def check_one_node_per_id(candidates: Sequence[Candidate], id_key: str) -> None:
+    """``ValueError`` when nodes share the passage id ``metadata[id_key]`` gives them (chunks
+    of one document): a model scores one passage per id."""
+    nodes: dict[str, list[str]] = {}
+    for candidate in candidates:
+        nodes.setdefault(candidate.id, []).append(candidate.passage.metadata[NODE_KEY].node_id)
+    shared = {pid: ids for pid, ids in nodes.items() if len(ids) > 1}
+    if shared:
+        pid, ids = next(iter(shared.items()))
+        raise ValueError(
+            f"{len(shared)} passage id(s) from metadata[{id_key!r}] are shared by several "
+            f"nodes, e.g. {pid!r} by {ids[:3]}: the model scores one passage per id; give "
+            "each chunk its own id (id_key=None, or a key unique per node), or rerank one "
+            "node per id"
+        )
 
 
 def node_to_candidate(

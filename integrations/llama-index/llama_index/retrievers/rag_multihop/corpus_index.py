@@ -45,6 +45,10 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,21 +78,37 @@ from llama_index.retrievers.rag_multihop._convert import (
 from rag_multihop._settings import resolve_settings
 from rag_multihop.multihop import MultiHopResult as CoreMultiHopResult
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
-from rag_multihop.multihop import MultiHopSettings
+from rag_multihop.multihop import MultiHopSettings, MultiHopTrace
 from rag_multihop.store import CorpusIndex, IndexSnapshot
 from rag_multihop.store.segment import POINTER
 from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import as_embedding_matrix, check_positive_int
+
+logger = logging.getLogger(__name__)
 
 
 class CorpusIndexWriter(TransformComponent):
     """Upserts the nodes of a pipeline run into the corpus index at ``index_path``.
 
-    Every node needs its ``embedding`` (put the writer after the embed model).
+    Every node needs its ``embedding`` (put the writer after the embed model). An
+    ``IngestionPipeline`` with its cache on skips a step whose nodes and :meth:`to_dict`
+    it has seen; the writer's dict carries the index's current version, so that a cached
+    run stands in for the writer only while the index is at the version the writer last
+    left it with those nodes (a delete, another writer or a removed index folder since
+    makes the pipeline call it again).
     """
 
     index_path: str
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        data = super().to_dict(**kwargs)
+        data[INDEX_STATE_KEY] = _index_state(self.index_path)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> CorpusIndexWriter:
+        return super().from_dict({k: v for k, v in data.items() if k != INDEX_STATE_KEY}, **kwargs)
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         if not nodes:
@@ -100,7 +120,11 @@ class CorpusIndexWriter(TransformComponent):
                 "CorpusIndexWriter after the embed model in the pipeline"
             )
         passages = [_plain(node_to_passage(node)) for node in nodes]
-        vectors = np.asarray([node.embedding for node in nodes], dtype=np.float32)
+        vectors = as_embedding_matrix(
+            [node.embedding for node in nodes],
+            name="node embeddings",
+            ids=[node.node_id for node in nodes],
+        )
         sources = [node.ref_doc_id for node in nodes]
         write_sources(self._index(vectors.shape[1]), passages, vectors, sources)
         return nodes
@@ -118,6 +142,21 @@ class CorpusIndexWriter(TransformComponent):
         if (Path(self.index_path) / POINTER).exists():
             return CorpusIndex(self.index_path)
         return CorpusIndex.create(self.index_path, dim=dim)
+
+
+INDEX_STATE_KEY = "index_state"
+"""The key of :meth:`CorpusIndexWriter.to_dict` that holds the index's current version."""
+
+
+def _index_state(path: str) -> str:
+    """The index's current manifest at ``path`` and when it became current (a recreated
+    index's first version differs from the removed one's); while there is no index, a
+    value never seen before, so that no cached run stands in for the write creating it."""
+    pointer = Path(path) / POINTER
+    try:
+        return f"{pointer.read_text(encoding='utf-8').strip()}@{pointer.stat().st_mtime_ns}"
+    except OSError:
+        return f"absent-{uuid.uuid4().hex}"
 
 
 def _plain(passage: Passage) -> Passage:
@@ -221,17 +260,34 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         if not isinstance(preload, bool):
             raise ValueError(f"preload must be True or False, got {preload!r}")
         self.preload = preload
-        self.index = CorpusIndex(index_path)
+        self.index_path = Path(index_path)
+        self.index: CorpusIndex | None = None
         self._embed_model = embed_model or settings_embed_model()
         self._first_stage = _store_search(vector_store, self.settings.candidates)
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None
+        self._lock = threading.Lock()
+        self._waiting = False
         self._current()  # open now: bad settings and a bad index fail here
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _current(self) -> CoreMultiHopRetriever | None:
-        """The core retriever over the index's current version (``None`` while it holds no
-        passages), reopened when a writer has moved on."""
+        """The core retriever over the index's current version (``None`` while there is no
+        index at the path or it holds no passages), reopened when a writer has moved on."""
+        with self._lock:
+            return self._reopened()
+
+    def _reopened(self) -> CoreMultiHopRetriever | None:
+        if self.index is None:
+            if not (self.index_path / POINTER).exists():
+                if not self._waiting:
+                    logger.warning(
+                        "no corpus index at %s yet: answering no nodes until a writer creates it",
+                        self.index_path,
+                    )
+                    self._waiting = True
+                return None
+            self.index = CorpusIndex(self.index_path)
         if self._snapshot is None or not self._snapshot.is_current():
             self._snapshot = self.index.snapshot()
             if self.preload:
@@ -253,19 +309,19 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
         error while the index holds no passages."""
         core = self._current()
         if core is None:
-            raise ValueError(f"the index at {self.index.path} holds no passages yet")
+            raise ValueError(f"the index at {self.index_path} holds no passages yet")
         return core
 
     @property
     def version(self) -> int:
-        """The index version the last query read."""
+        """The index version the last query read (0 while there is no index at the path)."""
         self._current()
-        assert self._snapshot is not None
-        return self._snapshot.version
+        return 0 if self._snapshot is None else self._snapshot.version
 
     def _ranked(
         self, query_bundle: QueryBundle, embedding: Sequence[float] | None
-    ) -> list[NodeWithScore]:
+    ) -> tuple[list[NodeWithScore], MultiHopTrace]:
+        """The ranked nodes and the core's trace (the caller keeps it as its thread's)."""
         if embedding is None:
             raise ValueError(
                 "the query bundle carries no embedding and no embed model is set: pass "
@@ -273,18 +329,28 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
             )
         query = Query(query_bundle.query_str, embedding=np.asarray(embedding, dtype=np.float32))
         core = self._current()
-        if core is None:
-            self.last_trace = CoreMultiHopResult.empty(query).trace
-            return []
-        result = core.run(query, self.similarity_top_k)
-        self.last_trace = result.trace
-        return [_node(c) for c in result.candidates]
+        result = (
+            CoreMultiHopResult.empty(query)
+            if core is None
+            else core.run(query, self.similarity_top_k)
+        )
+        return [_node(c) for c in result.candidates], result.trace
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = query_bundle.embedding
         if embedding is None and self._embed_model is not None:
             embedding = self._embed_model.get_query_embedding(query_bundle.query_str)
-        return self._ranked(query_bundle, embedding)
+        nodes, self.last_trace = self._ranked(query_bundle, embedding)
+        return nodes
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """:meth:`_retrieve` with the embed model's async call and the search (reopening,
+        the store's search, the ranking) in a worker thread, off the event loop."""
+        embedding = query_bundle.embedding
+        if embedding is None and self._embed_model is not None:
+            embedding = await self._embed_model.aget_query_embedding(query_bundle.query_str)
+        nodes, self.last_trace = await asyncio.to_thread(self._ranked, query_bundle, embedding)
+        return nodes
 
 
 def _node(candidate: Candidate) -> NodeWithScore:

@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,6 +64,7 @@ from llama_index.retrievers.rag_multihop._convert import (
 from rag_multihop._settings import resolve_settings
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.graph import EntityGraph
+from rag_multihop.multihop import MultiHopResult as CoreMultiHopResult
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.types import Query
@@ -78,6 +80,19 @@ def _encoder(embed_model: BaseEmbedding | None) -> tuple[BaseEmbedding | None, E
     from rag_multihop.encoders import default_encoder
 
     return None, default_encoder()
+
+
+def _check_all_or_none_embedded(nodes: Sequence[BaseNode], embed_model: object) -> None:
+    """Without an embed model, nodes are embedded by the bundled MiniLM only when none has
+    an embedding: some with one were embedded by a model this retriever does not know, and
+    re-embedding them would silently change their space (and the queries' dimension)."""
+    missing = [node.node_id for node in nodes if node.embedding is None]
+    if embed_model is None and len(missing) < len(nodes):
+        raise ValueError(
+            f"{len(missing)} of {len(nodes)} nodes have no embedding (e.g. {missing[:3]}) and "
+            "no embed_model is set to embed them: embed every node, or pass the embed_model "
+            "that embedded the others"
+        )
 
 
 class MultiHopRetriever(BaseRetriever):
@@ -183,6 +198,7 @@ class MultiHopRetriever(BaseRetriever):
                 given, name="node embeddings", ids=[node.node_id for node in nodes]
             )
         else:
+            _check_all_or_none_embedded(nodes, embed_model or settings_embed_model())
             self._embed_model, encoder = _encoder(embed_model)
             vectors = encoder.encode(corpus.texts())
         self.core = CoreMultiHopRetriever(
@@ -204,19 +220,23 @@ class MultiHopRetriever(BaseRetriever):
         vector = None if embedding is None else np.asarray(embedding, dtype=np.float32)
         return Query(query_bundle.query_str, embedding=vector)
 
-    def _ranked(self, query: Query) -> list[NodeWithScore]:
-        result = self.core.run(query, self.similarity_top_k, allowed=self._allowed)
-        self.last_trace = result.trace
+    def _nodes(self, result: CoreMultiHopResult) -> list[NodeWithScore]:
+        self.last_trace = result.trace  # in the calling thread (ThreadTrace)
         return [candidate_to_node(c) for c in result.candidates]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = query_bundle.embedding
         if embedding is None and self._embed_model is not None:
             embedding = self._embed_model.get_query_embedding(query_bundle.query_str)
-        return self._ranked(self._query(query_bundle, embedding))
+        query = self._query(query_bundle, embedding)
+        return self._nodes(self.core.run(query, self.similarity_top_k, allowed=self._allowed))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = query_bundle.embedding
         if embedding is None and self._embed_model is not None:
             embedding = await self._embed_model.aget_query_embedding(query_bundle.query_str)
-        return self._ranked(self._query(query_bundle, embedding))
+        query = self._query(query_bundle, embedding)
+        result = await asyncio.to_thread(
+            self.core.run, query, self.similarity_top_k, allowed=self._allowed
+        )
+        return self._nodes(result)
