@@ -1,18 +1,68 @@
 """Deterministic fakes for the Haystack integration's tests: text and document embedder
 components over :func:`rag_multihop.testing.hashing_vectors` (bag of words hashed into
-buckets; no model, no network), and a user's own chat generator (:class:`ScriptedChatGenerator`).
-The rag-multihop encoder is :class:`rag_multihop.testing.HashingEncoder`."""
+buckets; no model, no network), a user's own chat generator (:class:`ScriptedChatGenerator`),
+a store slow to read (:class:`SlowStore`) and :func:`longest_loop_stall`, which tells whether
+an awaited call blocks the event loop. The rag-multihop encoder is
+:class:`rag_multihop.testing.HashingEncoder`."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable
 from dataclasses import replace
+from typing import Any, TypeVar
 
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage
+from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from rag_multihop.testing import hashing_vectors, polish_wedding_reply
 
-__all__ = ["HashingDocumentEmbedder", "HashingTextEmbedder", "ScriptedChatGenerator"]
+__all__ = [
+    "HashingDocumentEmbedder",
+    "HashingTextEmbedder",
+    "ScriptedChatGenerator",
+    "SlowStore",
+    "longest_loop_stall",
+]
+
+T = TypeVar("T")
+
+
+class SlowStore(InMemoryDocumentStore):
+    """An in-memory store whose every ``filter_documents`` takes ``delay`` seconds of blocking
+    I/O, as a remote store's does."""
+
+    def __init__(self, delay: float = 0.3, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = delay
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        time.sleep(self.delay)
+        return super().filter_documents(filters)
+
+
+async def longest_loop_stall(work: Awaitable[T]) -> tuple[T, float, float]:
+    """``work``'s result, the longest gap a ticker task on the same loop saw while it ran, and
+    its duration: a call that blocks the loop shows a gap as long as itself."""
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        while not done.is_set():
+            start = time.perf_counter()
+            await asyncio.sleep(0.005)
+            gaps.append(time.perf_counter() - start)
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0)  # the ticker is waiting on its first sleep
+    start = time.perf_counter()
+    result = await work
+    duration = time.perf_counter() - start
+    done.set()
+    await ticker
+    return result, max(gaps), duration
 
 
 @component

@@ -214,6 +214,20 @@ def test_bad_run_input(model_path):
         ranker.run(query=QUESTION, documents=documents(), query_embedding=[0.1, 0.2, 0.3])
 
 
+def test_chunks_sharing_an_id_key_value_are_refused_naming_the_key_and_the_documents(model_path):
+    chunks = [
+        Document(id="uuid-1", content="Chunk one.", meta={"doc": "rope"}, score=0.9),
+        Document(id="uuid-2", content="Chunk two.", meta={"doc": "rope"}, score=0.8),
+        Document(id="uuid-3", content=TEXTS["marit"], meta={"doc": "marit"}, score=0.7),
+    ]
+    ranker = AssociationRanker(model_path, id_key="doc", embedder=HashingTextEmbedder())
+    with pytest.raises(
+        ValueError,
+        match=r"documents \['uuid-1', 'uuid-2'\] share meta\['doc'\] = 'rope'.*one passage per id",
+    ):
+        ranker.run(query=QUESTION, documents=chunks)
+
+
 def test_a_model_from_another_encoder_fails_at_warm_up(model_path, monkeypatch):
     import rag_multihop.encoders.sentence_transformer as encoders
 

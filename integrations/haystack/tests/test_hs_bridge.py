@@ -10,7 +10,10 @@ import pytest
 pytest.importorskip("haystack")
 
 from haystack import Document, Pipeline
-from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.components.retrievers.in_memory import (
+    InMemoryBM25Retriever,
+    InMemoryEmbeddingRetriever,
+)
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY, key_variable
@@ -107,6 +110,8 @@ def test_token_secrets_and_bad_settings_are_refused(store: InMemoryDocumentStore
         BridgeJudgeRanker(api_key=Secret.from_token("sk-secret"))
     with pytest.raises(TypeError, match="embedding retriever component"):
         BridgeRetriever(object())
+    with pytest.raises(TypeError, match="got InMemoryBM25Retriever, which has no run"):
+        BridgeRetriever(InMemoryBM25Retriever(store))
     with pytest.raises(ValueError, match="bridge_position must be one of"):
         BridgeJudgeRanker(bridge_position="last")
     with pytest.raises(ValueError, match="top_k must be a positive integer"):

@@ -12,7 +12,10 @@ import pytest
 pytest.importorskip("haystack")
 
 from haystack import Document, Pipeline
-from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.components.retrievers.in_memory import (
+    InMemoryBM25Retriever,
+    InMemoryEmbeddingRetriever,
+)
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
@@ -172,6 +175,8 @@ def test_pipeline_and_serialisation(
         QuestionUnroller(llm="openai/gpt-4o-mini", api_key=Secret.from_token("sk-test"))
     with pytest.raises(TypeError, match="embedding retriever component"):
         CoopRetriever(object())
+    with pytest.raises(TypeError, match="got InMemoryBM25Retriever, which has no run"):
+        CoopRetriever(InMemoryBM25Retriever(store))
     for filters in (None, {"field": "id", "operator": "!=", "value": "rope"}):
         retriever = InMemoryEmbeddingRetriever(store)
         coop = CoopRetriever(retriever, reader_top_k=2, filters=filters, filter_policy="merge")

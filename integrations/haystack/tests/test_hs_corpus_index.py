@@ -3,6 +3,8 @@ query component reads the index and notices new versions without reading the sto
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
@@ -146,12 +148,66 @@ def test_a_source_id_of_another_type_or_empty_is_read_as_a_string_or_none(tmp_pa
     path = str(tmp_path / "corpus.idx")
     writer = CorpusIndexWriter(path)
     embed = HashingDocumentEmbedder().run
-    first = [Document(id="a1", content="Rope is a film.", meta={"source_id": 7})]
+    first = [Document(id="a1", content="Rope is a film.", meta={"source_id": 7, "split_id": 0})]
     writer.run(embed(first)["documents"])
-    empty = [Document(id="e1", content="No source here.", meta={"source_id": ""})]
+    empty = [Document(id="e1", content="No source here.", meta={"source_id": "", "split_id": 0})]
     writer.run(embed(empty)["documents"])
-    second = [Document(id="a2", content="Rope is a 1948 film.", meta={"source_id": 7})]
+    second = [
+        Document(id="a2", content="Rope is a 1948 film.", meta={"source_id": 7, "split_id": 0})
+    ]
     writer.run(embed(second)["documents"])
     assert CorpusIndex(path).snapshot().corpus.ids == ["e1", "a2"]
     writer.delete_sources(["7"])
     assert CorpusIndex(path).snapshot().corpus.ids == ["e1"]
+
+
+def test_a_source_id_of_the_users_own_on_documents_that_are_no_chunks_deletes_nothing(
+    tmp_path,
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(path)
+    embed = HashingDocumentEmbedder().run
+    for run in range(2):
+        crawl = [
+            Document(content=f"Article {run}-{i} of a crawl.", meta={"source_id": "crawl"})
+            for i in range(3)
+        ]
+        writer.run(embed(crawl)["documents"])
+    assert CorpusIndex(path).snapshot().n_live == 6
+
+
+def test_embeddings_of_different_lengths_name_the_document_and_both_lengths(tmp_path) -> None:
+    writer = CorpusIndexWriter(str(tmp_path / "corpus.idx"))
+    ragged = [
+        Document(id="a", content="Alpha.", embedding=[1.0, 0.0, 0.0]),
+        Document(id="b", content="Beta.", embedding=[0.0, 1.0]),
+    ]
+    with pytest.raises(ValueError, match=r"'b' has dimension 2, the first \('a'\) has dimension 3"):
+        writer.run(ragged)
+
+
+def test_the_retriever_requires_a_query_embedding(tmp_path) -> None:
+    path = str(tmp_path / "corpus.idx")
+    CorpusIndexWriter(path).run(HashingDocumentEmbedder().run(_documents(["pw"]))["documents"])
+    with pytest.raises(ValueError, match="query_embedding is required: connect the text embedder"):
+        CorpusIndexMultiHopRetriever(path).run(query=QUESTION, query_embedding=None)  # type: ignore[arg-type]
+
+
+def test_a_retriever_started_before_the_index_exists_answers_none_until_written(
+    tmp_path, caplog
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    retriever = CorpusIndexMultiHopRetriever(path, top_k=2)
+    query = HashingTextEmbedder().run(QUESTION)["embedding"]
+    with caplog.at_level(logging.WARNING):
+        retriever.warm_up()
+        for _ in range(2):
+            empty = retriever.run(QUESTION, query)
+            assert empty["documents"] == [] and empty["version"] == 0
+    warnings = [r for r in caplog.records if "no corpus index at" in r.message]
+    assert len(warnings) == 1 and path in warnings[0].message
+    CorpusIndexWriter(path).run(
+        HashingDocumentEmbedder().run(_documents(["pw", "tc"]))["documents"]
+    )
+    found = retriever.run(QUESTION, query)
+    assert [d.id for d in found["documents"]] == ["pw", "tc"] and found["version"] == 1

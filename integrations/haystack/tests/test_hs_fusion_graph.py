@@ -21,7 +21,7 @@ from haystack.errors import FilterError
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
 from haystack_integrations.components.joiners.rag_multihop import pit_joiner as joiner_module
-from hs_fakes import HashingTextEmbedder
+from hs_fakes import HashingTextEmbedder, SlowStore, longest_loop_stall
 
 
 @pytest.fixture
@@ -395,3 +395,18 @@ def test_graph_retriever_refuses_malformed_filters(graph_module):
     legacy = {"meta.lang": "en"}  # Haystack 1.x syntax
     with pytest.raises(FilterError, match="neither a comparison .* nor a logical condition"):
         asyncio.run(retriever.run_async(query="Alfred Hitchcock", filters=legacy))
+
+
+@pytest.mark.anyio
+async def test_graph_retriever_run_async_leaves_the_event_loop_free(graph_module):
+    store = SlowStore()
+    store.write_documents(make_store().filter_documents())
+    retriever = graph_module.EntityGraphRetriever(store, top_k=3)
+    sync = retriever.run(query="Who directed Rope?")
+    result, stall, duration = await longest_loop_stall(
+        retriever.run_async(query="Who directed Rope?")
+    )
+    assert stall < duration / 2
+    assert [(d.id, d.score) for d in result["documents"]] == [
+        (d.id, d.score) for d in sync["documents"]
+    ]

@@ -3,6 +3,7 @@ signals, the store's embeddings or an embedder, a pipeline, serialisation, and b
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
@@ -16,7 +17,7 @@ from haystack_integrations.components.retrievers.rag_multihop import (
     CorpusIndexMultiHopRetriever,
     MultiHopRetriever,
 )
-from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder
+from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder, SlowStore, longest_loop_stall
 
 from rag_multihop import Query
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
@@ -363,3 +364,51 @@ def test_a_store_without_documents_yet_warms_up_and_answers_none_until_written()
     assert [d.id for d in found][:2] == ["pw", "tc"]
     store.delete_documents([d.id for d in full.filter_documents()])
     assert retriever.run(query=QUESTION, query_embedding=embedding)["documents"] == []
+
+
+def test_a_store_where_only_some_documents_are_embedded_needs_the_embedder():
+    store = _store()
+    store.write_documents([Document(id="ln", content="London is a city.")])
+    embedding = hashing_vectors([QUESTION])[0].tolist()
+    with pytest.raises(
+        ValueError, match=r"1 of 6 documents .*no embedding \(e.g. 'ln'\).*embedder="
+    ):
+        MultiHopRetriever(store).run(query=QUESTION, query_embedding=embedding)
+    given = MultiHopRetriever(store, top_k=2, embedder=HashingDocumentEmbedder())
+    assert [d.id for d in given.run(query=QUESTION)["documents"]] == ["pw", "tc"]
+
+
+@pytest.mark.anyio
+async def test_run_async_leaves_the_event_loop_free_and_gives_the_sync_result():
+    store = SlowStore()
+    store.write_documents(_store().filter_documents())
+    retriever = MultiHopRetriever(store, top_k=3)
+    embedding = hashing_vectors([QUESTION])[0].tolist()
+    sync = retriever.run(query=QUESTION, query_embedding=embedding)
+    result, stall, duration = await longest_loop_stall(
+        retriever.run_async(query=QUESTION, query_embedding=embedding)
+    )
+    assert stall < duration / 2
+    assert [(d.id, d.score) for d in result["documents"]] == [
+        (d.id, d.score) for d in sync["documents"]
+    ]
+
+
+def test_concurrent_run_async_calls_build_the_retriever_once():
+    def embedder_runs(concurrent: bool) -> int:
+        store = SlowStore(delay=0.1)
+        store.write_documents(_store(embedded=False).filter_documents())
+        embedder = HashingDocumentEmbedder()
+        retriever = MultiHopRetriever(store, top_k=2, embedder=embedder)
+        if concurrent:
+
+            async def both() -> None:
+                await asyncio.gather(*(retriever.run_async(query=QUESTION) for _ in range(2)))
+
+            asyncio.run(both())
+        else:
+            for _ in range(2):
+                retriever.run(query=QUESTION)
+        return embedder.runs
+
+    assert embedder_runs(concurrent=True) == embedder_runs(concurrent=False)

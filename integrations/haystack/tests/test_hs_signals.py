@@ -99,3 +99,20 @@ def test_rankers_and_coop(store, dense, tmp_path) -> None:
         InMemoryEmbeddingRetriever(store), top_k=3, candidates=5, embedder=HashingTextEmbedder()
     )
     check_signals(signals(unrolled.run(query=QUESTION)["documents"]), coop.SIGNALS)
+
+
+@pytest.mark.parametrize("value", ["high", None])
+def test_a_signal_that_is_no_number_names_the_document_the_signal_and_the_value(
+    store, dense, value
+) -> None:
+    bad = [Document(id="x", content="X.", meta={SIGNALS_KEY: {"y": value}}, score=0.5)]
+    message = (
+        rf"document 'x': meta\['rag_multihop_signals'\]\['y'\] must be a number, got {value!r}"
+    )
+    with pytest.raises(ValueError, match=message):
+        PITDocumentJoiner().run(documents=[dense, bad])
+    with pytest.raises(ValueError, match=message):
+        BridgeJudgeRanker(embedder=HashingTextEmbedder()).run(query=QUESTION, documents=bad)
+    seed = [Document(id=dense[0].id, content="", meta={SIGNALS_KEY: {"y": value}}, score=0.5)]
+    with pytest.raises(ValueError, match=message.replace("'x'", repr(seed[0].id))):
+        EntityGraphRetriever(store).run(query=QUESTION, documents=seed)

@@ -25,7 +25,9 @@ One rule for all of them:
   retriever component (``run(query_embedding=..., top_k=...)``) as a core
   :class:`~rag_multihop.protocols.Searcher` (texts embedded in one batch) and
   :class:`~rag_multihop.protocols.Retriever`; every search of a component's run gets that
-  run's filters (:func:`run_filters`).
+  run's filters (:func:`run_filters`). A component whose ``run`` takes no
+  ``query_embedding`` (a BM25 retriever) is refused at construction
+  (:func:`check_embedding_retriever`).
 - **Secret → key variable.** An LLM key is an environment-variable ``Secret`` whose name the
   core's LLM client reads at call time (:func:`check_api_key`, :func:`key_variable`).
 - **No key in a name field.** ``llm``, model names and the ``Secret``'s variable names are
@@ -100,11 +102,27 @@ def document_to_passage(document: Document, *, id_key: str | None = None) -> Pas
 
 
 def document_signals(document: Document) -> dict[str, float]:
-    """The signals an earlier rag-multihop component wrote into ``document.meta``."""
+    """The signals an earlier rag-multihop component wrote into ``document.meta``; a value
+    that is no number is a ``ValueError`` naming the document, the signal and the value.
+
+    >>> document_signals(Document(id="x", content="", meta={SIGNALS_KEY: {"y": "high"}}))
+    Traceback (most recent call last):
+    ...
+    ValueError: document 'x': meta['rag_multihop_signals']['y'] must be a number, got 'high'
+    """
     found = document.meta.get(SIGNALS_KEY)
     if not isinstance(found, Mapping):
         return {}
-    return {str(name): float(value) for name, value in found.items()}
+    signals = {}
+    for name, value in found.items():
+        try:
+            signals[str(name)] = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"document {document.id!r}: meta[{SIGNALS_KEY!r}][{name!r}] must be a number, "
+                f"got {value!r}"
+            ) from None
+    return signals
 
 
 def document_to_candidate(
@@ -302,6 +320,23 @@ def run_filters(filters: dict[str, Any] | None) -> Iterator[None]:
         yield
     finally:
         _FILTERS.reset(token)
+
+
+def check_embedding_retriever(retriever: Any) -> Any:
+    """``retriever`` if its ``run`` takes ``query_embedding`` (or ``**kwargs``), else
+    ``TypeError`` naming its class: :class:`DocumentSearcher` searches by embedding."""
+    run = getattr(retriever, "run", None)
+    parameters = inspect.signature(run).parameters.values() if callable(run) else ()
+    if not any(
+        p.name == "query_embedding" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
+    ):
+        raise TypeError(
+            "retriever must be a Haystack embedding retriever component with "
+            f"run(query_embedding=..., top_k=...), got {type(retriever).__name__}, which has no "
+            "run(query_embedding=...): wrap the store's embedding retriever instead (e.g. "
+            "InMemoryEmbeddingRetriever, ChromaEmbeddingRetriever)"
+        )
+    return retriever
 
 
 class DocumentSearcher:

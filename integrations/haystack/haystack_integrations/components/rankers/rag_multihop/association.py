@@ -185,6 +185,7 @@ class AssociationRanker:
             )
             for doc in documents
         ]
+        self._check_one_document_per_id(candidates, documents)
         vectors = {
             c.id: doc.embedding
             for c, doc in zip(candidates, documents, strict=True)
@@ -195,6 +196,24 @@ class AssociationRanker:
             Query(query, embedding=query_embedding), candidates, top_n=top_k, vectors=vectors
         )
         return {"documents": [candidate_to_document(c) for c in ranked]}
+
+    def _check_one_document_per_id(
+        self, candidates: list[Candidate], documents: list[Document]
+    ) -> None:
+        """With ``id_key``: ``ValueError`` when documents share a passage id (the core would
+        name only the id, not the documents or the key)."""
+        if self.id_key is None:
+            return
+        sharing: dict[str, list[str]] = {}
+        for candidate, document in zip(candidates, documents, strict=True):
+            sharing.setdefault(candidate.id, []).append(document.id)
+        for value, ids in sharing.items():
+            if len(ids) > 1:
+                raise ValueError(
+                    f"documents {ids} share meta[{self.id_key!r}] = {value!r}: the association "
+                    "model scores one passage per id; give chunks their own ids under "
+                    f"{self.id_key!r}, or rerank one document per id"
+                )
 
     def _warn_once_when_embedding(
         self, candidates: list[Candidate], vectors: dict[str, Any], reranker: AssociationReranker

@@ -46,6 +46,7 @@ from haystack_integrations.common.rag_multihop.convert import (
     candidate_to_document,
     check_api_key,
     check_embedder,
+    check_embedding_retriever,
     check_encoder_name,
     check_filters,
     embedder_to_dict,
@@ -108,12 +109,7 @@ class CoopRetriever:
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
     ) -> None:
-        if not callable(getattr(retriever, "run", None)):
-            raise TypeError(
-                "retriever must be a Haystack embedding retriever component with "
-                f"run(query_embedding=..., top_k=...), got {type(retriever).__name__}"
-            )
-        self.retriever = retriever
+        self.retriever = check_embedding_retriever(retriever)
         self.top_k = check_positive_int(top_k, "top_k")
         self.llm = None if llm is None else check_any_llm(llm)
         self.api_base = api_base

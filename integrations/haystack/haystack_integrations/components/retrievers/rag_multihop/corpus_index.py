@@ -15,7 +15,9 @@ dense first stage instead of the index's own search: the document store does the
 search, the index contributes titles, links and the entity graph. Document ids the index
 lacks (written to the store but not yet to the index) are skipped and counted in
 ``trace["stale_candidates"]``. An index that holds no passages (created before the first
-ingestion, or emptied by deletes) is fine: runs return no documents until some are written.
+ingestion, or emptied by deletes), or a path that holds no index yet (the query side started
+before the first ingestion; a warning once, version 0) is fine: runs return no documents
+until some are written, and the index is opened as soon as a writer has created it.
 
 Example:
     >>> import tempfile
@@ -38,6 +40,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,8 +52,11 @@ from rag_multihop.multihop import MultiHopResult as CoreMultiHopResult
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings
 from rag_multihop.store import CorpusIndex, IndexSnapshot
+from rag_multihop.store.segment import POINTER
 from rag_multihop.types import Candidate, Passage, Query
 from rag_multihop.validation import check_positive_int
+
+logger = logging.getLogger(__name__)
 
 _DEFAULTS = MultiHopSettings()
 
@@ -135,14 +142,23 @@ class CorpusIndexMultiHopRetriever:
         )
         self._snapshot: IndexSnapshot | None = None
         self._core: CoreMultiHopRetriever | None = None
+        self._warned_missing = False
 
     def warm_up(self) -> None:
         """Open the index (again when a writer has made a new version)."""
         self._current()
 
     def _current(self) -> CoreMultiHopRetriever | None:
-        """The retriever over the index's current version (``None`` while it holds no
-        passages), reopened when a writer has moved on."""
+        """The retriever over the index's current version (``None`` while there is no index
+        or it holds no passages), reopened when a writer has moved on."""
+        if self._snapshot is None and not (Path(self.index_path) / POINTER).exists():
+            if not self._warned_missing:
+                self._warned_missing = True
+                logger.warning(
+                    "no corpus index at %s yet: no documents until a writer creates it",
+                    self.index_path,
+                )
+            return None
         if self._snapshot is None or not self._snapshot.is_current():
             self._snapshot = CorpusIndex(self.index_path).snapshot()
             if self.preload:
@@ -166,6 +182,11 @@ class CorpusIndexMultiHopRetriever:
         embedder's output) and the index version they came from; ``documents`` (an
         embedding retriever's output) replace the index's dense search (module docstring)."""
         k = check_positive_int(top_k if top_k is not None else self.top_k, "top_k")
+        if query_embedding is None:
+            raise ValueError(
+                "query_embedding is required: connect the text embedder of the model that "
+                "embedded the indexed documents to query_embedding"
+            )
         core = self._current()
         question = Query(query, embedding=np.asarray(query_embedding, dtype=np.float32))
         first = None if documents is None else _candidates(documents)
@@ -185,10 +206,9 @@ class CorpusIndexMultiHopRetriever:
             )
             for c in result.candidates
         ]
-        assert self._snapshot is not None
         return {
             "documents": documents,
-            "version": self._snapshot.version,
+            "version": 0 if self._snapshot is None else self._snapshot.version,
             "trace": result.trace.to_dict(),
         }
 

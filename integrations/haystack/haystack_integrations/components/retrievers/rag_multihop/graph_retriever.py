@@ -47,7 +47,9 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +139,7 @@ class EntityGraphRetriever:
         self._retriever: GraphRetriever | None = None
         self._built = False
         self._warned_stale = False
+        self._lock = threading.RLock()  # one check or build at a time (run_async's threads)
 
     def warm_up(self) -> None:
         """Build (or load) the graph of the store's documents; does nothing the second time."""
@@ -144,7 +147,8 @@ class EntityGraphRetriever:
 
     def refresh(self) -> None:
         """Rebuild the graph from the store's documents now (and save it to ``graph_path``)."""
-        self._rebuild(self.document_store.filter_documents())
+        with self._lock:
+            self._rebuild(self.document_store.filter_documents())
 
     def _rebuild(self, documents: list[Document]) -> GraphRetriever | None:
         self._retriever = self._build(documents, load_saved=False)
@@ -181,32 +185,35 @@ class EntityGraphRetriever:
         return retriever.graph
 
     def _ready(self) -> GraphRetriever | None:
-        if not self._built:
-            documents = self.document_store.filter_documents()
-            self._retriever = self._build(documents, load_saved=True)
-        return self._retriever
+        with self._lock:
+            if not self._built:
+                documents = self.document_store.filter_documents()
+                self._retriever = self._build(documents, load_saved=True)
+            return self._retriever
 
     def _current(self) -> GraphRetriever | None:
         """The graph, rebuilt (or flagged) when the store's documents have changed
         (``convert.store_change``)."""
-        retriever = self._ready()
-        corpus = None if retriever is None else retriever.corpus
-        reason, documents = store_change(
-            self.document_store, corpus, compare_documents=self.auto_refresh
-        )
-        if reason is None:
+        with self._lock:
+            retriever = self._ready()
+            corpus = None if retriever is None else retriever.corpus
+            reason, documents = store_change(
+                self.document_store, corpus, compare_documents=self.auto_refresh
+            )
+            if reason is None:
+                return retriever
+            if self.auto_refresh:
+                logger.info("the entity graph is stale (%s): rebuilding it", reason)
+                return self._rebuild(
+                    self.document_store.filter_documents() if documents is None else documents
+                )
+            if not self._warned_stale:
+                self._warned_stale = True
+                logger.warning(
+                    "the entity graph is stale (%s); call refresh() or set auto_refresh=True",
+                    reason,
+                )
             return retriever
-        if self.auto_refresh:
-            logger.info("the entity graph is stale (%s): rebuilding it", reason)
-            return self._rebuild(
-                self.document_store.filter_documents() if documents is None else documents
-            )
-        if not self._warned_stale:
-            self._warned_stale = True
-            logger.warning(
-                "the entity graph is stale (%s); call refresh() or set auto_refresh=True", reason
-            )
-        return retriever
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -285,5 +292,6 @@ class EntityGraphRetriever:
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
     ) -> dict[str, list[Document]]:
-        """The same as :meth:`run` (the walk is in-memory work)."""
-        return self.run(query=query, documents=documents, top_k=top_k, filters=filters)
+        """:meth:`run` in a worker thread (reading the store, building the graph and the walk
+        block)."""
+        return await asyncio.to_thread(self.run, query, documents, top_k, filters)

@@ -10,6 +10,8 @@ core :class:`rag_multihop.multihop.MultiHopRetriever`; this file only translates
   ``meta["rag_multihop_signals"]``.
 - **Vectors**: the documents' own ``embedding`` when every document has one (the output of
   the pipeline's document embedder), else ``embedder`` embeds ``title + "\\n" + content``.
+  A store where only some documents have one needs ``embedder`` (the model that embedded
+  them, which then embeds every document); without it the run fails naming a document.
   The query: ``run(query_embedding=...)`` (a text embedder's output), else ``embedder``
   embeds the query text. ``embedder`` is a Haystack text or document embedder component, a
   sentence-transformers model name, or ``None``: the bundled all-MiniLM-L6-v2 when it has
@@ -57,8 +59,10 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+import threading
 from typing import Any
 
 import numpy as np
@@ -178,6 +182,7 @@ class MultiHopRetriever:
         self._core: CoreMultiHopRetriever | None = None
         self._built = False
         self._warned_stale = False
+        self._lock = threading.Lock()  # one check or rebuild at a time (run_async's threads)
 
     def warm_up(self) -> None:
         """Build the retriever over the store's documents (once; again when they change)."""
@@ -185,7 +190,8 @@ class MultiHopRetriever:
 
     def refresh(self) -> None:
         """Rebuild the retriever from the store's documents now."""
-        self._rebuild(self.document_store.filter_documents())
+        with self._lock:
+            self._rebuild(self.document_store.filter_documents())
 
     def _rebuild(self, documents: list[Document]) -> CoreMultiHopRetriever | None:
         """The retriever over ``documents``; ``None`` while the store holds none (runs
@@ -196,11 +202,20 @@ class MultiHopRetriever:
             self._core = None
             return None
         corpus = documents_to_corpus(documents)
-        given = [d.embedding for d in documents]
-        if all(vector is not None for vector in given):
+        missing = [d.id for d in documents if d.embedding is None]
+        if missing and len(missing) < len(documents) and self.embedder is None:
+            raise ValueError(
+                f"{len(missing)} of {len(documents)} documents in the store have no embedding "
+                f"(e.g. {missing[0]!r}) and the others have one: embed them all with the "
+                "document embedder, or pass embedder=... (the model that embedded the others) "
+                "to embed every document with it"
+            )
+        if not missing:
             encoder = None if self.embedder is None else as_encoder(self.embedder)
             vectors = as_embedding_matrix(
-                given, name="document embeddings", ids=[d.id for d in documents]
+                [d.embedding for d in documents],
+                name="document embeddings",
+                ids=[d.id for d in documents],
             )
         else:
             encoder = as_encoder(self.embedder)
@@ -210,26 +225,28 @@ class MultiHopRetriever:
 
     def _current(self) -> CoreMultiHopRetriever | None:
         """The retriever, rebuilt (or flagged) when the store's documents have changed."""
-        if not self._built:
-            return self._rebuild(self.document_store.filter_documents())
-        corpus = None if self._core is None else self._core.corpus
-        reason, documents = store_change(
-            self.document_store, corpus, compare_documents=self.auto_refresh
-        )
-        if reason is None:
+        with self._lock:
+            if not self._built:
+                return self._rebuild(self.document_store.filter_documents())
+            corpus = None if self._core is None else self._core.corpus
+            reason, documents = store_change(
+                self.document_store, corpus, compare_documents=self.auto_refresh
+            )
+            if reason is None:
+                return self._core
+            if self.auto_refresh:
+                logger.info("the multi-hop retriever is stale (%s): rebuilding it", reason)
+                return self._rebuild(
+                    self.document_store.filter_documents() if documents is None else documents
+                )
+            if not self._warned_stale:
+                self._warned_stale = True
+                logger.warning(
+                    "the multi-hop retriever is stale (%s); call refresh() or set "
+                    "auto_refresh=True",
+                    reason,
+                )
             return self._core
-        if self.auto_refresh:
-            logger.info("the multi-hop retriever is stale (%s): rebuilding it", reason)
-            return self._rebuild(
-                self.document_store.filter_documents() if documents is None else documents
-            )
-        if not self._warned_stale:
-            self._warned_stale = True
-            logger.warning(
-                "the multi-hop retriever is stale (%s); call refresh() or set auto_refresh=True",
-                reason,
-            )
-        return self._core
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -298,5 +315,5 @@ class MultiHopRetriever:
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The same as :meth:`run` (in-memory work)."""
-        return self.run(query=query, query_embedding=query_embedding, top_k=top_k, filters=filters)
+        """:meth:`run` in a worker thread (reading the store, rebuilding and embedding block)."""
+        return await asyncio.to_thread(self.run, query, query_embedding, top_k, filters)

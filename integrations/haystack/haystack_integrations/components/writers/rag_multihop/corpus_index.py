@@ -4,10 +4,13 @@ pipeline.
 Put it after the document embedder (beside or after a ``DocumentWriter``): every document of
 ``run(documents=...)`` is upserted into the :class:`rag_multihop.store.CorpusIndex` at
 ``index_path`` (created on the first run with the documents' embedding dimension; a document
-already there is replaced, an unchanged one costs no write). Split documents
-(``meta["source_id"]``, as ``DocumentSplitter`` sets it) replace the earlier splits of their
-source, in one index version: a changed file indexed again (its splits under new ids)
-leaves none of its old splits behind (:mod:`rag_multihop.store.sources`).
+already there is replaced, an unchanged one costs no write). A splitter's chunks (a
+document whose meta holds both ``source_id`` and ``split_id``, as Haystack's splitters set
+them) replace the earlier chunks of their source, in one index version: a changed file
+indexed again (its chunks under new ids) leaves none of its old chunks behind
+(:mod:`rag_multihop.store.sources`). Any other document is upserted by its id alone, so a
+``source_id`` field of the user's own (every document of a crawl under one name) deletes
+nothing.
 :meth:`CorpusIndexWriter.delete_documents` and :meth:`CorpusIndexWriter.delete_sources` are
 the delete paths (call them where you delete from your document store). Documents become
 passages by the package's rule (``Document.id``, ``content``, ``meta["title"]``).
@@ -30,27 +33,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from rag_multihop.store import CorpusIndex
 from rag_multihop.store.segment import POINTER
 from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Passage
+from rag_multihop.validation import as_embedding_matrix
 
 SOURCE_KEY = "source_id"
-"""The meta key of a split document's source (Haystack's ``DocumentSplitter`` sets it)."""
+"""The meta key of a chunk's source document (Haystack's splitters set it)."""
+
+SPLIT_KEY = "split_id"
+"""The meta key of a chunk's position in its source (set beside :data:`SOURCE_KEY`)."""
 
 
 def _source(document: Document) -> str | None:
-    """The document's source id as a string (a number a pipeline of the user's wrote is
-    one too); ``None`` when it has none (or an empty one).
+    """The source id of a splitter's chunk as a string (a number a pipeline of the user's
+    wrote is one too); ``None`` for a document that is no chunk (no ``split_id``) or has no
+    source (or an empty one).
 
-    >>> _source(Document(content="x", meta={"source_id": 7})), _source(Document(content="x"))
-    ('7', None)
+    >>> _source(Document(content="x", meta={"source_id": 7, "split_id": 0}))
+    '7'
+    >>> _source(Document(content="x", meta={"source_id": "crawl"})) is None
+    True
     """
     value = document.meta.get(SOURCE_KEY)
-    return None if value is None or value == "" else str(value)
+    if document.meta.get(SPLIT_KEY) is None or value is None or value == "":
+        return None
+    return str(value)
 
 
 @component
@@ -76,7 +87,11 @@ class CorpusIndexWriter:
         passages = [
             Passage(d.id, d.content or "", str(d.meta.get("title", "") or "")) for d in documents
         ]
-        vectors = np.asarray([d.embedding for d in documents], dtype=np.float32)
+        vectors = as_embedding_matrix(
+            [d.embedding for d in documents],
+            name="document embeddings",
+            ids=[d.id for d in documents],
+        )
         sources = [_source(d) for d in documents]
         write_sources(self._index(vectors.shape[1]), passages, vectors, sources)
         return {"documents_written": len(documents)}
@@ -86,7 +101,7 @@ class CorpusIndexWriter:
         return CorpusIndex(self.index_path).delete(document_ids, missing_ok=missing_ok)
 
     def delete_sources(self, source_ids: list[str]) -> int:
-        """Delete every split this writer wrote for the source documents ``source_ids``
+        """Delete every chunk this writer wrote for the source documents ``source_ids``
         (their ``meta["source_id"]``); the index's new version."""
         return delete_sources(CorpusIndex(self.index_path), source_ids)
 
