@@ -7,7 +7,10 @@
 - any FAISS factory string (``"HNSW32"``, ``"IVF1024,Flat"``, ``"HNSW32,SQ8"``, ...).
 
 ``ef_search`` sets HNSW's search breadth (FAISS ``efSearch``; higher is more exact and
-slower); it is ignored by indexes without one.
+slower); it is ignored by indexes without one. An index that must be trained on more
+vectors than it is given (an IVF's ``nlist`` lists, a PQ's ``2**nbits`` centroids:
+:func:`min_train_rows`) is made exact (``Flat``) instead: over so few vectors exact search
+is both right and cheap.
 
 Example:
     >>> import numpy as np
@@ -16,14 +19,21 @@ Example:
     >>> index = make_ann_index(np.eye(3, dtype="float32"), "HNSW16", ef_search=32)
     >>> index.ntotal, index.hnsw.efSearch
     (3, 32)
+    >>> resolve_ann("IVF4,Flat", 3, dim=8), resolve_ann("IVF4,Flat", 4, dim=8)
+    ('Flat', 'IVF4,Flat')
     >>> check_ann("HNSW-32")
     Traceback (most recent call last):
     ...
     ValueError: ann 'HNSW-32' is not 'auto', 'flat' or a FAISS factory string: ...
+    >>> check_ann("PQ16", dim=20)
+    Traceback (most recent call last):
+    ...
+    ValueError: ann 'PQ16' does not fit dimension 20: ...
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +51,16 @@ AUTO_ANN = "HNSW32"
 DEFAULT_EF_SEARCH = 128
 """HNSW's default search breadth here (FAISS's own, 16, loses recall on text embeddings)."""
 
+ANY_DIM = 11_520
+"""The dimension a factory string is also tried at when none is given (``2**8 * 3**2 * 5``:
+it splits into every usual number of PQ sub-quantizers, where 8 refuses ``PQ16``)."""
+
+FAISS_WHERE = re.compile(r"^Error in .* at \S+:\d+: (Error: )?")
+"""Where in FAISS's C++ an error was raised (dropped from the messages here)."""
+
+OPQ_CENTROIDS = 256
+"""The centroids of the PQ an ``OPQ`` rotation trains with (FAISS's default, 8 bits)."""
+
 
 def _faiss() -> Any:
     import faiss  # deferred: importing FAISS costs ~0.3 s
@@ -48,19 +68,75 @@ def _faiss() -> Any:
     return faiss
 
 
-def resolve_ann(ann: str, n: int) -> str:
+def resolve_ann(ann: str, n: int, dim: int | None = None) -> str:
     """The FAISS factory string ``ann`` means for ``n`` passages (``"auto"`` and ``"flat"``
-    resolved; a factory string as given)."""
+    resolved; a factory string as given, or, with ``dim``, ``"Flat"`` when ``n`` vectors
+    are too few to train its index: :func:`min_train_rows`)."""
     if ann == "auto":
         return "Flat" if n < AUTO_FLAT_LIMIT else AUTO_ANN
     if ann.lower() == "flat":
         return "Flat"
+    if dim is not None and n < min_train_rows(_factory_index(ann, dim)):
+        return "Flat"
     return ann
 
 
-def check_ann(ann: object, name: str = "ann", *, auto: bool = True) -> str:
+def min_train_rows(index: Any) -> int:
+    """The fewest vectors FAISS trains ``index`` on: its largest k-means (an IVF's
+    ``nlist`` lists, a product quantizer's ``2**nbits`` centroids, an additive quantizer's
+    largest codebook, an ``OPQ`` rotation's PQ) or fitted dimension (a PCA's output, an
+    additive quantizer's input), found through the indexes it wraps; 0 when it needs no
+    training."""
+    faiss = _faiss()
+    if index.is_trained:
+        return 0
+    inner = faiss.downcast_index(index)  # a view: ``index`` keeps owning the C++ object
+    need = int(getattr(inner, "nlist", 1))
+    pq = getattr(inner, "pq", None)
+    if pq is not None:
+        need = max(need, int(pq.ksub))
+    additive = getattr(inner, "aq", None)
+    if additive is not None:
+        codebook = 1 << int(faiss.vector_to_array(additive.nbits).max())
+        need = max(need, codebook, int(inner.d))
+    for part in ("storage", "base_index", "refine_index", "index"):
+        wrapped = getattr(inner, part, None)
+        if wrapped is not None:
+            need = max(need, min_train_rows(wrapped))
+    chain: Any = getattr(inner, "chain", None)  # a pre-transform's vector transforms
+    for i in range(chain.size() if chain is not None else 0):
+        transform = faiss.downcast_VectorTransform(chain.at(i))
+        if not transform.is_trained:
+            need = max(need, int(transform.d_out))
+        if isinstance(transform, faiss.OPQMatrix):
+            need = max(need, OPQ_CENTROIDS if transform.pq is None else int(transform.pq.ksub))
+    return need
+
+
+def _factory_index(factory: str, dim: int) -> Any:
+    """The empty inner-product index ``factory`` makes for ``dim``-dimensional vectors."""
+    faiss = _faiss()
+    return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+
+
+def _refusal(factory: str, dim: int) -> str | None:
+    """Why FAISS refuses ``factory`` at dimension ``dim`` (its message, without the C++
+    location), or ``None`` when it makes the index."""
+    try:
+        _factory_index(factory, dim)
+    except RuntimeError as exc:
+        lines = str(exc).strip().splitlines()
+        return FAISS_WHERE.sub("", lines[-1])[:200] if lines else "refused"
+    return None
+
+
+def check_ann(ann: object, name: str = "ann", *, auto: bool = True, dim: int | None = None) -> str:
     """``ann`` if it is ``"auto"`` (unless ``auto`` is false), ``"flat"`` or a factory
-    string FAISS accepts, else ``ValueError`` naming ``name``, the value and the reason."""
+    string FAISS accepts, else ``ValueError`` naming ``name``, the value and the reason.
+
+    A factory string is tried at dimension ``dim`` when given (a PQ must split it: ``PQ16``
+    fits 32, not 20); else at 8 or :data:`ANY_DIM`, and checked again at the vectors'
+    dimension when the index is made."""
     allowed = "'auto', 'flat'" if auto else "'flat'"
     if not isinstance(ann, str) or not ann.strip() or (ann == "auto" and not auto):
         raise ValueError(
@@ -68,14 +144,15 @@ def check_ann(ann: object, name: str = "ann", *, auto: bool = True) -> str:
         )
     if ann == "auto" or ann.lower() == "flat":
         return ann
-    try:
-        _faiss().index_factory(8, ann, _faiss().METRIC_INNER_PRODUCT)
-    except RuntimeError as exc:
-        reason = str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else "refused"
-        raise ValueError(
-            f"{name} {ann!r} is not {allowed} or a FAISS factory string: {reason}"
-        ) from None
-    return ann
+    reason = _refusal(ann, 8 if dim is None else dim)
+    if reason is None:
+        return ann
+    fits_some = _refusal(ann, 8) is None or _refusal(ann, ANY_DIM) is None
+    if fits_some and dim is None:
+        return ann
+    if fits_some:
+        raise ValueError(f"{name} {ann!r} does not fit dimension {dim}: {reason}")
+    raise ValueError(f"{name} {ann!r} is not {allowed} or a FAISS factory string: {reason}")
 
 
 def check_ef_search(value: object, name: str = "ef_search") -> int:
@@ -104,14 +181,14 @@ def make_ann_index(
     ef_search: int = DEFAULT_EF_SEARCH,
     after_add: Callable[[], None] | None = None,
 ) -> Any:
-    """A FAISS inner-product index of ``ann`` (resolved for ``len(vectors)``) holding
-    ``vectors`` (float32 ``(n, d)``, normalised by the caller for cosine), trained on them
-    when the index type needs training; added :data:`ADD_ROWS` at a time, ``after_add``
-    called after each (an index build releases memory-mapped rows there)."""
+    """A FAISS inner-product index of ``ann`` (resolved for ``len(vectors)`` and their
+    dimension: exact ``Flat`` when they are too few to train it) holding ``vectors``
+    (float32 ``(n, d)``, normalised by the caller for cosine), trained on them when the
+    index type needs training; added :data:`ADD_ROWS` at a time, ``after_add`` called
+    after each (an index build releases memory-mapped rows there)."""
     check_ef_search(ef_search)
-    factory = resolve_ann(check_ann(ann), len(vectors))
-    faiss = _faiss()
-    index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    dim = vectors.shape[1]
+    index = _factory_index(resolve_ann(check_ann(ann, dim=dim), len(vectors), dim), dim)
     if not index.is_trained:
         index.train(vectors)
     for start in range(0, len(vectors), ADD_ROWS):

@@ -50,7 +50,7 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.encoders.fingerprint import FINGERPRINT_TOLERANCE, EncoderFingerprint
 from rag_multihop.graph.extract import EntityExtractor, HeuristicExtractor
-from rag_multihop.index.ann import make_ann_index
+from rag_multihop.index.ann import check_ann, make_ann_index, resolve_ann
 from rag_multihop.multihop.subjects import NAMES_VERSION
 from rag_multihop.store import batches, derive, stream
 from rag_multihop.store.batches import Progress
@@ -64,6 +64,8 @@ from rag_multihop.store.segment import (
     SERVING_PREFIX,
     Segment,
     StagedSegment,
+    check_lock_timeout,
+    check_manifest_fields,
     current_manifest_path,
     describe_array,
     drop_pages,
@@ -143,7 +145,7 @@ class CorpusIndex:
         self.progress = progress
         self.sidecars = {producer.kind: producer for producer in sidecars}
         self.extractor = extractor or HeuristicExtractor()
-        self.lock_timeout = float(lock_timeout)
+        self.lock_timeout = check_lock_timeout(lock_timeout)
         manifest = self.manifest()
         if manifest.get("extractor") != self.extractor.name:
             raise ValueError(
@@ -167,14 +169,17 @@ class CorpusIndex:
         sidecars: Sequence[SidecarProducer] = (),
     ) -> CorpusIndex:
         """An empty index at ``path`` (an error if one is there) for ``dim``-dimensional
-        vectors; ``encoder`` (optional) is fingerprinted into the manifest."""
+        vectors; ``encoder`` (optional) is fingerprinted into the manifest. ``settings.ann``
+        must fit ``dim`` (a PQ must split it)."""
         dim = check_positive_int(dim, "dim")
+        check_lock_timeout(lock_timeout)
         root = Path(path)
         if (root / POINTER).exists():
             raise FileExistsError(f"{root} already holds an index; open it with CorpusIndex()")
         if root.exists() and not root.is_dir():
             raise NotADirectoryError(f"index path {root} is a file")
         settings = settings or IndexSettings()
+        check_ann(settings.ann, auto=False, dim=dim)
         extractor = extractor or HeuristicExtractor()
         fingerprint = None
         if encoder is not None:
@@ -224,9 +229,9 @@ class CorpusIndex:
     ) -> CorpusIndex:
         """:meth:`create` an index (``options``: its arguments) and :meth:`add` ``passages``."""
         matrix = as_embedding_matrix(vectors, name="vectors")
-        made_folder = not Path(path).exists()
+        made = _missing_entries(Path(path))
         index = cls.create(path, dim=matrix.shape[1], **options)
-        with _undone_on_failure(index.path, made_folder):
+        with _undone_on_failure(index.path, made):
             index.add(passages, matrix)
         return index
 
@@ -256,10 +261,10 @@ class CorpusIndex:
                 break
         else:
             raise ValueError("batches holds no passages; an index is built from at least one")
-        made_folder = not Path(path).exists()
+        made = _missing_entries(Path(path))
         index = cls.create(path, dim=matrix.shape[1], **options)
         with (
-            _undone_on_failure(index.path, made_folder),
+            _undone_on_failure(index.path, made),
             writer_lock(index.path, index.lock_timeout),
         ):
             state = _State.read(index.path)
@@ -273,16 +278,7 @@ class CorpusIndex:
 
     def manifest(self) -> dict[str, Any]:
         """The current version's manifest (read afresh)."""
-        path = current_manifest_path(self.path)
-        manifest = read_manifest(path)
-        if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-            raise ArtifactError(
-                f"{path}: format {manifest.get('format')!r} version "
-                f"{manifest.get('format_version')!r}; this version reads {FORMAT} "
-                f"{FORMAT_VERSION}: rebuild the index from its passages (rag-multihop index "
-                "build, or CorpusIndex.build)"
-            )
-        return manifest
+        return read_current_manifest(self.path)
 
     @property
     def version(self) -> int:
@@ -615,7 +611,8 @@ class CorpusIndex:
         e1 = e0 + len(arrays["ents.off"]) - 1
         alive = np.concatenate([state.alive, np.ones(n, dtype=bool)])
         alive[np.asarray(arrays["dead"], dtype=np.int64)] = False
-        stored_ann = settings.ann.lower() != "flat" and n
+        # too few rows to train the ANN (an IVF's lists, a PQ's centroids): searched exactly
+        stored_ann = n and resolve_ann(settings.ann, n, state.dim) != "Flat"
         if stored_ann and staged is not None:  # a streamed build: its passes' memory is free
             release_freed_memory()
         ann = (
@@ -772,6 +769,22 @@ class CorpusIndex:
         return out
 
 
+def read_current_manifest(root: Path) -> dict[str, Any]:
+    """The manifest ``CURRENT`` names, of this format and with every field a reader needs,
+    else :class:`ArtifactError` naming the file."""
+    path = current_manifest_path(root)
+    manifest = read_manifest(path)
+    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+        raise ArtifactError(
+            f"{path}: format {manifest.get('format')!r} version "
+            f"{manifest.get('format_version')!r}; this version reads {FORMAT} "
+            f"{FORMAT_VERSION}: rebuild the index from its passages (rag-multihop index "
+            "build, or CorpusIndex.build)"
+        )
+    check_manifest_fields(path, manifest)
+    return manifest
+
+
 def stored_names_version(manifest: Mapping[str, Any]) -> int:
     """The :data:`~rag_multihop.multihop.subjects.NAMES_VERSION` an index's names were read
     with (1 for an index written before versions were recorded)."""
@@ -791,23 +804,30 @@ def check_names_version(manifest: Mapping[str, Any], path: Path) -> None:
         )
 
 
+def _missing_entries(root: Path) -> set[Path]:
+    """The index folder and the entries :meth:`CorpusIndex.create` makes in it (``LOCK``,
+    ``manifests/``, ``segments/``) that are not there yet: what undoing a build may remove."""
+    return {p for p in (root, root / LOCK, root / MANIFESTS, root / SEGMENTS) if not p.exists()}
+
+
 @contextmanager
-def _undone_on_failure(root: Path, made_folder: bool) -> Iterator[None]:
+def _undone_on_failure(root: Path, made: set[Path]) -> Iterator[None]:
     """Undo :meth:`CorpusIndex.create` when the first write of a build fails (bad input,
-    an interrupt), so that the build can be run again: the pointer, the version-0 manifest
-    and the lock file go, and the folders they leave empty (a user's files stay). Nothing
-    is removed once a version beyond 0 exists."""
+    an interrupt), so that the build can be run again: the pointer and the version-0
+    manifest go, and of ``made`` (:func:`_missing_entries`) the lock file and the folders
+    they leave empty (a user's files stay). Nothing is removed once a version beyond 0
+    exists."""
     try:
         yield
     except BaseException:
         manifest = current_manifest_path(root)
         if manifest.name == manifest_name(0):
-            for path in (root / POINTER, manifest, root / LOCK):
+            for path in (root / POINTER, manifest, *({root / LOCK} & made)):
                 path.unlink(missing_ok=True)
-            folders = [root / MANIFESTS, root / SEGMENTS, *([root] if made_folder else [])]
-            for folder in folders:
-                with suppress(OSError):  # not empty (or gone): left as it is
-                    folder.rmdir()
+            for folder in (root / MANIFESTS, root / SEGMENTS, root):
+                if folder in made:
+                    with suppress(OSError):  # not empty (or gone): left as it is
+                        folder.rmdir()
         raise
 
 
@@ -828,7 +848,7 @@ class _State:
     def read(cls, root: Path, *, vectors: bool = True) -> _State:
         """The current version; without ``vectors``, no segment's stored vectors or ANN
         index (what an add or a delete, which only appends a segment, never reads)."""
-        manifest = read_manifest(current_manifest_path(root))
+        manifest = read_current_manifest(root)
         segments = [read_segment(root, e, ann=vectors) for e in manifest["segments"]]
         return cls(manifest, segments, alive_mask(segments, int(manifest["rows"])))
 

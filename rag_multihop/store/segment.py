@@ -9,11 +9,12 @@ Layout of an index folder (see ``docs/index.md``)::
     segments/s-000007-<hex>/     one .npy per array, written once, never modified
     segments/w-000007-<hex>/     the version's serving arrays (``rag_multihop.store.served``)
 
-A segment is written into ``segments/.tmp-<hex>/``, every file fsync'ed, then renamed; the
-manifest is written to a temporary file, fsync'ed and renamed; ``CURRENT`` is replaced last
-(temporary file, fsync, ``os.replace``, directory fsync). A writer killed at any point
-leaves the previous version current; its leftovers (``.tmp-*``) are removed by the next
-writer, which holds the lock, so they cannot belong to a live writer.
+A segment is written into ``segments/.rag-multihop-tmp-<hex>/``, every file fsync'ed, then
+renamed; the manifest is written to a temporary file, fsync'ed and renamed; ``CURRENT`` is
+replaced last (temporary file, fsync, ``os.replace``, directory fsync). A writer killed at
+any point leaves the previous version current; its leftovers (``.rag-multihop-tmp-*``) are
+removed by the next writer, which holds the lock, so they cannot belong to a live writer.
+Nothing else is removed from the index folder, which may hold the user's own files.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ import ctypes
 import errno
 import fcntl
 import json
+import math
 import mmap
 import os
+import re
 import shutil
 import time
 import uuid
@@ -31,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +52,12 @@ POINTER = "CURRENT"
 LOCK = "LOCK"
 MANIFESTS = "manifests"
 SEGMENTS = "segments"
-TEMP_PREFIX = ".tmp-"
+TEMP_PREFIX = ".rag-multihop-tmp-"
+"""Every temporary file or folder a writer makes starts so (only those are ever removed
+as a killed writer's leftovers)."""
+LEGACY_TEMP_PREFIX = ".tmp-"
+"""The temporaries of older versions, removed only inside ``manifests/`` and ``segments/``
+(the index's own folders), never from the index folder itself."""
 SEGMENT_PREFIX = "s"
 SERVING_PREFIX = "w"
 
@@ -188,7 +197,7 @@ class ArrayFile:
 
 
 class StagedSegment:
-    """A segment folder being written (``segments/.tmp-<hex>/``): columns streamed into
+    """A segment folder being written (``segments/.rag-multihop-tmp-<hex>/``): columns streamed into
     :class:`ArrayFile` s or saved whole, published by :func:`write_segment`. A writer killed
     meanwhile leaves only the staging folder, which the next writer removes."""
 
@@ -466,6 +475,10 @@ def read_segment(root: Path, entry: Mapping[str, Any], *, ann: bool = True) -> S
     )
 
 
+MANIFEST_NAME = re.compile(r"v-\d{6,}\.json")
+"""The names :func:`manifest_name` gives."""
+
+
 def manifest_name(version: int) -> str:
     return f"v-{version:06d}.json"
 
@@ -494,7 +507,10 @@ def current_manifest_path(root: Path) -> Path:
     pointer = root / POINTER
     if not pointer.is_file():
         raise FileNotFoundError(f"{root} is not a CorpusIndex (no {POINTER} file)")
-    relative = pointer.read_text(encoding="utf-8").strip()
+    try:
+        relative = pointer.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError:
+        raise ArtifactError(f"{pointer} is not UTF-8 text; the index is corrupt") from None
     path = root / relative
     if not relative.startswith(f"{MANIFESTS}/v-") or ".." in relative or not path.is_file():
         raise ArtifactError(f"{pointer} names {relative!r}, which is not a manifest here")
@@ -508,12 +524,58 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
+MANIFEST_FIELDS: Mapping[str, type] = {
+    "version": int,
+    "dim": int,
+    "rows": int,
+    "entities": int,
+    "live": int,
+    "settings": dict,
+    "extractor": str,
+}
+"""The fields of a manifest that readers use, with their JSON types."""
+SEGMENT_FIELDS: Mapping[str, type] = {"name": str, "rows": list, "entities": list, "files": dict}
+"""The same for each of its segment entries."""
+
+
+def check_manifest_fields(path: Path, manifest: Mapping[str, Any]) -> None:
+    """:class:`ArtifactError` naming ``path`` and the fields of :data:`MANIFEST_FIELDS` and
+    :data:`SEGMENT_FIELDS` that ``manifest`` lacks or holds with another type."""
+    bad = _bad_fields(manifest, MANIFEST_FIELDS, "")
+    for i, entry in enumerate(manifest["segments"]):
+        bad += _bad_fields(entry, SEGMENT_FIELDS, f"segments[{i}].")
+    if bad:
+        raise ArtifactError(
+            f"{path}: {', '.join(bad)} missing or of the wrong type; the manifest is corrupt"
+        )
+
+
+def _bad_fields(values: object, fields: Mapping[str, type], prefix: str) -> list[str]:
+    if not isinstance(values, dict):
+        return [prefix.rstrip(".")]
+    return [
+        f"{prefix}{key} ({kind.__name__})"
+        for key, kind in fields.items()
+        if not isinstance(values.get(key), kind) or isinstance(values.get(key), bool)
+    ]
+
+
+def check_lock_timeout(value: object) -> float:
+    """``value`` as seconds to wait for the writer lock: a finite number ≥ 0, else
+    ``ValueError``."""
+    seconds = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"lock_timeout must be a finite number of seconds >= 0, got {value!r}")
+    return seconds
+
+
 @contextmanager
 def writer_lock(root: Path, timeout: float) -> Iterator[None]:
     """Hold the exclusive writer lock (``flock`` on ``LOCK``) inside the block.
 
     The kernel drops an ``flock`` when its holder dies, so a killed writer never leaves the
-    index locked. Waits up to ``timeout`` seconds, then raises :class:`IndexLockedError`.
+    index locked. Waits up to ``timeout`` seconds (:func:`check_lock_timeout`), then raises
+    :class:`IndexLockedError`.
     """
     handle = open(root / LOCK, "a+")  # noqa: SIM115 - held for the block
     try:
@@ -538,13 +600,18 @@ def writer_lock(root: Path, timeout: float) -> Iterator[None]:
 
 
 def _remove_leftovers(root: Path) -> None:
-    """Delete the ``.tmp-*`` files and folders a killed writer left (only ours: the lock is
-    held, so no live writer owns them)."""
-    for folder in (root, root / MANIFESTS, root / SEGMENTS):
+    """Delete the temporary files and folders a killed writer left (:data:`TEMP_PREFIX`;
+    also :data:`LEGACY_TEMP_PREFIX` inside the index's own subfolders). The lock is held,
+    so no live writer owns them."""
+    for folder, prefixes in (
+        (root, (TEMP_PREFIX,)),
+        (root / MANIFESTS, (TEMP_PREFIX, LEGACY_TEMP_PREFIX)),
+        (root / SEGMENTS, (TEMP_PREFIX, LEGACY_TEMP_PREFIX)),
+    ):
         if not folder.is_dir():
             continue
         for path in folder.iterdir():
-            if path.name.startswith(TEMP_PREFIX):
+            if path.name.startswith(prefixes):
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)
                 else:
@@ -558,26 +625,24 @@ def remove_unreferenced(
     *,
     prefixes: tuple[str, ...] = (SEGMENT_PREFIX, SERVING_PREFIX),
 ) -> list[str]:
-    """Delete the folders this index wrote under ``segments/`` whose names start with one
-    of ``prefixes`` and are not in ``keep_segments``, and (unless ``keep_manifest`` is
-    ``None``) the manifests other than ``keep_manifest``; the names removed. Readers holding
-    an older snapshot keep their memory maps (the files stay readable until unmapped)."""
+    """Delete the folders this index wrote under ``segments/`` (named
+    ``<prefix>-<version>-<hex>`` for one of ``prefixes``) that are not in ``keep_segments``,
+    and (unless ``keep_manifest`` is ``None``) the manifests (``v-<version>.json``) other
+    than ``keep_manifest``; the names removed. A name the index does not write is left
+    alone. Readers holding an older snapshot keep their memory maps (the files stay
+    readable until unmapped)."""
     removed = []
     segments = root / SEGMENTS
-    starts = tuple(f"{p}-" for p in prefixes)
+    ours = re.compile(rf"(?:{'|'.join(map(re.escape, prefixes))})-\d{{6,}}-[0-9a-f]{{12}}")
     for path in segments.iterdir() if segments.is_dir() else ():
-        if path.is_dir() and path.name.startswith(starts) and path.name not in keep_segments:
+        if path.is_dir() and ours.fullmatch(path.name) and path.name not in keep_segments:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path.name)
     if keep_manifest is None:
         return removed
     manifests = root / MANIFESTS
     for path in manifests.iterdir() if manifests.is_dir() else ():
-        if (
-            path.name.startswith("v-")
-            and path.name.endswith(".json")
-            and path.name != keep_manifest
-        ):
+        if MANIFEST_NAME.fullmatch(path.name) and path.name != keep_manifest:
             path.unlink(missing_ok=True)
             removed.append(path.name)
     return removed

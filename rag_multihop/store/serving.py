@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, overload
 
@@ -166,30 +167,45 @@ class SegmentedDenseIndex(DenseIndex):
 
         self._faiss = faiss
         self._snapshot = snapshot
-        self._parts: list[tuple[Any, int, np.ndarray, Any]] = []
+        self._dim = snapshot.dim
+        self.factory = snapshot.settings.ann
+        self.normalize = True
+        self.ef_search = check_positive_int(ef_search, "ef_search")
+        self._parts: list[_Part] = []
         alive = snapshot.segments.alive
         for segment in snapshot.segments.segments:
             start, end = segment.rows
             live = alive[start:end]
             if not live.any():
                 continue
-            selector = None
+            part = _Part(_segment_ann(segment), start, live)
             if not live.all():
-                bits = np.packbits(live, bitorder="little")
-                selector = (faiss.IDSelectorBitmap(len(live), faiss.swig_ptr(bits)), bits)
-            self._parts.append((_segment_ann(segment), start, live, selector))
-        self._dim = snapshot.dim
-        self.factory = snapshot.settings.ann
-        self.normalize = True
-        self.ef_search = check_positive_int(ef_search, "ef_search")
+                part.bits = np.packbits(live, bitorder="little")
+                part.selector = faiss.IDSelectorBitmap(len(live), faiss.swig_ptr(part.bits))
+                if not self._filters(part):  # FAISS filters no rows of this kind
+                    part.selector, part.extra = None, int(len(live) - live.sum())
+            self._parts.append(part)
 
-    def _params(self, ann: Any, selector: Any, k: int) -> Any:
-        """FAISS search parameters: the live-row selector, and ``efSearch`` for an HNSW."""
-        faiss = self._faiss
-        sel = selector[0] if selector is not None else None
-        if isinstance(ann, faiss.IndexHNSW):
-            return faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k), sel=sel)
-        return faiss.SearchParameters(sel=sel) if sel is not None else None
+    def _params(self, part: _Part, k: int, held: list[Any]) -> Any:
+        """FAISS search parameters of ``part``'s index: its live-row selector and an HNSW's
+        ``efSearch`` (``None`` when it needs neither), nested through the indexes that wrap
+        the one that searches (:func:`_search_params`)."""
+        hnsw = isinstance(self._faiss.downcast_index(part.ann), self._faiss.IndexHNSW)
+        if part.selector is None and not hnsw:
+            return None
+        ef_search = max(self.ef_search, k)
+        return _search_params(self._faiss, part.ann, part.selector, ef_search, held)
+
+    def _filters(self, part: _Part) -> bool:
+        """Whether FAISS takes ``part``'s selector (a product quantizer, an additive one or a
+        fast-scan index refuse one: their dead rows are then over-fetched and dropped)."""
+        held: list[Any] = []
+        query = np.zeros((1, self.dim), dtype=np.float32)
+        try:
+            part.ann.search(query, 1, params=self._params(part, 1, held))
+        except RuntimeError:
+            return False
+        return True
 
     @property
     def ids(self) -> Sequence[str]:  # type: ignore[override]
@@ -218,21 +234,23 @@ class SegmentedDenseIndex(DenseIndex):
         self, queries: np.ndarray, k: int
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """:meth:`search` with the live positions of the hits instead of their ids."""
-        check_positive_int(k, "k")
+        k = check_positive_int(k, "k")
         matrix = l2_normalize(as_embedding_matrix(queries, name="query vectors", dim=self.dim))
         k = min(k, len(self))
         positions = self._snapshot.positions
         found: list[list[tuple[float, int]]] = [[] for _ in range(len(matrix))]
         with faiss_threads(1 if len(matrix) <= SMALL_SEARCH else None):
-            for ann, start, alive, selector in self._parts:
-                depth = min(k, len(alive))
-                scores, local = ann.search(matrix, depth, params=self._params(ann, selector, k))
+            for part in self._parts:
+                held: list[Any] = []
+                depth = min(k + part.extra, len(part.alive))
+                params = self._params(part, k, held)
+                scores, local = part.ann.search(matrix, depth, params=params)
                 for q in range(len(matrix)):
                     keep = local[q] >= 0
                     rows, values = local[q][keep], scores[q][keep]
-                    live = alive[rows]
+                    live = part.alive[rows]
                     found[q].extend(
-                        zip(values[live].tolist(), (rows[live] + start).tolist(), strict=True)
+                        zip(values[live].tolist(), (rows[live] + part.start).tolist(), strict=True)
                     )
         out_scores, out_positions = [], []
         for hits in found:
@@ -241,6 +259,41 @@ class SegmentedDenseIndex(DenseIndex):
             out_scores.append(np.array([s for s, _ in best], dtype=np.float32))
             out_positions.append(positions[np.array([row for _, row in best], dtype=np.int64)])
         return out_scores, out_positions
+
+
+@dataclass(eq=False)
+class _Part:
+    """A segment's searchable index: ``ann`` over its rows from ``start``, ``alive`` its
+    live-row mask; ``selector`` (over ``bits``) skips its dead rows inside FAISS, or
+    ``extra`` more rows are fetched when its kind takes no selector."""
+
+    ann: Any
+    start: int
+    alive: np.ndarray
+    selector: Any = None
+    bits: np.ndarray | None = None
+    extra: int = 0
+
+
+def _search_params(faiss: Any, index: Any, sel: Any, ef_search: int, held: list[Any]) -> Any:
+    """The FAISS search parameters of ``index`` that apply ``sel`` (``None``: every row):
+    IVF's (with its own ``nprobe``), HNSW's (``ef_search``) or plain ones, nested in a
+    pre-transform's or a refine's when ``index`` wraps another (FAISS refuses parameters of
+    another kind). ``held`` keeps the nested objects alive for the search."""
+    inner = faiss.downcast_index(index)
+    if isinstance(inner, faiss.IndexPreTransform):
+        nested = _search_params(faiss, inner.index, sel, ef_search, held)
+        held.append(nested)
+        return faiss.SearchParametersPreTransform(index_params=nested)
+    if isinstance(inner, faiss.IndexRefine):
+        nested = _search_params(faiss, inner.base_index, sel, ef_search, held)
+        held.append(nested)
+        return faiss.IndexRefineSearchParameters(base_index_params=nested, k_factor=inner.k_factor)
+    if isinstance(inner, faiss.IndexIVF):
+        return faiss.SearchParametersIVF(sel=sel, nprobe=inner.nprobe, max_codes=inner.max_codes)
+    if isinstance(inner, faiss.IndexHNSW):
+        return faiss.SearchParametersHNSW(sel=sel, efSearch=ef_search)
+    return faiss.SearchParameters(sel=sel)
 
 
 def _segment_ann(segment: Segment) -> Any:
