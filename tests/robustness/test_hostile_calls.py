@@ -49,7 +49,7 @@ def test_a_numpy_k_searches_a_persistent_index(tmp_path) -> None:
     index.delete(["jaws"])  # a version with a tombstone: the segmented search
     fusion = graph_fusion_retriever(index.snapshot())
     assert len(fusion.retrieve(QUERY, k=np.int64(2))) == 2
-    scores, ids = index.snapshot().dense_index.search(VECTORS[:1], np.int64(2))
+    _, ids = index.snapshot().dense_index.search(VECTORS[:1], np.int64(2))
     assert len(ids[0]) == 2 and "jaws" not in ids[0]
 
 
