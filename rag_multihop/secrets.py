@@ -80,6 +80,7 @@ _PREFIX_TAIL = 16
 _PREFIX_RUN = 10
 _PIECES = re.compile(r"[\s/\\=:,;\"'@?&]+")
 _RUNS = re.compile(r"[A-Za-z0-9]+")
+_PIECES_KEPT = re.compile(r"[^\s/\\=:,;\"'@?&{}()\[\]]+")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -115,6 +116,18 @@ def looks_like_secret(value: str) -> bool:
             if _long_random(run, in_path=in_path):
                 return True
     return False
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every piece that :func:`looks_like_secret` replaced by ``[redacted]``
+    (a provider's error text may echo the request's headers or URL).
+
+    >>> redact_secrets("401 from proxy: {'authorization': 'Bearer sk-proj-" + "a1B2" * 10 + "'}")
+    "401 from proxy: {'authorization': 'Bearer [redacted]'}"
+    """
+    return _PIECES_KEPT.sub(
+        lambda m: "[redacted]" if looks_like_secret(m.group()) else m.group(), text
+    )
 
 
 def _keyed(piece: str, prefix: str) -> bool:

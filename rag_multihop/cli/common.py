@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,15 +60,23 @@ def encoder_from_args(args: argparse.Namespace) -> CachedEncoder:
 
 
 def method_names(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
-    """``--methods`` (``all`` = every available method), else ``default`` where available."""
+    """``--methods`` (``all`` = every available method, those that need an LLM only when
+    one is given: ``--llm`` or ``--option llm=``), else ``default`` where available."""
     from rag_multihop.eval.methods import available_methods
 
     available = available_methods()
     if args.methods and args.methods != "all":
         return [m.strip() for m in args.methods.split(",") if m.strip()]
-    if default is None or args.methods == "all":
-        return list(available)
-    return [name for name in default if name in available]
+    if args.methods != "all" and default is not None:
+        return [name for name in default if name in available]
+    llm = getattr(args, "llm", None) or dict(getattr(args, "option", None) or ()).get("llm")
+    left_out = [name for name, spec in available.items() if spec.needs_llm and not llm]
+    if left_out and args.methods == "all":
+        print(
+            f"rag-multihop: 'all' leaves out {', '.join(left_out)} (they need --llm)",
+            file=sys.stderr,
+        )
+    return [name for name in available if name not in left_out]
 
 
 DATA_DIR_HELP = (

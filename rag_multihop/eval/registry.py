@@ -63,18 +63,20 @@ class MethodSpec:
     description: str
     build: MethodFactory
     family: str = "ours"  # "ours" or "peer"
+    needs_llm: bool = False  # fails without --llm; ``--methods all`` leaves it out then
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
 
 
 def register_method(
-    name: str, description: str, *, family: str = "ours"
+    name: str, description: str, *, family: str = "ours", needs_llm: bool = False
 ) -> Callable[[MethodFactory], MethodFactory]:
-    """Decorator registering a method factory under ``name``."""
+    """Decorator registering a method factory under ``name`` (``needs_llm``: it cannot run
+    without ``--llm``)."""
 
     def decorator(factory: MethodFactory) -> MethodFactory:
-        _REGISTRY[name] = MethodSpec(name, description, factory, family)
+        _REGISTRY[name] = MethodSpec(name, description, factory, family, needs_llm)
         return factory
 
     return decorator

@@ -88,6 +88,7 @@ from rag_multihop.llm.spans import (
 from rag_multihop.llm.streaming import AsyncTextStream, Collected, TextStream
 from rag_multihop.llm.structured import parse_reply
 from rag_multihop.llm.transport import RawReply, StreamingTransport, Transport
+from rag_multihop.secrets import redact_secrets
 from rag_multihop.tracing import span
 from rag_multihop.validation import check_int, check_number, loggable
 
@@ -433,7 +434,7 @@ class LLMClient:
         if collected.pieces:
             raise LLMCallError(
                 f"the stream from {self.settings.model!r} broke after {len(collected.pieces)} "
-                f"piece(s): {type(exc).__name__}: {exc}",
+                f"piece(s): {type(exc).__name__}: {redact_secrets(str(exc))}",
                 model=self.settings.model,
                 attempts=attempt + 1,
             ) from exc
@@ -608,7 +609,8 @@ class LLMClient:
             ) from exc
         if failure.kind == "rejected":
             raise LLMCallError(
-                f"{s.model!r} rejected the request (HTTP {failure.status}): {exc}",
+                f"{s.model!r} rejected the request (HTTP {failure.status}): "
+                f"{redact_secrets(str(exc))}",
                 model=s.model,
                 attempts=attempt + 1,
             ) from exc
@@ -616,7 +618,7 @@ class LLMClient:
             raise LLMCallError(
                 f"{s.model!r} failed after {attempt + 1} attempt(s) (max_retries="
                 f"{s.max_retries}, timeout={s.timeout:g} s); last error: "
-                f"{type(exc).__name__}: {exc}",
+                f"{type(exc).__name__}: {redact_secrets(str(exc))}",
                 model=s.model,
                 attempts=attempt + 1,
             ) from exc

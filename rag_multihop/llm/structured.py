@@ -55,7 +55,7 @@ def extract_json_object(text: str | None) -> dict[str, Any]:
     for candidate in (text.strip(), *(m.group(1).strip() for m in _FENCE.finditer(text))):
         try:
             value = json.loads(candidate)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # a reply nested too deep is no object
             value = None
         if isinstance(value, dict):
             return value
@@ -63,7 +63,7 @@ def extract_json_object(text: str | None) -> dict[str, Any]:
         while start >= 0 and tries < _MAX_STARTS:
             try:
                 value, _ = decoder.raw_decode(candidate, start)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 value = None
             if isinstance(value, dict):
                 return value

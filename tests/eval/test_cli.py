@@ -78,7 +78,7 @@ def test_bad_ks_are_rejected_by_the_parser(capsys):
     assert "--ks must be comma-separated integers" in capsys.readouterr().err
 
 
-def test_demo_defaults_to_available_representatives_and_all_means_all():
+def test_demo_defaults_to_available_representatives_and_all_means_all_that_can_run():
     import argparse
 
     from rag_multihop.cli.common import method_names as _method_names
@@ -88,9 +88,9 @@ def test_demo_defaults_to_available_representatives_and_all_means_all():
     chosen = _method_names(argparse.Namespace(methods=None), DEMO_METHODS)
     assert chosen[:3] == ["multihop", "dense", "bm25"]
     assert set(chosen) <= set(DEMO_METHODS) & set(available_methods())
-    assert _method_names(argparse.Namespace(methods="all"), DEMO_METHODS) == list(
-        available_methods()
-    )
+    assert _method_names(argparse.Namespace(methods="all"), DEMO_METHODS) == [
+        name for name, spec in available_methods().items() if not spec.needs_llm
+    ]
     assert _method_names(argparse.Namespace(methods="bm25, dense")) == ["bm25", "dense"]
 
 

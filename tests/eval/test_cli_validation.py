@@ -198,6 +198,11 @@ def test_malformed_native_and_broken_files(
     assert "question q1: field 'gold_ids'" in _error(
         capsys, _bench(_write(tmp_path, native), tmp_path)
     )
+    for field, value in (("text", None), ("text", 123), ("title", ["x"]), ("id", None)):
+        passage = {**PASSAGES[0], field: value}
+        native = {"name": "n", "passages": [passage, PASSAGES[1]], "questions": []}
+        err = _error(capsys, _bench(_write(tmp_path, native), tmp_path))
+        assert f"field 'passages[0].{field}' must be a string" in err  # never "None" or "123"
     broken = tmp_path / "broken.json.gz"
     broken.write_bytes(gzip.compress(json.dumps([HOTPOT]).encode())[:30])
     assert "broken.json.gz is not readable" in _error(capsys, _bench(broken, tmp_path))
@@ -215,3 +220,21 @@ def test_perf_checks_options_before_timing(
     argv = ["perf", "--datasets", "hotpotqa-500", "--data-dir", str(tmp_path), "--option",
             "aar_lamda=0.5", "--encoders", "minilm"]  # fmt: skip
     assert "aar_lamda" in _error(capsys, argv)
+
+
+def test_methods_all_leaves_out_the_methods_that_need_an_llm_unless_one_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from rag_multihop.cli.common import method_names
+    from rag_multihop.eval.methods import available_methods
+
+    needing = {name for name, spec in available_methods().items() if spec.needs_llm}
+    assert {"uar", "coop"} <= needing
+    without = method_names(argparse.Namespace(methods="all", option=[]))
+    assert not needing & set(without) and "multihop" in without
+    assert "'all' leaves out" in capsys.readouterr().err
+    for given in ({"llm": "openai/x", "option": []}, {"option": [("llm", "openai/x")]}):
+        assert needing <= set(method_names(argparse.Namespace(methods="all", **given)))
+    assert "coop" in method_names(argparse.Namespace(methods="coop,dense", option=[]))

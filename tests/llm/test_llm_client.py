@@ -243,6 +243,17 @@ def test_retry_after_is_capped_by_backoff_max() -> None:
     assert sleeps == [5.0]
 
 
+@pytest.mark.parametrize("status", [400, 500])
+def test_a_provider_error_echoing_the_key_is_redacted(status: int) -> None:
+    key = "sk-proj-" + "a1B2" * 10
+    echo = Failure(status)
+    echo.args = (f"HTTP {status}: bad request {{'authorization': 'Bearer {key}'}}",)
+    client = LLMClient(settings(max_retries=0), transport=FakeTransport(script=[echo]))
+    with pytest.raises(LLMCallError) as info:
+        client.complete(PROMPT)
+    assert key not in str(info.value) and "Bearer [redacted]" in str(info.value)
+
+
 def test_a_bug_in_the_transport_is_not_retried_or_wrapped() -> None:
     transport = FakeTransport(script=[KeyError("choices")])
     client = LLMClient(settings(), transport=transport, sleep=no_sleep)

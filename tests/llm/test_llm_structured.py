@@ -79,6 +79,8 @@ def test_braces_inside_strings_do_not_confuse_the_parser() -> None:
         ('{"a": 1, "b": "x"', "malformed"),
         ('{"a": "one", "b": "x"}', "invalid"),
         ('{"b": "x"}', "invalid"),
+        ("[" * 100_000, "malformed"),  # nested deeper than Python's recursion limit
+        ('{"a":' * 5_000, "malformed"),
     ],
 )
 def test_unusable_replies_raise_with_a_reason(text: str | None, reason: str) -> None:

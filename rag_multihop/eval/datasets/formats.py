@@ -182,9 +182,15 @@ def _parse_native(
             raise ValueError(
                 f"field 'passages[{i}]' must be an object with 'id' and 'text', got {preview(p)}"
             )
-        passages.append(
-            Passage(id=str(p["id"]), title=str(p.get("title", "")), text=str(p["text"]))
-        )
+        pid, title, text = p["id"], p.get("title") or "", p["text"]
+        if isinstance(pid, bool) or not isinstance(pid, str | int):
+            raise ValueError(f"field 'passages[{i}].id' must be a string, got {preview(pid)}")
+        for field, value in (("title", title), ("text", text)):
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"field 'passages[{i}].{field}' must be a string, got {preview(value)}"
+                )
+        passages.append(Passage(id=str(pid), title=title, text=text))
     corpus = Corpus(passages)
     questions = []
     for i, record in enumerate(data["questions"][:limit]):

@@ -195,27 +195,35 @@ def build_coop(
     return CoopBenchRetriever(pipeline, model=llm.model, read=read and client is not None)
 
 
-@register_method("uar", "CoopRAG UAR: dense search with the LLM-unrolled question (needs --llm)")
+@register_method(
+    "uar", "CoopRAG UAR: dense search with the LLM-unrolled question (needs --llm)", needs_llm=True
+)
 def build_uar(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=False, read=False, uar_mode="concatenate")
 
 
 @register_method(
-    "uar-subq", "UAR variant: one dense search per sub-question, PIT-fused (needs --llm)"
+    "uar-subq",
+    "UAR variant: one dense search per sub-question, PIT-fused (needs --llm)",
+    needs_llm=True,
 )
 def build_uar_subq(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=False, read=False, uar_mode="sub-questions")
 
 
 @register_method(
-    "coop", "CoopRAG: unroll, UAR, RaLa, chain completion and answer (EM/F1; needs --llm)"
+    "coop",
+    "CoopRAG: unroll, UAR, RaLa, chain completion and answer (EM/F1; needs --llm)",
+    needs_llm=True,
 )
 def build_coop_full(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=True, read=True)
 
 
 @register_method(
-    "coop-keyextract", "CoopRAG with LLM KeyExtract rounds before reading (needs --llm)"
+    "coop-keyextract",
+    "CoopRAG with LLM KeyExtract rounds before reading (needs --llm)",
+    needs_llm=True,
 )
 def build_coop_keyextract(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=True, read=True, keyextract="llm")
