@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import logging
@@ -43,6 +44,7 @@ import sys
 import time
 import unicodedata
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -50,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from rag_multihop import Corpus, Passage, association, bridge, coop, fusion, graph, index, multihop
+from rag_multihop._atomic import POINTER
 from rag_multihop.conversation import (
     Condensed,
     ExtractiveAnswer,
@@ -66,6 +69,7 @@ from rag_multihop.conversation import (
 from rag_multihop.llm import LLMAccount, LLMSettings
 from rag_multihop.llm.local import is_local_model
 from rag_multihop.paths import cache_dir
+from rag_multihop.secrets import redact_secrets
 from rag_multihop.signals import signal_meaning
 
 if TYPE_CHECKING:
@@ -176,6 +180,16 @@ def _atomic_save(path: Path, array: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
+@contextmanager
+def exclusive(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` of ``lock_file`` (created if needed) for the block, so
+    that one thread or process at a time builds what it guards; the kernel releases it if
+    the holder dies."""
+    with open(lock_file, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 @dataclass
 class ChatCorpus:
     """Passages, their unit-length vectors, the encoder and the cache folder of derived state.
@@ -209,37 +223,42 @@ class ChatCorpus:
         return self._graph
 
     def corpus_index(self) -> Path:
-        """The persistent corpus index of the passages (built once, then reopened; the
-        folder name carries the index format, so a cache of an older format is rebuilt
-        beside it instead of being refused)."""
+        """The persistent corpus index of the passages (built once, by one session at a
+        time, then reopened; the folder name carries the index format, so a cache of an
+        older format is rebuilt beside it instead of being refused)."""
         from rag_multihop.store import CorpusIndex
         from rag_multihop.store.index import FORMAT_VERSION
 
         if self.index_path is not None:
             return self.index_path
         path = self.folder / f"corpus-v{FORMAT_VERSION}.idx"
-        if not (path / "CURRENT").is_file():
-            logger.info("indexing %d passages into %s (once)", len(self.corpus), path)
-            CorpusIndex.build(path, list(self.corpus), self.vectors, encoder=self.encoder)
+        with exclusive(self.folder / "corpus-index.lock"):
+            if not (path / "CURRENT").is_file():
+                logger.info("indexing %d passages into %s (once)", len(self.corpus), path)
+                CorpusIndex.build(path, list(self.corpus), self.vectors, encoder=self.encoder)
         return path
 
     def aar_model(self) -> Path:
-        """A saved association model trained label-free on the corpus's title mentions."""
+        """A saved association model trained label-free on the corpus's title mentions
+        (trained once, by one session at a time, then reused; ``folder`` is keyed by the
+        passages' content, so changed passages get a model of their own)."""
         from rag_multihop.association import AssociationReranker, TrainingConfig, corpus_pairs
 
         path = self.folder / "aar"
-        if not (path / "config.json").is_file():
-            pairs = corpus_pairs(self.corpus)
-            if len(pairs) < MIN_AAR_PAIRS:
-                raise ChatInputError(
-                    f"AAR needs passages that name each other's titles; this corpus has "
-                    f"{len(pairs)} such pair(s) (at least {MIN_AAR_PAIRS}): pick another method"
-                )
-            logger.info("training the association model on %d label-free pairs", len(pairs))
-            training = TrainingConfig(seed=0, threads=1)
-            AssociationReranker(encoder=self.encoder, training=training).fit(
-                self.corpus.ids, self.vectors, pairs
-            ).save(path)
+        with exclusive(self.folder / "aar.lock"):
+            if not (path / POINTER).is_file():
+                pairs = corpus_pairs(self.corpus)
+                if len(pairs) < MIN_AAR_PAIRS:
+                    raise ChatInputError(
+                        f"AAR needs passages that name each other's titles; this corpus has "
+                        f"{len(pairs)} such pair(s) (at least {MIN_AAR_PAIRS}): pick another "
+                        "method"
+                    )
+                logger.info("training the association model on %d label-free pairs", len(pairs))
+                training = TrainingConfig(seed=0, threads=1)
+                AssociationReranker(encoder=self.encoder, training=training).fit(
+                    self.corpus.ids, self.vectors, pairs
+                ).save(path)
         return path
 
     def aar_index(self) -> Path:
@@ -538,14 +557,26 @@ def uses_llm_condense(settings: LLMSettings, small_model: bool | None) -> bool:
     return not small
 
 
+ERROR_CHARS = 300
+"""An error line is cut to this many characters."""
+
+
 def error_line(exc: BaseException) -> str:
-    """An error in one line for the chat (type and first line of the message).
+    """An error in one line for the chat: its type and the first line of its message, or
+    all its lines joined when the first ends with a colon (a wrapper such as Haystack's
+    ``PipelineRuntimeError`` names the cause on the lines after it); cut to
+    :data:`ERROR_CHARS`, anything that looks like a key redacted. Chained causes are not
+    shown: their provider texts are what the message may have left out on purpose.
 
     >>> error_line(TimeoutError("the model took longer than 40 s\\nretry"))
     'TimeoutError: the model took longer than 40 s'
+    >>> error_line(RuntimeError("A step failed:\\n  Name: 'llm'\\n\\nError: Connection error."))
+    "RuntimeError: A step failed: Name: 'llm' Error: Connection error."
     """
-    message = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    message = redact_secrets(" ".join(lines if lines and lines[0].endswith(":") else lines[:1]))
+    line = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 1] + "…"
 
 
 # ----------------------------------------------------------------------------- evidence

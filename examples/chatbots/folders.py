@@ -9,7 +9,8 @@ readers, cut into passages titled "<file> › <nearest heading>", and kept in a 
   ``TextFileToDocument``). A reader turns one file into :class:`Section` s; this module does
   the rest, framework-free.
 - **Passages** (:func:`file_passages`): a section's text cut by :func:`split_passages`;
-  ids are ``<path in the folder>#<chunk number>``.
+  ids are ``<path in the folder>#<chunk number>`` (a name's bytes that are not UTF-8
+  written ``\\xNN``, :func:`folder_name`).
 - **Updating** (:func:`sync_folder`): a file whose bytes are unchanged since the last run
   is neither read nor embedded again; a changed file's passages are upserted (its surplus
   old ids deleted), a removed file's passages deleted. Progress goes to a callback
@@ -31,6 +32,7 @@ import os
 import re
 import shutil
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -173,6 +175,17 @@ def _hidden(relative: PurePosixPath) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
+def folder_name(relative: PurePosixPath) -> str:
+    """``relative`` as valid Unicode: the bytes of a name that are not UTF-8 (Python reads
+    them as lone surrogates) written ``\\xNN``, the same at every run and distinct for
+    distinct names.
+
+    >>> folder_name(PurePosixPath("notes/caf\\udce9 menu.txt"))
+    'notes/caf\\\\xe9 menu.txt'
+    """
+    return os.fsencode(relative.as_posix()).decode("utf-8", "backslashreplace")
+
+
 def check_folder(folder: Path) -> None:
     """:class:`FolderError` unless ``folder`` is a folder."""
     if not folder.is_dir():
@@ -195,13 +208,14 @@ def scan_folder(folder: Path) -> tuple[list[FolderFile], list[str]]:
         relative = PurePosixPath(path.relative_to(folder).as_posix())
         if _hidden(relative):
             continue
+        name = folder_name(relative)
         if path.suffix.lower() not in SUFFIXES:
-            skip(str(relative), "not PDF, HTML, Markdown or text")
+            skip(name, "not PDF, HTML, Markdown or text")
             continue
         try:
             data = path.read_bytes()
         except OSError as exc:
-            skip(str(relative), f"cannot be read: {exc.strerror or type(exc).__name__}")
+            skip(name, f"cannot be read: {exc.strerror or type(exc).__name__}")
             continue
         if path.suffix.lower() in TEXT_SUFFIXES:
             try:
@@ -209,9 +223,9 @@ def scan_folder(folder: Path) -> tuple[list[FolderFile], list[str]]:
                     raise UnicodeError
                 data.decode("utf-8")
             except UnicodeError:
-                skip(str(relative), "binary or not UTF-8")
+                skip(name, "binary or not UTF-8")
                 continue
-        files.append(FolderFile(str(relative), path, hashlib.sha256(data).hexdigest()))
+        files.append(FolderFile(name, path, hashlib.sha256(data).hexdigest()))
     return files, skipped
 
 
@@ -329,7 +343,7 @@ def _load_state(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _save_state(path: Path, state: Mapping[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # its own: sessions may save at once
     tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
     os.replace(tmp, path)
 
@@ -359,8 +373,9 @@ def sync_folder(
     Files are compared by the SHA-256 of their bytes with the last run (``files.json``
     beside the index): only new or changed files are read and embedded, their passages
     upserted (ids ``<file>#<n>``) and their surplus old ids deleted; removed or now
-    unreadable files' passages are deleted. :class:`FolderError` when no file gives text
-    (the index is then left as it was).
+    unreadable files' passages are deleted. An index another session created meanwhile is
+    opened and updated the same way. :class:`FolderError` when no file gives text (the
+    index is then left as it was).
     """
     from rag_multihop.store import CorpusIndex
     from rag_multihop.store.index import FORMAT_VERSION
@@ -391,11 +406,13 @@ def sync_folder(
     kept = {i for entry in state.values() for i in entry["ids"]}
     vectors = _embed(encoder, new_passages, report, encoder.dim)
     root.mkdir(parents=True, exist_ok=True)
-    index = (
-        CorpusIndex(index_path)
-        if exists
-        else CorpusIndex.create(index_path, dim=encoder.dim, encoder=encoder)
-    )
+    if exists:
+        index = CorpusIndex(index_path)
+    else:
+        try:
+            index = CorpusIndex.create(index_path, dim=encoder.dim, encoder=encoder)
+        except FileExistsError:  # another session created it since: update it as usual
+            index = CorpusIndex(index_path)
     if exists and index.names_outdated():  # written by an older release: names read anew
         logger.info("%s: compacting (its names were read by another name reader)", index_path)
         index.compact()

@@ -26,6 +26,7 @@ Run:  bash examples/chatbots/run.sh llama-index [--corpus DIR] [--method NAME] [
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -135,7 +136,9 @@ class LlamaIndexFolderReader:
     """A file's sections through LlamaIndex's own readers: ``SimpleDirectoryReader`` (PDFs
     by llama-index-readers-file's ``PDFReader``, a document per page, headed ``page N``),
     then ``MarkdownNodeParser`` for Markdown (a section per heading) and ``HTMLNodeParser``
-    for HTML (h1-h3 start sections); text files are one section."""
+    for HTML (h1-h3 start sections); text files are one section. Text is decoded as
+    ``utf-8-sig``, like Haystack's ``TextFileToDocument``: a leading byte-order mark is
+    dropped, so a heading on the first line stays a heading."""
 
     name = "llama-index"
 
@@ -153,6 +156,7 @@ class LlamaIndexFolderReader:
             documents = SimpleDirectoryReader(
                 input_files=[path],
                 file_extractor=self.file_extractor,
+                encoding="utf-8-sig",
                 errors="strict",
                 raise_on_error=True,
             ).load_data()
@@ -215,7 +219,7 @@ def to_source(item: NodeWithScore) -> Source:
 
 class LlamaIndexStack:
     """The corpus as LlamaIndex nodes and index, and one retriever per method (built on
-    first use, shared by every chat session of the process)."""
+    first use, once, shared by every chat session of the process)."""
 
     def __init__(self, corpus: ChatCorpus) -> None:
         self.corpus = corpus
@@ -226,6 +230,7 @@ class LlamaIndexStack:
         ]
         self.index = VectorStoreIndex(self.nodes, embed_model=self.embed_model)
         self._built: dict[str, tuple[BaseRetriever, list[BaseNodePostprocessor]]] = {}
+        self._building = threading.Lock()
 
     def vector(self, k: int) -> BaseRetriever:
         return self.index.as_retriever(similarity_top_k=k)
@@ -238,9 +243,10 @@ class LlamaIndexStack:
 
     def retriever(self, method: str) -> tuple[BaseRetriever, list[BaseNodePostprocessor]]:
         chatkit.get_method(method)
-        if method not in self._built:
-            self._built[method] = RETRIEVERS[method](self)
-        return self._built[method]
+        with self._building:  # sessions asking at once get the same retriever
+            if method not in self._built:
+                self._built[method] = RETRIEVERS[method](self)
+            return self._built[method]
 
 
 Built = tuple[BaseRetriever, list[BaseNodePostprocessor]]

@@ -5,6 +5,7 @@ OpenAI-compatible server."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,3 +59,21 @@ def fake_server() -> Iterator[tuple[Any, str]]:
     server, url = fake_openai.start()
     yield server, url
     server.shutdown()
+
+
+@pytest.fixture
+def index_builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths of the corpus indexes built during the test; each build is 0.3 s slower,
+    so that sessions starting together overlap."""
+    from rag_multihop.store import CorpusIndex
+
+    build = CorpusIndex.build.__func__  # type: ignore[attr-defined]
+    builds: list[Path] = []
+
+    def slow_build(cls: type[CorpusIndex], path: Path, *args: Any, **kwargs: Any) -> Any:
+        builds.append(path)
+        time.sleep(0.3)
+        return build(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(CorpusIndex, "build", classmethod(slow_build))
+    return builds

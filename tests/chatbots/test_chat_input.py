@@ -13,6 +13,7 @@ import pytest
 from chatkit import ChatInputError, Retrieval, Source, TurnAccount, TurnStream
 
 from rag_multihop.llm import LLMSettings
+from rag_multihop.store import CorpusIndex
 
 LOCAL = LLMSettings("local")
 
@@ -64,6 +65,27 @@ def test_only_unreadable_files_is_a_clear_error(tmp_path: Path, llama_index_read
     (tmp_path / "broken.txt").symlink_to("/proc/self/mem")
     with pytest.raises(ChatInputError, match=r"skipped: broken.txt \(cannot be read"):
         folders.read_folder(tmp_path, llama_index_reader)
+
+
+def test_a_file_whose_name_is_not_utf8_is_read_under_a_stable_name(
+    tmp_path: Path, folder_reader, hashing_encoder
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.txt").write_text("Zelnov is a town on the Kelm.")
+    (docs / os.fsdecode(b"caf\xe9 notes.txt")).write_text("Cafe notes.")  # Latin-1 é
+
+    def load() -> chatkit.ChatCorpus:
+        return chatkit.load_chat_corpus(
+            docs, reader=folder_reader, encoder=hashing_encoder, cache=tmp_path / "cache"
+        )
+
+    corpus = load()
+    assert corpus.corpus.ids == ["caf\\xe9 notes.txt#0", "good.txt#0"]
+    assert corpus.corpus["caf\\xe9 notes.txt#0"].title == "caf\\xe9 notes"
+    version = CorpusIndex(corpus.corpus_index()).version
+    assert load().corpus.ids == corpus.corpus.ids  # the same ids at the next start
+    assert CorpusIndex(corpus.corpus_index()).version == version  # nothing read again
 
 
 def test_a_line_without_spaces_is_cut_into_bounded_passages(

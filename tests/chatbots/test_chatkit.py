@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import chatkit
@@ -86,6 +88,20 @@ def test_the_corpus_index_is_built_once_then_reopened(
     demo = chatkit.load_chat_corpus(encoder=hashing_encoder, cache=tmp_path)
     assert demo.corpus_index() == demo.corpus_index()  # built once in the demo's own folder
     assert CorpusIndex(demo.corpus_index()).snapshot().corpus.ids == demo.corpus.ids
+
+
+def test_the_aar_model_is_trained_once_by_sessions_at_once_then_reused(
+    tmp_path: Path, hashing_encoder, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="chatkit")
+    corpus = chatkit.load_chat_corpus(encoder=hashing_encoder, cache=tmp_path)
+    with ThreadPoolExecutor(2) as pool:  # two sessions choosing AAR together
+        [path, same] = pool.map(lambda _: corpus.aar_model(), range(2))
+    assert same == path and caplog.text.count("training the association model") == 1
+    version = (path / "CURRENT").read_text()
+    later = chatkit.load_chat_corpus(encoder=hashing_encoder, cache=tmp_path)  # a new start
+    assert later.aar_model() == path and (path / "CURRENT").read_text() == version
+    assert caplog.text.count("training the association model") == 1
 
 
 def test_questions_empty_and_too_long_are_refused() -> None:

@@ -68,6 +68,27 @@ def test_unsupported_and_corrupt_files_are_skipped_and_named(
     assert ".git" not in caplog.text
 
 
+def test_a_byte_order_mark_changes_nothing_in_either_chat(
+    tmp_path: Path, llama_index_reader, haystack_reader
+) -> None:
+    bom = "\ufeff"
+    (tmp_path / "b.md").write_text(f"{bom}# Heading\n\nBody.\n\n## Later\n\nMore.\n")
+    (tmp_path / "a.txt").write_text(f"{bom}Plain text.")
+    llama_index, haystack = (
+        [(p.id, p.title, p.text) for p in folders.read_folder(tmp_path, reader)]
+        for reader in (llama_index_reader, haystack_reader)
+    )
+    assert (
+        llama_index
+        == haystack
+        == [
+            ("a.txt#0", "a", "Plain text."),
+            ("b.md#0", "b › Heading", "Body."),
+            ("b.md#1", "b › Later", "More."),
+        ]
+    )
+
+
 def test_empty_or_unusable_folder_is_a_clear_error(
     tmp_path: Path, llama_index_reader, hashing_encoder
 ) -> None:
@@ -150,6 +171,30 @@ def test_a_changed_or_removed_file_updates_only_its_passages(
         docs, reader=llama_index_reader, encoder=hashing_encoder, cache=tmp_path / "fresh"
     )
     assert _index_contents(removed.corpus_index()) == _index_contents(fresh.corpus_index())
+
+
+class RacingReader:
+    """Reads like ``inner``, but before its first file another session syncs the folder
+    (``other``), creating the index this session found missing."""
+
+    def __init__(self, inner: Any, other: Callable[[], Any]) -> None:
+        self.name, self.inner, self.other = inner.name, inner, other
+
+    def read(self, path: Path) -> list[folders.Section]:
+        other, self.other = self.other, lambda: None
+        other()
+        return self.inner.read(path)
+
+
+def test_a_session_finding_the_index_created_meanwhile_updates_it(
+    tmp_path: Path, llama_index_reader, hashing_encoder
+) -> None:
+    docs = write_folder(tmp_path / "docs")
+    other = _loader(docs, llama_index_reader, hashing_encoder, tmp_path / "cache")
+    racing = RacingReader(llama_index_reader, other)
+    corpus = _loader(docs, racing, hashing_encoder, tmp_path / "cache")()
+    assert [(p.id, p.title) for p in corpus.corpus] == EXPECTED
+    assert set(CorpusIndex(corpus.corpus_index()).snapshot().corpus.ids) == set(corpus.corpus.ids)
 
 
 def test_an_index_whose_names_an_older_release_read_is_compacted_then_updated(

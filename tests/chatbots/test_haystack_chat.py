@@ -2,6 +2,8 @@
 OpenAIChatGenerator against the scripted OpenAI-compatible server."""
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import chatkit
@@ -9,7 +11,7 @@ import fake_openai
 import pytest
 from haystack import component
 from haystack.dataclasses import ChatMessage, StreamingChunk
-from haystack_chat import HaystackChat, HaystackStack, chat_generator
+from haystack_chat import HaystackChat, HaystackStack, build_retrieval, chat_generator
 
 from rag_multihop.llm import LLMSettings
 
@@ -115,6 +117,31 @@ def test_openai_chat_generator_against_an_openai_compatible_server(stack, fake_s
     assert chat.stream(QUESTION).run().generated == fake_openai.ANSWER
 
 
+@component
+class UnreachableGenerator:
+    """A generator whose server cannot be reached (as ``OpenAIChatGenerator`` says it)."""
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
+    ) -> dict[str, Any]:
+        raise ConnectionError("Connection error.")
+
+
+def test_a_failing_model_is_named_with_its_cause_in_one_line(stack: HaystackStack) -> None:
+    chat = HaystackChat(
+        stack, SETTINGS, "dense", generator_factory=lambda s: UnreachableGenerator()
+    )
+    result = chat.stream(QUESTION).run()
+    assert result.error is not None and "\n" not in result.error and result.answer
+    assert result.error.startswith("PipelineRuntimeError: ")  # Haystack's wrapper, then the cause
+    assert result.error.endswith(
+        "Component name: 'llm' Component type: 'UnreachableGenerator' Error: Connection error."
+    )
+
+
 def test_coop_reranks_the_dense_pool_with_rala(stack: HaystackStack) -> None:
     chat = HaystackChat(stack, SETTINGS, "coop", generator_factory=lambda s: FakeGenerator())
     result = chat.stream(QUESTION).run()
@@ -146,3 +173,12 @@ def test_multihop_reads_the_persisted_corpus_index(stack: HaystackStack) -> None
     assert sum(bool(s.signals.get("pair")) for s in sources) == 2
     assert list(stack.corpus.folder.glob("corpus-v*.idx/CURRENT"))
     assert {"hop 1", "hop 2"} <= {e.step for e in result.evidence}
+
+
+def test_sessions_building_their_pipelines_at_once_build_the_index_once(
+    tmp_path: Path, hashing_encoder, index_builds: list[Path]
+) -> None:
+    shared = HaystackStack(chatkit.load_chat_corpus(encoder=hashing_encoder, cache=tmp_path))
+    with ThreadPoolExecutor(3) as pool:  # each session's first multihop question
+        list(pool.map(lambda _: build_retrieval(shared, "multihop"), range(3)))
+    assert len(index_builds) == 1

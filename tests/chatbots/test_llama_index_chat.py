@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import chatkit
 import fake_openai
 import pytest
@@ -135,3 +138,17 @@ def test_the_chain_comes_from_the_retrievers_trace(stack, fake_transport, method
     first = trace["bridge_id"] if method == "bridge" else trace["pair"][0]
     hop1 = [e.source.id for e in result.evidence if e.step == "hop 1"]
     assert hop1[0] == first and any(e.step == "hop 2" for e in result.evidence)
+
+
+def test_sessions_asking_their_first_question_at_once_build_the_index_once(
+    tmp_path: Path, hashing_encoder, index_builds: list[Path]
+) -> None:
+    shared = LlamaIndexStack(chatkit.load_chat_corpus(encoder=hashing_encoder, cache=tmp_path))
+
+    def first_question(_: int) -> chatkit.TurnResult:
+        return chat(shared, FakeTransport(), "multihop").stream(QUESTION).run()
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(first_question, range(3)))
+    assert len(index_builds) == 1
+    assert all(r.evidence[0].step == "hop 1" for r in results)  # each kept its trace
