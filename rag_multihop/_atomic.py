@@ -258,6 +258,22 @@ def _marked(folder: Path) -> bool:
     )
 
 
+def holds_only_leftovers(target: Path) -> bool:
+    """Whether every entry of ``target`` is what a save killed before its first commit
+    leaves (the lock files, marked staging folders, pointer temporaries): such a folder is
+    empty to a new save, not somebody else's."""
+    for path in target.iterdir():
+        name = path.name
+        if name in (WRITE_LOCK, READ_LOCK) and path.is_file():
+            continue
+        if _POINTER_TEMP.fullmatch(name) and path.is_file() and not path.is_symlink():
+            continue
+        if _STAGING.fullmatch(name) and _marked(path):
+            continue
+        return False
+    return True
+
+
 def _abandoned(staging: Path) -> bool:
     """Whether ``staging`` is a marked staging folder whose writer is gone (no lock held)."""
     if not _marked(staging):

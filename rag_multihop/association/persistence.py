@@ -43,7 +43,12 @@ import numpy as np
 
 from rag_multihop._artifact_config import read_config as read_artifact_config
 from rag_multihop._artifact_config import write_config
-from rag_multihop._atomic import artifact_path, atomic_directory, read_artifact
+from rag_multihop._atomic import (
+    artifact_path,
+    atomic_directory,
+    holds_only_leftovers,
+    read_artifact,
+)
 from rag_multihop._optional import require
 from rag_multihop.association.model import AssociationWeights
 from rag_multihop.encoders.fingerprint import EncoderFingerprint
@@ -78,7 +83,8 @@ def save_model(model: SavedModel, directory: str | os.PathLike[str]) -> Path:
     safetensors_numpy = require("safetensors.numpy", extra="train")
     target = Path(directory)
     if target.exists() and (
-        not target.is_dir() or (any(target.iterdir()) and not _is_model(target))
+        not target.is_dir()
+        or (any(target.iterdir()) and not _is_model(target) and not holds_only_leftovers(target))
     ):
         raise FileExistsError(
             f"{target} exists and is not a saved association model; refusing to overwrite it "

@@ -275,3 +275,34 @@ def test_a_version_saved_before_markers_loads_and_the_next_save_replaces_it(
     assert _value(target) == 1.0
     _save(target, 2.0)
     assert _value(target) == 2.0 and not old.exists()  # the version CURRENT named is its own
+
+
+def test_an_association_model_saves_over_what_a_killed_first_save_left(tmp_path: Path) -> None:
+    # a save killed before its first commit leaves the lock files and its marked staging
+    # folder, and no CURRENT: that folder is empty to the next save, not somebody else's
+    import uuid
+
+    from rag_multihop._atomic import READ_LOCK, VERSION_MARKER, WRITE_LOCK
+    from rag_multihop.association import AssociationReranker, TrainingConfig
+    from rag_multihop.testing import HashingEncoder
+
+    target = tmp_path / "aar"
+    staging = target / f".staging-{uuid.uuid4().hex}"
+    staging.mkdir(parents=True)
+    (staging / VERSION_MARKER).write_text("a version folder\n")
+    (staging / "model.safetensors").write_bytes(b"half")
+    for name in (WRITE_LOCK, READ_LOCK):
+        (target / name).touch()
+    encoder = HashingEncoder(16)
+    texts = ["Rope is a film.", "Hitchcock made it.", "Jaws is a film.", "Spielberg made it."]
+    reranker = AssociationReranker(
+        encoder=encoder, training=TrainingConfig(epochs=2, batch_size=2, seed=0)
+    )
+    reranker.fit(["a", "b", "c", "d"], encoder.encode(texts), [("a", "b"), ("c", "d")])
+    reranker.save(target)
+    assert AssociationReranker.load(target, encoder=encoder).passage_ids == ("a", "b", "c", "d")
+    other = tmp_path / "other"  # a folder of somebody else's is still refused
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a saved association model"):
+        reranker.save(other)
