@@ -60,22 +60,28 @@ def encoder_from_args(args: argparse.Namespace) -> CachedEncoder:
 
 
 def method_names(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
-    """``--methods`` (``all`` = every available method, those that need an LLM only when
-    one is given: ``--llm`` or ``--option llm=``), else ``default`` where available."""
+    """``--methods`` (``all`` = every available method whose requirements the run meets:
+    an LLM from ``--llm`` or ``--option llm=``, ``--split test``), else ``default`` where
+    available."""
     from rag_multihop.eval.methods import available_methods
+    from rag_multihop.eval.registry import REQUIREMENTS
 
     available = available_methods()
     if args.methods and args.methods != "all":
         return [m.strip() for m in args.methods.split(",") if m.strip()]
     if args.methods != "all" and default is not None:
         return [name for name in default if name in available]
-    llm = getattr(args, "llm", None) or dict(getattr(args, "option", None) or ()).get("llm")
-    left_out = [name for name, spec in available.items() if spec.needs_llm and not llm]
+    met = set()
+    if getattr(args, "llm", None) or dict(getattr(args, "option", None) or ()).get("llm"):
+        met.add("llm")
+    if getattr(args, "split", "all") == "test":
+        met.add("test-split")
+    left_out = {n: s.requires - met for n, s in available.items() if s.requires - met}
     if left_out and args.methods == "all":
-        print(
-            f"rag-multihop: 'all' leaves out {', '.join(left_out)} (they need --llm)",
-            file=sys.stderr,
+        needs = (
+            f"{n} ({', '.join(REQUIREMENTS[r] for r in sorted(m))})" for n, m in left_out.items()
         )
+        print(f"rag-multihop: 'all' leaves out {'; '.join(needs)}", file=sys.stderr)
     return [name for name in available if name not in left_out]
 
 

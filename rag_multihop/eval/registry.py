@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,20 +63,28 @@ class MethodSpec:
     description: str
     build: MethodFactory
     family: str = "ours"  # "ours" or "peer"
-    needs_llm: bool = False  # fails without --llm; ``--methods all`` leaves it out then
+    requires: frozenset[str] = frozenset()  # of REQUIREMENTS: ``--methods all`` leaves it
+    # out of a run that lacks one
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
 
 
+REQUIREMENTS = {"llm": "--llm", "test-split": "--split test"}
+"""What a method may need of a run, and the flag that gives it."""
+
+
 def register_method(
-    name: str, description: str, *, family: str = "ours", needs_llm: bool = False
+    name: str, description: str, *, family: str = "ours", requires: Sequence[str] = ()
 ) -> Callable[[MethodFactory], MethodFactory]:
-    """Decorator registering a method factory under ``name`` (``needs_llm``: it cannot run
-    without ``--llm``)."""
+    """Decorator registering a method factory under ``name`` (``requires``: keys of
+    :data:`REQUIREMENTS` it cannot run without)."""
+    unknown = sorted(set(requires) - set(REQUIREMENTS))
+    if unknown:
+        raise ValueError(f"method {name!r}: unknown requirements {unknown}; use {REQUIREMENTS}")
 
     def decorator(factory: MethodFactory) -> MethodFactory:
-        _REGISTRY[name] = MethodSpec(name, description, factory, family, needs_llm)
+        _REGISTRY[name] = MethodSpec(name, description, factory, family, frozenset(requires))
         return factory
 
     return decorator

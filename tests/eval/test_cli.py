@@ -89,7 +89,7 @@ def test_demo_defaults_to_available_representatives_and_all_means_all_that_can_r
     assert chosen[:3] == ["multihop", "dense", "bm25"]
     assert set(chosen) <= set(DEMO_METHODS) & set(available_methods())
     assert _method_names(argparse.Namespace(methods="all"), DEMO_METHODS) == [
-        name for name, spec in available_methods().items() if not spec.needs_llm
+        name for name, spec in available_methods().items() if not spec.requires
     ]
     assert _method_names(argparse.Namespace(methods="bm25, dense")) == ["bm25", "dense"]
 

@@ -230,11 +230,14 @@ def test_methods_all_leaves_out_the_methods_that_need_an_llm_unless_one_is_given
     from rag_multihop.cli.common import method_names
     from rag_multihop.eval.methods import available_methods
 
-    needing = {name for name, spec in available_methods().items() if spec.needs_llm}
-    assert {"uar", "coop"} <= needing
+    needing = {name for name, spec in available_methods().items() if "llm" in spec.requires}
+    tuned = {name for name, spec in available_methods().items() if "test-split" in spec.requires}
+    assert {"uar", "coop"} <= needing and {"dense-ft", "rala-ft"} <= tuned
     without = method_names(argparse.Namespace(methods="all", option=[]))
-    assert not needing & set(without) and "multihop" in without
-    assert "'all' leaves out" in capsys.readouterr().err
+    assert not (needing | tuned) & set(without) and "multihop" in without
+    err = capsys.readouterr().err
+    assert "'all' leaves out" in err and "coop (--llm)" in err and "dense-ft (--split test)" in err
     for given in ({"llm": "openai/x", "option": []}, {"option": [("llm", "openai/x")]}):
-        assert needing <= set(method_names(argparse.Namespace(methods="all", **given)))
+        chosen = set(method_names(argparse.Namespace(methods="all", split="test", **given)))
+        assert needing | tuned <= chosen
     assert "coop" in method_names(argparse.Namespace(methods="coop,dense", option=[]))

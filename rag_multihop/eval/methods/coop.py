@@ -196,7 +196,9 @@ def build_coop(
 
 
 @register_method(
-    "uar", "CoopRAG UAR: dense search with the LLM-unrolled question (needs --llm)", needs_llm=True
+    "uar",
+    "CoopRAG UAR: dense search with the LLM-unrolled question (needs --llm)",
+    requires=["llm"],
 )
 def build_uar(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=False, read=False, uar_mode="concatenate")
@@ -205,7 +207,7 @@ def build_uar(context: BenchContext) -> CoopBenchRetriever:
 @register_method(
     "uar-subq",
     "UAR variant: one dense search per sub-question, PIT-fused (needs --llm)",
-    needs_llm=True,
+    requires=["llm"],
 )
 def build_uar_subq(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=False, read=False, uar_mode="sub-questions")
@@ -214,7 +216,7 @@ def build_uar_subq(context: BenchContext) -> CoopBenchRetriever:
 @register_method(
     "coop",
     "CoopRAG: unroll, UAR, RaLa, chain completion and answer (EM/F1; needs --llm)",
-    needs_llm=True,
+    requires=["llm"],
 )
 def build_coop_full(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=True, read=True)
@@ -223,7 +225,7 @@ def build_coop_full(context: BenchContext) -> CoopBenchRetriever:
 @register_method(
     "coop-keyextract",
     "CoopRAG with LLM KeyExtract rounds before reading (needs --llm)",
-    needs_llm=True,
+    requires=["llm"],
 )
 def build_coop_keyextract(context: BenchContext) -> CoopBenchRetriever:
     return build_coop(context, rala=True, read=True, keyextract="llm")

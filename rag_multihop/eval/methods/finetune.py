@@ -185,14 +185,20 @@ class FineTunedDense:
 
 
 @register_method(
-    "dense-ft", "dense search, encoder fine-tuned on the tune half (CoopRAG §3.6; --split test)"
+    "dense-ft",
+    "dense search, encoder fine-tuned on the tune half (CoopRAG §3.6; --split test)",
+    requires=["test-split"],
 )
 def build_dense_ft(context: BenchContext) -> FineTunedDense:
     tuned, report = fine_tuned_context(context, "dense-ft")
     return FineTunedDense(tuned, report)
 
 
-@register_method("rala-ft", "RaLa over dense-ft's top-100 on the fine-tuned encoder (--split test)")
+@register_method(
+    "rala-ft",
+    "RaLa over dense-ft's top-100 on the fine-tuned encoder (--split test)",
+    requires=["test-split"],
+)
 def build_rala_ft(context: BenchContext) -> RaLaBenchRetriever:
     tuned, report = fine_tuned_context(context, "rala-ft")
     return build_rala(tuned, FineTunedDense(tuned, report), "dense-ft")
