@@ -41,6 +41,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
@@ -1092,6 +1093,36 @@ REPL_HELP = "Commands: /method NAME (one of: {methods}), /reset, /quit."
 def repl(chat: Chat, questions: Sequence[str] | None = None) -> int:
     """Ask ``questions`` (then exit), or read questions from the terminal until /quit. A
     failing turn prints one line (no traceback) and the loop goes on."""
+    with background_errors_logged():
+        return _repl(chat, questions)
+
+
+@contextmanager
+def background_errors_logged() -> Iterator[None]:
+    """Inside the block, an exception that ends a background thread (a framework's helper
+    thread, e.g. LlamaIndex's chat memory writer failing with the model call) is logged at
+    debug level instead of printing a traceback over the conversation: the turn that
+    depended on it fails in the main thread and says so in one line."""
+    previous = threading.excepthook
+
+    def log(args: threading.ExceptHookArgs) -> None:
+        exc = args.exc_value
+        if exc is None:
+            return
+        logger.debug(
+            "a background thread failed: %s",
+            error_line(exc),
+            exc_info=(args.exc_type, exc, args.exc_traceback),
+        )
+
+    threading.excepthook = log
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
+
+
+def _repl(chat: Chat, questions: Sequence[str] | None) -> int:
     scripted = questions is not None
     print(REPL_HELP.format(methods=", ".join(METHODS)))
     lines: Iterator[str] = iter(questions or [])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -328,6 +329,34 @@ def test_the_repl_prints_one_line_for_a_failed_turn_and_goes_on(
     out = capsys.readouterr().out
     assert "! the turn failed: TimeoutError: condense call timed out. Ask again." in out
     assert "Traceback" not in out and chat.asked == 2 and "Bo Lind [1]" in out
+
+
+class FailingInTheBackground(Failing):
+    def stream(self, message: str) -> chatkit.TurnStream:
+        def helper() -> None:  # as LlamaIndex's memory writer thread fails with the model
+            raise ConnectionError("the model is down")
+
+        worker = threading.Thread(target=helper)
+        worker.start()
+        worker.join()
+        return super().stream(message)
+
+
+def test_a_background_thread_failing_prints_no_traceback(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    printed: list[BaseException | None] = []  # what the default hook would print
+    monkeypatch.setattr(threading, "excepthook", lambda args: printed.append(args.exc_value))
+    with caplog.at_level(logging.DEBUG, logger=chatkit.logger.name):
+        assert chatkit.repl(FailingInTheBackground(), ["first?", "second?"]) == 0
+    assert printed == [] and "a background thread failed: ConnectionError" in caplog.text
+    assert "! the turn failed: TimeoutError" in capsys.readouterr().out
+    after = threading.Thread(target=lambda: 1 / 0)  # the app's hook is back after the loop
+    after.start()
+    after.join()
+    assert len(printed) == 1 and isinstance(printed[0], ZeroDivisionError)
 
 
 def test_model_note_says_the_local_model_is_tiny() -> None:
