@@ -321,7 +321,7 @@ class CorpusIndex:
     def info(self) -> dict[str, Any]:
         """Version, counts, settings, segments and bytes on disk (JSON-ready)."""
         manifest = self.manifest()
-        size = sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+        size = _bytes_on_disk(self.path)
         return {
             "path": str(self.path),
             "version": manifest["version"],
@@ -767,6 +767,17 @@ class CorpusIndex:
             if mine.size:
                 out[mine] = np.asarray(segment["vectors"])[rows[mine] - start]
         return out
+
+
+def _bytes_on_disk(root: Path) -> int:
+    """The bytes of the files under ``root``, skipping what a writer removes meanwhile (a
+    superseded version, a temporary): ``os.walk`` passes over a vanished folder."""
+    size = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            with suppress(FileNotFoundError):
+                size += os.stat(os.path.join(folder, name), follow_symlinks=False).st_size
+    return size
 
 
 def read_current_manifest(root: Path) -> dict[str, Any]:

@@ -34,11 +34,12 @@ Example (a toy 2-dimensional "encoder": vectors are given):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
-from contextlib import closing
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 
 import numpy as np
 
+from rag_multihop._atomic import ArtifactError
 from rag_multihop.store.index import CorpusIndex
 from rag_multihop.types import Passage
 
@@ -46,13 +47,40 @@ SOURCES_FILE = "sources.sqlite"
 BUSY_TIMEOUT_S = 30.0
 
 
-def _connect(index: CorpusIndex) -> sqlite3.Connection:
-    connection = sqlite3.connect(index.path / SOURCES_FILE, timeout=BUSY_TIMEOUT_S)
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS sources (passage TEXT PRIMARY KEY, source TEXT NOT NULL)"
-    )
-    connection.execute("CREATE INDEX IF NOT EXISTS by_source ON sources (source)")
-    return connection
+@contextmanager
+def _connected(index: CorpusIndex) -> Iterator[sqlite3.Connection]:
+    """The map's connection for the block; a locked, corrupt or unreadable map is an
+    :class:`ArtifactError` naming the file (the index itself is untouched by it)."""
+    path = index.path / SOURCES_FILE
+    try:
+        with closing(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)) as connection:
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS sources "
+                "(passage TEXT PRIMARY KEY, source TEXT NOT NULL)"
+            )
+            connection.execute("CREATE INDEX IF NOT EXISTS by_source ON sources (source)")
+            yield connection
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc):
+            raise ArtifactError(
+                f"{path} is locked by another connection (waited {BUSY_TIMEOUT_S:g} s); "
+                "retry the write"
+            ) from None
+        raise ArtifactError(f"{path} is unusable: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise ArtifactError(
+            f"{path} is not a sources map ({exc}); delete it to start a new one "
+            "(the index keeps its passages)"
+        ) from None
+
+
+def _sources_of(connection: sqlite3.Connection, passages: Iterable[str]) -> dict[str, str]:
+    found = {}
+    for passage in dict.fromkeys(passages):
+        row = connection.execute("SELECT source FROM sources WHERE passage = ?", (passage,))
+        for (source,) in row:
+            found[passage] = source
+    return found
 
 
 def _passages_of(connection: sqlite3.Connection, sources: Iterable[str]) -> list[str]:
@@ -77,24 +105,41 @@ def write_sources(
     """Upsert ``passages`` (``sources[i]``: the source document of ``passages[i]``, ``None``
     for one that has none) and delete the passages earlier writes of those sources left
     that this batch does not hold; the index's new version."""
+    if isinstance(sources, str):
+        raise TypeError("sources must be a sequence of source ids (one per passage), not a str")
     if len(sources) != len(passages):
         raise ValueError(f"got {len(sources)} sources for {len(passages)} passages")
     named = {p.id: s for p, s in zip(passages, sources, strict=True) if s is not None}
     bad = [s for s in named.values() if not isinstance(s, str) or not s]
     if bad:
         raise ValueError(f"a source must be a non-empty string, got {bad[0]!r}")
-    if not named:
+    unnamed = [p.id for p, s in zip(passages, sources, strict=True) if s is None]
+    if not named and not (index.path / SOURCES_FILE).exists():
         return index.upsert(passages, vectors)
-    with closing(_connect(index)) as connection:
+    with _connected(index) as connection:
         replaced = [p for p in _passages_of(connection, named.values()) if p not in named]
+        before = _sources_of(connection, named)
         with connection:  # the superset first: the batch's ids recorded before the write
             connection.executemany(
                 "INSERT INTO sources (passage, source) VALUES (?, ?) "
                 "ON CONFLICT (passage) DO UPDATE SET source = excluded.source",
                 list(named.items()),
             )
-        version = index.upsert(passages, vectors, delete=replaced)
-        _forget(connection, replaced)
+        try:
+            version = index.upsert(passages, vectors, delete=replaced)
+        except Exception:  # a refused write: each passage back under its old source
+            with connection:
+                connection.executemany(
+                    "UPDATE sources SET source = ? WHERE passage = ?",
+                    [(source, passage) for passage, source in before.items()],
+                )
+                connection.executemany(
+                    "DELETE FROM sources WHERE passage = ?",
+                    [(p,) for p in named if p not in before],
+                )
+            raise
+        # a passage written without a source belongs to none any more
+        _forget(connection, [*replaced, *unnamed])
     return version
 
 
@@ -107,7 +152,7 @@ def delete_sources(index: CorpusIndex, sources: Iterable[str]) -> int:
         raise ValueError(f"sources must be non-empty strings, got {wanted[:3]}")
     if not wanted or not (index.path / SOURCES_FILE).exists():
         return index.version
-    with closing(_connect(index)) as connection:
+    with _connected(index) as connection:
         doomed = _passages_of(connection, wanted)
         version = index.delete(doomed, missing_ok=True)
         _forget(connection, doomed)

@@ -175,3 +175,33 @@ def test_lock_timeout_must_be_a_finite_number_of_seconds(tmp_path, timeout) -> N
         CorpusIndex(index.path, lock_timeout=timeout)
     with pytest.raises(ValueError, match="lock_timeout must be a finite number"):
         CorpusIndex.create(tmp_path / "other", dim=DIM, lock_timeout=timeout)
+
+
+def test_info_while_a_writer_works_counts_what_is_there(tmp_path) -> None:
+    # a writer removes superseded versions and temporaries while info() sums file sizes
+    import threading
+
+    index = CorpusIndex.build(
+        tmp_path / "idx", [Passage(f"p{i}", f"Text {i}.") for i in range(8)], np.eye(8, 8)
+    )
+    done = threading.Event()
+
+    def write() -> None:
+        writer = CorpusIndex(tmp_path / "idx")
+        try:
+            for i in range(12):
+                writer.add([Passage(f"n{i}", f"New {i}.")], np.eye(1, 8))
+                writer.compact()
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    calls = 0
+    try:
+        while not done.is_set():
+            assert index.info()["bytes"] > 0
+            calls += 1
+    finally:
+        thread.join()
+    assert calls > 0

@@ -89,3 +89,36 @@ def test_upsert_deletes_other_ids_in_the_same_version(index) -> None:
         index.upsert([], np.zeros((0, 8)), delete="c-1")
     with pytest.raises(ValueError, match="ids to delete must be non-empty strings"):
         index.upsert([], np.zeros((0, 8)), delete=[""])
+
+
+def test_a_refused_write_leaves_every_passage_under_its_old_source(index) -> None:
+    write_sources(
+        index, [Passage("s", "Shared."), Passage("a1", "Only a.")], _vectors(2), ["A"] * 2
+    )
+    bad = np.full((1, 8), np.nan, dtype=np.float32)
+    with pytest.raises(ValueError, match="NaN"):
+        write_sources(index, [Passage("s", "Shared, changed.")], bad, ["B"])
+    with pytest.raises(ValueError, match="NaN"):
+        write_sources(index, [Passage("new", "Never written.")], bad, ["A"])
+    delete_sources(index, ["A"])
+    assert index.snapshot().n_live == 0  # s was still A's: the refused write moved nothing
+
+
+def test_a_passage_written_again_without_a_source_leaves_its_old_source(index) -> None:
+    write_sources(index, [Passage("x", "X."), Passage("y", "Y.")], _vectors(2), ["A", "A"])
+    write_sources(index, [Passage("x", "X, now on its own.")], _vectors(1, 1), [None])
+    write_sources(index, [Passage("y2", "Y rewritten.")], _vectors(1, 2), ["A"])
+    assert sorted(index.snapshot().corpus.ids) == ["x", "y2"]  # x was not A's any more
+
+
+def test_a_corrupt_map_is_named_and_one_string_is_no_list_of_sources(index) -> None:
+    from rag_multihop._atomic import ArtifactError
+    from rag_multihop.store.sources import SOURCES_FILE
+
+    with pytest.raises(TypeError, match="not a str"):
+        write_sources(index, [Passage("a", "A.")], _vectors(1), "a")  # type: ignore[arg-type]
+    (index.path / SOURCES_FILE).write_bytes(b"this is not SQLite" * 100)
+    with pytest.raises(ArtifactError, match=r"sources\.sqlite is not a sources map"):
+        write_sources(index, [Passage("a", "A.")], _vectors(1), ["a.txt"])
+    with pytest.raises(ArtifactError, match=r"sources\.sqlite is not a sources map"):
+        delete_sources(index, ["a.txt"])
