@@ -60,6 +60,7 @@ from rag_multihop.store.segment import (
     LOCK,
     MANIFESTS,
     POINTER,
+    READ_LOCK,
     SEGMENTS,
     SERVING_PREFIX,
     Segment,
@@ -70,6 +71,8 @@ from rag_multihop.store.segment import (
     describe_array,
     drop_pages,
     manifest_name,
+    no_reader_opening,
+    opening_version,
     read_manifest,
     read_segment,
     release_freed_memory,
@@ -295,9 +298,10 @@ class CorpusIndex:
     def snapshot(self) -> IndexSnapshot:
         """The current version, pinned: memory-mapped, read-only, unaffected by later writes."""
         for attempt in range(SNAPSHOT_ATTEMPTS):
-            manifest = self.manifest()
             try:
-                return IndexSnapshot(self.path, manifest)
+                with opening_version(self.path):  # a writer removes nothing meanwhile
+                    manifest = self.manifest()
+                    return IndexSnapshot(self.path, manifest)
             except ArtifactError:
                 # a write may have removed this version's serving arrays (or a compaction
                 # its segments) after we read CURRENT: open the new version
@@ -402,8 +406,11 @@ class CorpusIndex:
             )
             manifest = self.manifest()
             kept = {s["name"] for s in manifest["segments"]} | {manifest["serving"]["name"]}
-            removed = remove_unreferenced(self.path, kept, manifest_name(version))
-            removed += remove_unreferenced_sidecars(self.path, manifest)
+            removed: list[str] = []
+            with no_reader_opening(self.path) as free:
+                if free:  # else the next compaction removes them
+                    removed += remove_unreferenced(self.path, kept, manifest_name(version))
+                    removed += remove_unreferenced_sidecars(self.path, manifest)
             logger.info("compacted %s to version %d; removed %s", self.path, version, removed)
             return version
 
@@ -645,10 +652,17 @@ class CorpusIndex:
             version, SegmentSet([*state.segments, segment], alive)
         )
         write_manifest(self.path, manifest)
-        # the previous versions' serving arrays: readers that hold them keep their maps
-        remove_unreferenced(
-            self.path, {manifest["serving"]["name"]}, None, prefixes=(SERVING_PREFIX,)
-        )
+        # the previous versions' serving arrays and manifests (each lists every segment, so
+        # keeping them would grow the folder with the square of the writes): readers that
+        # hold a version keep its maps and its manifest in memory
+        with no_reader_opening(self.path, wait=0) as free:
+            if free:  # else the next write removes them
+                remove_unreferenced(
+                    self.path,
+                    {manifest["serving"]["name"]},
+                    manifest_name(version),
+                    prefixes=(SERVING_PREFIX,),
+                )
         return version
 
     def _write_serving(self, version: int, segments: SegmentSet) -> dict[str, Any]:
@@ -780,11 +794,27 @@ def _bytes_on_disk(root: Path) -> int:
     return size
 
 
+def _pointer_bytes(root: Path) -> bytes | None:
+    try:
+        return (root / POINTER).read_bytes()
+    except OSError:
+        return None
+
+
 def read_current_manifest(root: Path) -> dict[str, Any]:
     """The manifest ``CURRENT`` names, of this format and with every field a reader needs,
-    else :class:`ArtifactError` naming the file."""
-    path = current_manifest_path(root)
-    manifest = read_manifest(path)
+    else :class:`ArtifactError` naming the file. A writer removes the manifest it replaces
+    once ``CURRENT`` names the new one: a manifest gone after ``CURRENT`` named it is read
+    again from the new pointer."""
+    for attempt in range(SNAPSHOT_ATTEMPTS):
+        pointer = _pointer_bytes(root)
+        try:
+            path = current_manifest_path(root)
+            manifest = read_manifest(path)
+            break
+        except (ArtifactError, FileNotFoundError):
+            if attempt == SNAPSHOT_ATTEMPTS - 1 or _pointer_bytes(root) == pointer:
+                raise
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
         raise ArtifactError(
             f"{path}: format {manifest.get('format')!r} version "
@@ -818,7 +848,8 @@ def check_names_version(manifest: Mapping[str, Any], path: Path) -> None:
 def _missing_entries(root: Path) -> set[Path]:
     """The index folder and the entries :meth:`CorpusIndex.create` makes in it (``LOCK``,
     ``manifests/``, ``segments/``) that are not there yet: what undoing a build may remove."""
-    return {p for p in (root, root / LOCK, root / MANIFESTS, root / SEGMENTS) if not p.exists()}
+    entries = (root, root / LOCK, root / READ_LOCK, root / MANIFESTS, root / SEGMENTS)
+    return {p for p in entries if not p.exists()}
 
 
 @contextmanager
@@ -833,7 +864,7 @@ def _undone_on_failure(root: Path, made: set[Path]) -> Iterator[None]:
     except BaseException:
         manifest = current_manifest_path(root)
         if manifest.name == manifest_name(0):
-            for path in (root / POINTER, manifest, *({root / LOCK} & made)):
+            for path in (root / POINTER, manifest, *({root / LOCK, root / READ_LOCK} & made)):
                 path.unlink(missing_ok=True)
             for folder in (root / MANIFESTS, root / SEGMENTS, root):
                 if folder in made:

@@ -50,6 +50,10 @@ index file, memory-mapped when read. An HNSW over flat vectors holds the segment
 
 POINTER = "CURRENT"
 LOCK = "LOCK"
+READ_LOCK = "READERS"
+"""Readers hold a shared ``flock`` of it while they open a version (read ``CURRENT``, its
+manifest, map its arrays); a writer removes superseded files only while it holds it
+exclusively (:func:`no_reader_opening`), so that no reader loses the version it is opening."""
 MANIFESTS = "manifests"
 SEGMENTS = "segments"
 TEMP_PREFIX = ".rag-multihop-tmp-"
@@ -355,8 +359,16 @@ def touch_pages(array: np.ndarray) -> int:
     return int(flat.nbytes)
 
 
+SMALL_ARRAY_BYTES = 64 * 1024
+"""Arrays this small are read into memory instead of mapped: each map holds an open file
+descriptor while the snapshot lives (about 30 a segment), so an index written in many small
+batches would exhaust the process's descriptors (1,024 by default on Linux, 256 on macOS)
+after a few dozen writes; reading a small array costs less than mapping it."""
+
+
 def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
-    """Memory-map the ``.npy`` file ``path`` as the manifest describes it.
+    """Memory-map the ``.npy`` file ``path`` as the manifest describes it (read it, when it
+    holds at most :data:`SMALL_ARRAY_BYTES`).
 
     The header is checked as text against the manifest's dtype and shape rather than
     parsed with ``np.load``: its parser (``ast``) is not thread-safe on Python 3.11 before
@@ -381,6 +393,10 @@ def _load_array(path: Path, expected: Mapping[str, Any]) -> np.ndarray:
             _check_header(path, header, size, offset, shape, dtype)
             if int(np.prod(shape)) == 0:
                 return np.empty(shape, dtype=dtype)
+            nbytes = int(np.prod(shape)) * dtype.itemsize
+            if nbytes <= SMALL_ARRAY_BYTES:
+                handle.seek(offset)
+                return np.frombuffer(handle.read(nbytes), dtype=dtype).reshape(shape)
             # a plain ndarray view of the map: np.memmap's hooks cost microseconds per slice
             mapped = np.memmap(handle, dtype=dtype, mode="r", offset=offset, shape=shape)
             return mapped.view(np.ndarray)
@@ -567,6 +583,44 @@ def check_lock_timeout(value: object) -> float:
     if not 0 <= seconds < math.inf:
         raise ValueError(f"lock_timeout must be a finite number of seconds >= 0, got {value!r}")
     return seconds
+
+
+@contextmanager
+def opening_version(root: Path) -> Iterator[None]:
+    """Hold a shared lock of :data:`READ_LOCK` for the block (none where the file cannot be
+    opened: a read-only copy of an index, which no writer changes)."""
+    try:
+        handle = open(root / READ_LOCK, "a+")  # noqa: SIM115 - held for the block
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        yield
+    finally:
+        handle.close()  # closing releases the lock
+
+
+@contextmanager
+def no_reader_opening(root: Path, wait: float = 0.5) -> Iterator[bool]:
+    """Whether the block holds :data:`READ_LOCK` exclusively: taken as soon as no reader is
+    opening a version, waiting at most ``wait`` seconds (a writer then leaves superseded
+    files for the next write to remove rather than wait for readers)."""
+    handle = open(root / READ_LOCK, "a+")  # noqa: SIM115 - held for the block
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.01)
+        yield True
+    finally:
+        handle.close()
 
 
 @contextmanager
