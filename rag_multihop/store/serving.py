@@ -178,7 +178,9 @@ class SegmentedDenseIndex(DenseIndex):
             live = alive[start:end]
             if not live.any():
                 continue
-            part = _Part(_segment_ann(segment), start, live)
+            ann = _segment_ann(segment)
+            hnsw = isinstance(faiss.downcast_index(ann), faiss.IndexHNSW)
+            part = _Part(ann, start, live, hnsw)
             if not live.all():
                 part.bits = np.packbits(live, bitorder="little")
                 part.selector = faiss.IDSelectorBitmap(len(live), faiss.swig_ptr(part.bits))
@@ -190,8 +192,7 @@ class SegmentedDenseIndex(DenseIndex):
         """FAISS search parameters of ``part``'s index: its live-row selector and an HNSW's
         ``efSearch`` (``None`` when it needs neither), nested through the indexes that wrap
         the one that searches (:func:`_search_params`)."""
-        hnsw = isinstance(self._faiss.downcast_index(part.ann), self._faiss.IndexHNSW)
-        if part.selector is None and not hnsw:
+        if part.selector is None and not part.hnsw:
             return None
         ef_search = max(self.ef_search, k)
         return _search_params(self._faiss, part.ann, part.selector, ef_search, held)
@@ -264,12 +265,14 @@ class SegmentedDenseIndex(DenseIndex):
 @dataclass(eq=False)
 class _Part:
     """A segment's searchable index: ``ann`` over its rows from ``start``, ``alive`` its
-    live-row mask; ``selector`` (over ``bits``) skips its dead rows inside FAISS, or
-    ``extra`` more rows are fetched when its kind takes no selector."""
+    live-row mask, ``hnsw`` whether it searches with an ``efSearch``; ``selector`` (over
+    ``bits``) skips its dead rows inside FAISS, or ``extra`` more rows are fetched when its
+    kind takes no selector."""
 
     ann: Any
     start: int
     alive: np.ndarray
+    hnsw: bool
     selector: Any = None
     bits: np.ndarray | None = None
     extra: int = 0

@@ -18,6 +18,7 @@ from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import CorpusIndex, IndexSettings
 from rag_multihop.store.segment import TEMP_PREFIX
 from rag_multihop.types import Query
+from tests.store.writing import checks_while_writing
 
 DIM = 16
 DEAD = ["p3", "p7", "p11", "p20", "p33"]
@@ -179,29 +180,17 @@ def test_lock_timeout_must_be_a_finite_number_of_seconds(tmp_path, timeout) -> N
 
 def test_info_while_a_writer_works_counts_what_is_there(tmp_path) -> None:
     # a writer removes superseded versions and temporaries while info() sums file sizes
-    import threading
-
     index = CorpusIndex.build(
         tmp_path / "idx", [Passage(f"p{i}", f"Text {i}.") for i in range(8)], np.eye(8, 8)
     )
-    done = threading.Event()
 
     def write() -> None:
         writer = CorpusIndex(tmp_path / "idx")
-        try:
-            for i in range(12):
-                writer.add([Passage(f"n{i}", f"New {i}.")], np.eye(1, 8))
-                writer.compact()
-        finally:
-            done.set()
+        for i in range(12):
+            writer.add([Passage(f"n{i}", f"New {i}.")], np.eye(1, 8))
+            writer.compact()
 
-    thread = threading.Thread(target=write)
-    thread.start()
-    calls = 0
-    try:
-        while not done.is_set():
-            assert index.info()["bytes"] > 0
-            calls += 1
-    finally:
-        thread.join()
-    assert calls > 0
+    def check() -> None:
+        assert index.info()["bytes"] > 0
+
+    assert checks_while_writing(write, check) > 0

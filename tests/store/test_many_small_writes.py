@@ -4,7 +4,6 @@ its open files, its folder and its readers stay bounded and correct."""
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from rag_multihop import Passage
 from rag_multihop.store import CorpusIndex
 from rag_multihop.store.segment import MANIFESTS
+from tests.store.writing import checks_while_writing
 
 WRITES = 40
 
@@ -63,26 +63,15 @@ def test_only_the_current_manifest_stays_and_an_older_snapshot_still_reads(tmp_p
 
 def test_readers_open_versions_while_a_writer_replaces_them(tmp_path) -> None:
     index = _written(tmp_path / "idx")
-    done = threading.Event()
 
     def write() -> None:
         writer = CorpusIndex(tmp_path / "idx")
-        try:
-            for k in range(15):
-                writer.add(
-                    [Passage(f"w{k}", f"Written {k}.", f"Written {k}")], _vectors(1, 200 + k)
-                )
-        finally:
-            done.set()
+        for k in range(15):
+            writer.add([Passage(f"w{k}", f"Written {k}.", f"Written {k}")], _vectors(1, 200 + k))
 
-    thread = threading.Thread(target=write)
-    thread.start()
-    opened = 0
-    try:
-        while not done.is_set():
-            snapshot = index.snapshot()  # CURRENT, its manifest and arrays, of one version
-            assert snapshot.n_live == len(snapshot.corpus.ids)
-            opened += 1
-    finally:
-        thread.join()
-    assert opened > 0 and index.snapshot().n_live == 20 + WRITES + 15
+    def check() -> None:
+        snapshot = index.snapshot()  # CURRENT, its manifest and arrays, of one version
+        assert snapshot.n_live == len(snapshot.corpus.ids)
+
+    assert checks_while_writing(write, check) > 0
+    assert index.snapshot().n_live == 20 + WRITES + 15
