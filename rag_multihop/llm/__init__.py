@@ -28,7 +28,13 @@ try:
     from rag_multihop.llm.cache import LLMCache, default_cache_path
     from rag_multihop.llm.chat import ChatModel, ChatReply, ChatTransport
     from rag_multihop.llm.client import JSONReply, LLMClient, LLMReply, LLMSettings
-    from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMError, LLMOutputError
+    from rag_multihop.llm.errors import (
+        LLMCallError,
+        LLMConfigError,
+        LLMError,
+        LLMOutputError,
+        ProviderError,
+    )
     from rag_multihop.llm.transport import LiteLLMTransport, RawReply, Transport
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
     if exc.name != "pydantic":
@@ -52,6 +58,7 @@ __all__ = [
     "LLMReply",
     "LLMSettings",
     "LiteLLMTransport",
+    "ProviderError",
     "RawReply",
     "Transport",
     "default_cache_path",

@@ -61,9 +61,9 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager, closing
 from dataclasses import replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel
 
@@ -71,7 +71,13 @@ from rag_multihop.llm._loop import LoopThread, loop_running
 from rag_multihop.llm.accounting import LLMAccount
 from rag_multihop.llm.cache import LLMCache, cache_key
 from rag_multihop.llm.chat import ChatModel, ChatTransport
-from rag_multihop.llm.errors import LLMCallError, LLMConfigError, LLMOutputError
+from rag_multihop.llm.errors import (
+    LLMCallError,
+    LLMConfigError,
+    LLMError,
+    LLMOutputError,
+    ProviderError,
+)
 from rag_multihop.llm.local import is_local_model
 from rag_multihop.llm.local_transport import default_transport
 from rag_multihop.llm.prompts import format_repair
@@ -85,7 +91,14 @@ from rag_multihop.llm.spans import (
     traced_astream,
     traced_stream,
 )
-from rag_multihop.llm.streaming import AsyncTextStream, Collected, TextStream
+from rag_multihop.llm.streaming import (
+    AsyncTextStream,
+    Collected,
+    StreamTimeout,
+    TextStream,
+    abounded,
+    bounded,
+)
 from rag_multihop.llm.structured import parse_reply
 from rag_multihop.llm.transport import RawReply, StreamingTransport, Transport
 from rag_multihop.secrets import redact_secrets
@@ -340,9 +353,12 @@ class LLMClient:
         :class:`TextStream` for text pieces; its ``reply`` (text, finish reason and the
         complete account) is set when the stream ends.
 
-        Failures before the first piece are retried like :meth:`complete`; a stream that
-        breaks after pieces were delivered raises :class:`LLMCallError` (the pieces cannot
-        be taken back). A cached reply arrives as one piece.
+        The settings' ``timeout`` bounds each attempt's whole reply: the time spent waiting
+        for its pieces (not the time your loop takes between them), so a reply that keeps
+        trickling in ends with a timeout. Failures before the first piece, timeouts
+        included, are retried like :meth:`complete`; a stream that breaks or times out after
+        pieces were delivered raises :class:`LLMCallError` (the pieces cannot be taken
+        back). A cached reply arrives as one piece.
         """
         request = self._request(messages, temperature, max_tokens, False)
         return TextStream(traced_stream(self._stream_pieces(request), request))
@@ -379,14 +395,15 @@ class LLMClient:
         start = time.perf_counter()
         attempt = 0
         collected = Collected()
+        timeout = self.settings.call_timeout
         while True:
             try:
                 with self._thread_slots:
-                    for delta in transport.stream(
-                        sent, api_key=api_key, timeout=self.settings.call_timeout
-                    ):
-                        if collected.add(delta):
-                            yield delta.text
+                    deltas = transport.stream(sent, api_key=api_key, timeout=timeout)
+                    with closing(bounded(deltas, timeout)) as timed:
+                        for delta in timed:
+                            if collected.add(delta):
+                                yield delta.text
                 break
             except Exception as exc:
                 delay = self._stream_retry_delay(exc, attempt, collected)
@@ -410,14 +427,15 @@ class LLMClient:
         start = time.perf_counter()
         attempt = 0
         collected = Collected()
+        timeout = self.settings.call_timeout
         while True:
             try:
                 async with self._slot():
-                    async for delta in transport.astream(
-                        sent, api_key=api_key, timeout=self.settings.call_timeout
-                    ):
-                        if collected.add(delta):
-                            yield delta.text
+                    deltas = transport.astream(sent, api_key=api_key, timeout=timeout)
+                    async with aclosing(abounded(deltas, timeout)) as timed:
+                        async for delta in timed:
+                            if collected.add(delta):
+                                yield delta.text
                 break
             except Exception as exc:
                 delay = self._stream_retry_delay(exc, attempt, collected)
@@ -432,12 +450,17 @@ class LLMClient:
         self, exc: Exception, attempt: int, collected: Collected
     ) -> float | None:
         if collected.pieces:
-            raise LLMCallError(
-                f"the stream from {self.settings.model!r} broke after {len(collected.pieces)} "
-                f"piece(s): {type(exc).__name__}: {redact_secrets(str(exc))}",
-                model=self.settings.model,
-                attempts=attempt + 1,
-            ) from exc
+            ended = "timed out" if isinstance(exc, StreamTimeout) else "broke"
+            _raise_from(
+                LLMCallError(
+                    f"the stream from {self.settings.model!r} {ended} after "
+                    f"{len(collected.pieces)} piece(s): {type(exc).__name__}: "
+                    f"{redact_secrets(str(exc))}",
+                    model=self.settings.model,
+                    attempts=attempt + 1,
+                ),
+                exc,
+            )
         return self._retry_delay(exc, attempt)
 
     # ------------------------------------------------------------------ batches
@@ -598,30 +621,42 @@ class LLMClient:
             return None
         if failure.kind == "bad_key":
             key_source = s.api_key_env or "the provider's API key variable"
-            raise LLMConfigError(
-                f"the provider rejected the API key for {s.model!r} (HTTP {failure.status}); "
-                f"check {key_source}"
-            ) from exc
+            _raise_from(
+                LLMConfigError(
+                    f"the provider rejected the API key for {s.model!r} "
+                    f"(HTTP {failure.status}); check {key_source}"
+                ),
+                exc,
+            )
         if failure.kind == "no_model":
-            raise LLMConfigError(
-                f"the provider does not serve model {s.model!r} (HTTP 404); check the model "
-                f"name{' and api_base' if s.api_base else ''}"
-            ) from exc
+            _raise_from(
+                LLMConfigError(
+                    f"the provider does not serve model {s.model!r} (HTTP 404); check the "
+                    f"model name{' and api_base' if s.api_base else ''}"
+                ),
+                exc,
+            )
         if failure.kind == "rejected":
-            raise LLMCallError(
-                f"{s.model!r} rejected the request (HTTP {failure.status}): "
-                f"{redact_secrets(str(exc))}",
-                model=s.model,
-                attempts=attempt + 1,
-            ) from exc
+            _raise_from(
+                LLMCallError(
+                    f"{s.model!r} rejected the request (HTTP {failure.status}): "
+                    f"{redact_secrets(str(exc))}",
+                    model=s.model,
+                    attempts=attempt + 1,
+                ),
+                exc,
+            )
         if attempt >= s.retries:
-            raise LLMCallError(
-                f"{s.model!r} failed after {attempt + 1} attempt(s) (max_retries="
-                f"{s.max_retries}, timeout={s.timeout:g} s); last error: "
-                f"{type(exc).__name__}: {redact_secrets(str(exc))}",
-                model=s.model,
-                attempts=attempt + 1,
-            ) from exc
+            _raise_from(
+                LLMCallError(
+                    f"{s.model!r} failed after {attempt + 1} attempt(s) (max_retries="
+                    f"{s.max_retries}, timeout={s.timeout:g} s); last error: "
+                    f"{type(exc).__name__}: {redact_secrets(str(exc))}",
+                    model=s.model,
+                    attempts=attempt + 1,
+                ),
+                exc,
+            )
         delay = backoff(
             attempt,
             failure.retry_after,
@@ -732,6 +767,15 @@ class LLMClient:
         return JSONReply(
             value=default, account=error.account, raw=error.raw, fallback=True, error=error
         )
+
+
+def _raise_from(error: LLMError, exc: BaseException) -> NoReturn:
+    """Raise ``error`` with a :class:`ProviderError` of ``exc`` as its ``__cause__``; ``exc``
+    itself stays out of ``__context__`` too, since its text may echo the API key."""
+    try:
+        raise error from ProviderError(exc)
+    finally:
+        error.__context__ = None  # set by the raise when called inside an ``except`` block
 
 
 def _as_messages(messages: Messages) -> list[dict[str, str]]:

@@ -34,6 +34,7 @@ from rag_multihop.llm.transport import (
     StreamDelta,
     StreamingTransport,
     Transport,
+    aclose_stream,
 )
 
 
@@ -92,8 +93,12 @@ class LocalTransport:
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
     ) -> AsyncIterator[StreamDelta]:
         routed, key = await asyncio.to_thread(self.route, request)
-        async for delta in self.inner.astream(routed, api_key=key, timeout=timeout):
-            yield delta
+        deltas = self.inner.astream(routed, api_key=key, timeout=timeout)
+        try:
+            async for delta in deltas:
+                yield delta
+        finally:  # the reader stopped early: close the inner stream now, not when collected
+            await aclose_stream(deltas)
 
 
 def default_transport(model: str) -> Transport:

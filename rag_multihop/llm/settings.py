@@ -27,7 +27,8 @@ class LLMSettings:
         api_key_env: NAME of the environment variable holding the key (never the key).
             ``None``: the provider's own variable (``OPENAI_API_KEY``, ...); with
             ``api_base`` and no such variable set, a placeholder key is sent.
-        timeout: seconds per attempt (litellm's default is 6000 s, so it is always set).
+        timeout: seconds per attempt (litellm's default is 6000 s, so it is always set); a
+            streamed attempt's whole reply included (the time spent waiting for its pieces).
             ``None``: 60 s, or for the local model a time sized to its output
             (:func:`~rag_multihop.llm.local.local_defaults`).
         max_retries: retries after the first attempt on 429, 5xx, timeouts, connection errors

@@ -1,18 +1,21 @@
 """Streamed replies: :class:`TextStream` / :class:`AsyncTextStream` (what
-:meth:`LLMClient.stream <rag_multihop.llm.client.LLMClient.stream>` returns) and the
-collector that turns a stream's deltas into one reply."""
+:meth:`LLMClient.stream <rag_multihop.llm.client.LLMClient.stream>` returns), the timeout of
+a whole streamed attempt (:func:`bounded`, :func:`abounded`) and the collector that turns a
+stream's deltas into one reply."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 
 from rag_multihop.llm.replies import LLMReply
-from rag_multihop.llm.transport import RawReply, StreamDelta
+from rag_multihop.llm.transport import RawReply, StreamDelta, aclose_stream, close_stream
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AsyncTextStream", "Collected", "TextStream"]
+__all__ = ["AsyncTextStream", "Collected", "StreamTimeout", "TextStream", "abounded", "bounded"]
 
 
 class TextStream:
@@ -64,6 +67,70 @@ class AsyncTextStream:
                 self.reply = item
             else:
                 yield item
+
+
+class StreamTimeout(TimeoutError):
+    """A streamed reply whose deltas took longer than the timeout to arrive."""
+
+
+def _overdue(waited: float, timeout: float, received: int) -> StreamTimeout:
+    if not received:
+        return StreamTimeout(f"no reply within the timeout of {timeout:g} s")
+    return StreamTimeout(
+        f"the reply was still streaming after {waited:.2f} s of waiting for it, past the "
+        f"timeout of {timeout:g} s ({received} chunk(s) received)"
+    )
+
+
+def bounded(deltas: Iterator[StreamDelta], timeout: float) -> Generator[StreamDelta, None, None]:
+    """``deltas`` while the time spent waiting for them (not the reader's time between them)
+    stays within ``timeout`` seconds, then :class:`StreamTimeout`; ``deltas`` is closed when
+    this generator ends, however it ends.
+
+    A blocking iterator can only be checked as each delta arrives: a delta that comes after
+    the timeout is dropped, and a provider that goes silent is cut by the transport's own
+    read timeout (litellm applies ``timeout`` to each read).
+    """
+    waited, received = 0.0, 0
+    try:
+        while True:
+            start = time.monotonic()
+            delta = next(deltas, None)
+            waited += time.monotonic() - start
+            if delta is None:
+                return
+            if waited > timeout:
+                raise _overdue(waited, timeout, received)
+            received += 1
+            yield delta
+    finally:
+        close_stream(deltas)
+
+
+async def abounded(
+    deltas: AsyncIterator[StreamDelta], timeout: float
+) -> AsyncGenerator[StreamDelta, None]:
+    """The async twin of :func:`bounded`, exact: the wait for a delta is cancelled when the
+    timeout runs out."""
+    waited, received = 0.0, 0
+    try:
+        while True:
+            timer = asyncio.timeout(timeout - waited)
+            start = time.monotonic()
+            try:
+                async with timer:
+                    delta = await anext(deltas)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if not timer.expired():
+                    raise  # the transport's own
+                raise _overdue(waited + time.monotonic() - start, timeout, received) from None
+            waited += time.monotonic() - start
+            received += 1
+            yield delta
+    finally:
+        await aclose_stream(deltas)
 
 
 class Collected:

@@ -190,8 +190,11 @@ class LiteLLMTransport:
         chunks = self.litellm.completion(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
-        for chunk in chunks:
-            yield _stream_delta(chunk, chunks)
+        try:
+            for chunk in chunks:
+                yield _stream_delta(chunk, chunks)
+        finally:  # also when the reader stops early: release the HTTP response
+            close_stream(chunks)
 
     async def astream(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
@@ -200,8 +203,11 @@ class LiteLLMTransport:
         chunks = await self.litellm.acompletion(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
-        async for chunk in chunks:
-            yield _stream_delta(chunk, chunks)
+        try:
+            async for chunk in chunks:
+                yield _stream_delta(chunk, chunks)
+        finally:
+            await aclose_stream(chunks)
 
     async def acomplete(
         self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
@@ -215,6 +221,20 @@ class LiteLLMTransport:
         if api_key is not None:
             kwargs["api_key"] = api_key
         return kwargs
+
+
+def close_stream(stream: object) -> None:
+    """Close ``stream`` (a generator, litellm's stream wrapper) when it can be closed."""
+    close = getattr(stream, "close", None)
+    if callable(close):
+        close()
+
+
+async def aclose_stream(stream: object) -> None:
+    """The async twin of :func:`close_stream` (``aclose``)."""
+    aclose = getattr(stream, "aclose", None)
+    if callable(aclose):
+        await aclose()
 
 
 def _raw_reply(response: Any) -> RawReply:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,6 +31,7 @@ from rag_multihop.llm import (
     LLMClient,
     LLMConfigError,
     LLMSettings,
+    ProviderError,
     RawReply,
 )
 from rag_multihop.llm.client import PLACEHOLDER_API_KEY
@@ -254,6 +256,30 @@ def test_a_provider_error_echoing_the_key_is_redacted(status: int) -> None:
     assert key not in str(info.value) and "Bearer [redacted]" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(400, LLMCallError), (401, LLMConfigError), (404, LLMConfigError), (503, LLMCallError)],
+)
+def test_a_provider_error_echoing_the_key_stays_out_of_the_traceback(
+    status: int, error: type[Exception]
+) -> None:
+    key = "sk-proj-" + "a1B2" * 10
+    echo = Failure(status)
+    echo.args = (f"HTTP {status} from proxy: {{'authorization': 'Bearer {key}'}}",)
+    client = LLMClient(settings(max_retries=0), transport=FakeTransport(script=[echo]))
+    with pytest.raises(error) as info:
+        client.complete(PROMPT)
+    text = "".join(traceback.format_exception(info.value))
+    assert key not in text
+    assert (
+        f"ProviderError: tests.llm.test_llm_client.Failure: HTTP {status} from proxy: "
+        "{'authorization': 'Bearer [redacted]'}" in text
+    )
+    cause = info.value.__cause__
+    assert isinstance(cause, ProviderError) and cause.status_code == status
+    assert info.value.__context__ is None  # the provider's exception is not kept there either
+
+
 def test_a_bug_in_the_transport_is_not_retried_or_wrapped() -> None:
     transport = FakeTransport(script=[KeyError("choices")])
     client = LLMClient(settings(), transport=transport, sleep=no_sleep)
@@ -271,7 +297,8 @@ def test_timeouts_are_retried_then_raised() -> None:
     client = LLMClient(settings(max_retries=2), transport=transport, sleep=sleeps.append)
     with pytest.raises(LLMCallError, match=r"after 3 attempt.*timeout=60 s") as info:
         client.complete(PROMPT)
-    assert isinstance(info.value.__cause__, TimeoutError)
+    assert isinstance(info.value.__cause__, ProviderError)
+    assert info.value.__cause__.type_name == "TimeoutError"
     assert len(sleeps) == 2 and len(transport.requests) == 3
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
+import traceback
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import pytest
 
-from rag_multihop.llm import LLMCallError, LLMClient, LLMConfigError, LLMSettings
+from rag_multihop.llm import LLMCallError, LLMClient, LLMConfigError, LLMSettings, ProviderError
 from rag_multihop.llm.cache import LLMCache
 from rag_multihop.llm.prompts import JudgeScore
 from rag_multihop.llm.transport import RawReply, StreamDelta
@@ -212,3 +214,124 @@ def test_run_executes_a_coroutine_and_refuses_inside_a_running_loop() -> None:
 def test_json_schema_setting_is_validated(value: Any) -> None:
     with pytest.raises(ValueError, match="json_schema must be True, False or None"):
         LLMSettings("openai/gpt-4o-mini", json_schema=value)
+
+
+class Trickle(FakeStreaming):
+    """A provider that trickles one piece every ``gap`` seconds, forever (after ``first``
+    seconds of silence). ``open`` counts the streams started and not yet closed. A guard
+    ends a stream after ``GUARD_S``, so a stream that is not cut fails the test, not hangs it."""
+
+    GUARD_S = 2.0
+
+    def __init__(self, *, gap: float = 0.02, first: float = 0.0) -> None:
+        super().__init__([])
+        self.gap, self.first = gap, first
+        self.open = 0
+
+    def stream(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> Iterator[StreamDelta]:
+        self.requests.append(request)
+        self.open += 1
+        try:
+            guard = time.monotonic() + self.GUARD_S
+            time.sleep(self.first)
+            while time.monotonic() < guard:
+                yield StreamDelta("tick ", model="m")
+                time.sleep(self.gap)
+        finally:
+            self.open -= 1
+
+    async def astream(
+        self, request: Mapping[str, Any], *, api_key: str | None, timeout: float
+    ) -> AsyncIterator[StreamDelta]:
+        self.requests.append(request)
+        self.open += 1
+        try:
+            guard = time.monotonic() + self.GUARD_S
+            await asyncio.sleep(self.first)
+            while time.monotonic() < guard:
+                yield StreamDelta("tick ", model="m")
+                await asyncio.sleep(self.gap)
+        finally:
+            self.open -= 1
+
+
+STILL_STREAMING = (
+    r"stream from 'openai/gpt-4o-mini' timed out after \d+ piece\(s\): StreamTimeout: the "
+    r"reply was still streaming after \d+\.\d\d s of waiting for it, past the timeout of 0\.3 s"
+)
+
+
+def test_a_reply_that_keeps_streaming_ends_at_the_timeout() -> None:
+    transport = Trickle()
+    stream = client(transport, timeout=0.3, max_retries=2).stream("Q?")
+    pieces: list[str] = []
+    start = time.monotonic()
+    with pytest.raises(LLMCallError, match=STILL_STREAMING) as info:
+        for piece in stream:
+            pieces.append(piece)
+    assert time.monotonic() - start < 1.0
+    assert pieces and info.value.attempts == 1  # pieces were delivered: no retry
+    assert transport.open == 0 and stream.reply is None  # the provider's stream is closed
+
+
+def test_an_async_reply_that_keeps_streaming_ends_at_the_timeout() -> None:
+    transport = Trickle()
+
+    async def read() -> None:
+        stream = client(transport, timeout=0.3).astream("Q?")
+        start = time.monotonic()
+        with pytest.raises(LLMCallError, match=STILL_STREAMING):
+            async for _ in stream:
+                pass
+        assert time.monotonic() - start < 1.0
+        assert transport.open == 0  # closed at once, not when the loop shuts down
+
+    asyncio.run(read())
+
+
+def test_an_async_stream_silent_before_its_first_piece_is_cancelled_and_retried() -> None:
+    transport = Trickle(first=10.0)
+
+    async def read() -> None:
+        stream = client(transport, timeout=0.3, max_retries=1).astream("Q?")
+        start = time.monotonic()
+        with pytest.raises(
+            LLMCallError,
+            match=r"failed after 2 attempt.*StreamTimeout: no reply within the timeout of 0\.3 s",
+        ):
+            async for _ in stream:
+                pass
+        assert time.monotonic() - start < 1.5
+        assert transport.open == 0 and len(transport.requests) == 2
+
+    asyncio.run(read())
+
+
+def test_the_timeout_leaves_out_the_readers_own_time() -> None:
+    stream = client(FakeStreaming(DELTAS), timeout=0.3).stream("Q?")
+    for _ in stream:
+        time.sleep(0.15)  # 0.45 s in the reader's loop, more than the timeout
+    assert stream.reply is not None and stream.reply.text == "The answer is 4."
+
+
+def test_a_stream_breaking_with_a_key_in_its_error_keeps_the_key_out_of_tracebacks() -> None:
+    key = "sk-proj-" + "a1B2" * 10
+
+    class Echoing(FakeStreaming):
+        def stream(self, request, *, api_key, timeout):
+            yield StreamDelta("The ", model="m")
+            error = Status(502)
+            error.args = (f"HTTP 502 from a proxy: Authorization: Bearer {key}",)
+            raise error from ValueError(f"upstream request with api_key={key}")
+
+    with pytest.raises(LLMCallError, match="broke after 1 piece") as info:
+        list(client(Echoing([])).stream("Q?"))
+    text = "".join(traceback.format_exception(info.value))
+    assert key not in text
+    assert (
+        "ProviderError: tests.llm.test_llm_streaming.Status: HTTP 502 from a proxy: "
+        "Authorization: Bearer [redacted]" in text
+    )
+    assert isinstance(info.value.__cause__, ProviderError) and info.value.__context__ is None
