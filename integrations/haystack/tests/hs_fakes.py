@@ -1,13 +1,15 @@
 """Deterministic fakes for the Haystack integration's tests: text and document embedder
 components over :func:`rag_multihop.testing.hashing_vectors` (bag of words hashed into
 buckets; no model, no network), a user's own chat generator (:class:`ScriptedChatGenerator`),
-a store slow to read (:class:`SlowStore`) and :func:`longest_loop_stall`, which tells whether
-an awaited call blocks the event loop. The rag-multihop encoder is
+a store slow to read (:class:`SlowStore`), a store whose reads return copies
+(:class:`CopyingStore`) and :func:`longest_loop_stall`, which tells whether an awaited call
+blocks the event loop. The rag-multihop encoder is
 :class:`rag_multihop.testing.HashingEncoder`."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Awaitable
 from dataclasses import replace
@@ -20,6 +22,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from rag_multihop.testing import hashing_vectors, polish_wedding_reply
 
 __all__ = [
+    "CopyingStore",
     "HashingDocumentEmbedder",
     "HashingTextEmbedder",
     "ScriptedChatGenerator",
@@ -41,6 +44,14 @@ class SlowStore(InMemoryDocumentStore):
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         time.sleep(self.delay)
         return super().filter_documents(filters)
+
+
+class CopyingStore(InMemoryDocumentStore):
+    """An in-memory store whose reads return deep copies of its documents, as a store that
+    deserialises them does (no document object, meta value or array is the stored one)."""
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        return copy.deepcopy(super().filter_documents(filters))
 
 
 async def longest_loop_stall(work: Awaitable[T]) -> tuple[T, float, float]:

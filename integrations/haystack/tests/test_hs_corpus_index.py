@@ -3,8 +3,11 @@ query component reads the index and notices new versions without reading the sto
 
 from __future__ import annotations
 
+import datetime
 import logging
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
@@ -14,6 +17,7 @@ from haystack_integrations.components.retrievers.rag_multihop import (
     MultiHopRetriever,
 )
 from haystack_integrations.components.writers.rag_multihop import CorpusIndexWriter
+from haystack_integrations.components.writers.rag_multihop import corpus_index as writer_module
 from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 from rag_multihop.store import CorpusIndex
@@ -211,3 +215,90 @@ def test_a_retriever_started_before_the_index_exists_answers_none_until_written(
     )
     found = retriever.run(QUESTION, query)
     assert [d.id for d in found["documents"]] == ["pw", "tc"] and found["version"] == 1
+
+
+def _embedded(ids) -> list[Document]:
+    return HashingDocumentEmbedder().run(_documents(ids))["documents"]
+
+
+def test_a_batch_of_another_dimension_is_refused_before_anything_is_written(
+    tmp_path, monkeypatch
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(path)
+    writer.run(_embedded(["pw", "tc"]))
+    version = CorpusIndex(path).version
+    monkeypatch.setattr(writer_module, "write_sources", _never_called)
+    other_model = [replace(d, embedding=[1.0, 0.0, 0.0]) for d in _embedded(["ph", "cd"])]
+    with pytest.raises(
+        ValueError,
+        match=r"document 'ph' has an embedding of dimension 3, but the index at .*corpus\.idx "
+        r"holds dimension 64: embed the documents with the model the index was built with",
+    ):
+        writer.run(other_model)
+    assert CorpusIndex(path).version == version
+
+
+def test_a_query_embedding_of_another_dimension_names_both_dimensions(tmp_path) -> None:
+    path = str(tmp_path / "corpus.idx")
+    CorpusIndexWriter(path).run(_embedded(["pw", "tc"]))
+    retriever = CorpusIndexMultiHopRetriever(path)
+    with pytest.raises(
+        ValueError,
+        match=r"query_embedding has dimension 3, but the index at .*corpus\.idx holds dimension "
+        r"64: connect the text embedder of the model that embedded the indexed documents",
+    ):
+        retriever.run(query=QUESTION, query_embedding=[1.0, 0.0, 0.0])
+
+
+def test_repeated_document_ids_in_one_batch_are_refused_before_the_index_is_made(
+    tmp_path,
+) -> None:
+    path = tmp_path / "corpus.idx"
+    repeated = _embedded(["pw", "tc"]) + _embedded(["pw"])
+    with pytest.raises(
+        ValueError,
+        match=r"1 document id\(s\) occur more than once in the batch, e.g. \['pw'\]: the index "
+        "holds one passage per id",
+    ):
+        CorpusIndexWriter(str(path)).run(repeated)
+    assert not path.exists()
+
+
+def test_documents_without_content_are_written_with_a_warning_naming_them(tmp_path, caplog) -> None:
+    path = str(tmp_path / "corpus.idx")
+    blank = Document(id="blank", content=None, meta={"title": "Blank"}, embedding=[0.0] * 64)
+    with caplog.at_level(logging.WARNING):
+        CorpusIndexWriter(path).run([blank, *_embedded(["pw"])])
+    assert "1 document(s) have no content, e.g. ['blank']" in caplog.text
+    assert CorpusIndex(path).snapshot().corpus.ids == ["blank", "pw"]
+
+
+def test_meta_of_any_type_is_written_and_a_title_or_source_that_is_a_collection_is_named(
+    tmp_path,
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    writer = CorpusIndexWriter(path)
+    odd = _embedded(["pw", "tc"])
+    odd[0].meta.update(when=datetime.datetime(1998, 1, 1), vector=np.arange(3))
+    odd[1].meta.update(source_id=np.arange(3))  # no split_id: the user's own field, ignored
+    assert writer.run(odd) == {"documents_written": 2}
+    titled = [
+        replace(d, meta={"title": np.array(["Philadelphia", "PA"])}) for d in _embedded(["ph"])
+    ]
+    with pytest.raises(
+        ValueError, match=r"document 'ph': meta\['title'\] must be a string, got ndarray"
+    ):
+        writer.run(titled)
+    split = [replace(d, meta={"source_id": np.arange(3), "split_id": 0}) for d in _embedded(["ph"])]
+    with pytest.raises(
+        ValueError,
+        match=r"document 'ph': meta\['source_id'\] must be the id of the document it was split "
+        r"from \(a string\), got ndarray",
+    ):
+        writer.run(split)
+    assert CorpusIndex(path).snapshot().corpus.ids == ["pw", "tc"]
+
+
+def _never_called(*args, **kwargs):
+    raise AssertionError("the core was called with a batch the writer should have refused")

@@ -4,6 +4,7 @@ import asyncio
 import doctest
 import warnings
 
+import numpy as np
 import pytest
 
 from rag_multihop._atomic import artifact_path
@@ -21,7 +22,7 @@ from haystack.errors import FilterError
 from haystack_integrations.common.rag_multihop.convert import SIGNALS_KEY
 from haystack_integrations.components.joiners.rag_multihop import PITDocumentJoiner
 from haystack_integrations.components.joiners.rag_multihop import pit_joiner as joiner_module
-from hs_fakes import HashingTextEmbedder, SlowStore, longest_loop_stall
+from hs_fakes import CopyingStore, HashingTextEmbedder, SlowStore, longest_loop_stall
 
 
 @pytest.fixture
@@ -200,6 +201,45 @@ def test_graph_retriever_seeded_by_an_embedding_retriever_in_a_pipeline(graph_mo
     pipeline.connect("dense.documents", "graph.documents")
     out = pipeline.run({"dense": {"query_embedding": [0.0, 0.0, 1.0]}, "graph": {"query": "q"}})
     assert [d.id for d in out["graph"]["documents"]][:2] == ["rope", "hitchcock"]
+
+
+def test_graph_retriever_warns_when_every_seed_scores_zero_or_less(graph_module, caplog):
+    retriever = graph_module.EntityGraphRetriever(make_store(), top_k=3, use_entities=False)
+    non_positive = [
+        Document(id="rope", content="x", score=None),
+        Document(id="wedding", content="x", score=-0.4),
+    ]
+    with caplog.at_level("WARNING"):
+        assert retriever.run(query="q", documents=non_positive)["documents"] == []
+    assert (
+        "all 2 seed document(s) have a score <= 0 (or none), which the walk drops (it weighs a "
+        "seed by its score); no query entity is in the graph either, so no document came back"
+    ) in caplog.text
+    caplog.clear()
+    with_entities = graph_module.EntityGraphRetriever(make_store(), top_k=3)
+    with caplog.at_level("WARNING"):
+        found = with_entities.run(
+            query="Who is the director of Polish Wedding?", documents=non_positive
+        )
+    assert found["documents"] and "it started from the query's entities alone" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert retriever.run(query="q", documents=scored([("rope", 0.0), ("hitchcock", 0.3)]))[
+            "documents"
+        ]
+    assert "seed document(s)" not in caplog.text
+
+
+def test_graph_retriever_over_a_store_that_copies_array_meta_is_built_once(graph_module):
+    store = CopyingStore()
+    store.write_documents(
+        [Document(id="a", content="Rope is a film by Alfred Hitchcock.", meta={"v": np.ones(3)})]
+    )
+    retriever = graph_module.EntityGraphRetriever(store, top_k=5)
+    graph = retriever.graph
+    for _ in range(2):
+        assert [d.id for d in retriever.run(query="Alfred Hitchcock")["documents"]] == ["a"]
+    assert retriever.graph is graph  # the copies' equal arrays are no change
 
 
 def test_graph_retriever_saves_and_reloads_its_graph(tmp_path, graph_module):

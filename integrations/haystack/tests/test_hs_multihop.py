@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 pytest.importorskip("haystack")
@@ -17,7 +18,13 @@ from haystack_integrations.components.retrievers.rag_multihop import (
     CorpusIndexMultiHopRetriever,
     MultiHopRetriever,
 )
-from hs_fakes import HashingDocumentEmbedder, HashingTextEmbedder, SlowStore, longest_loop_stall
+from hs_fakes import (
+    CopyingStore,
+    HashingDocumentEmbedder,
+    HashingTextEmbedder,
+    SlowStore,
+    longest_loop_stall,
+)
 
 from rag_multihop import Query
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
@@ -301,6 +308,18 @@ def test_an_unchanged_store_is_not_rebuilt():
     _everything(retriever)
     core = retriever._current()
     _everything(retriever)
+    assert retriever._current() is core
+
+
+def test_a_store_that_copies_array_meta_is_not_rebuilt_on_every_run():
+    store = CopyingStore()
+    store.write_documents(
+        [replace(d, meta={**d.meta, "v": np.ones(3)}) for d in _store().filter_documents()]
+    )
+    retriever = MultiHopRetriever(store)
+    _everything(retriever)
+    core = retriever._current()
+    assert [d.id for d in _everything(retriever)][:2] == ["pw", "tc"]
     assert retriever._current() is core
 
 

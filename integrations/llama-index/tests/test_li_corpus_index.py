@@ -3,6 +3,8 @@ notices new versions (no document count, no re-read of a store)."""
 
 from __future__ import annotations
 
+import datetime
+import logging
 import shutil
 import threading
 
@@ -17,6 +19,7 @@ from llama_index.retrievers.rag_multihop import (
     CorpusIndexWriter,
     MultiHopRetriever,
 )
+from llama_index.retrievers.rag_multihop import corpus_index as corpus_index_module
 
 from rag_multihop.store import CorpusIndex
 
@@ -220,3 +223,97 @@ async def test_the_async_retrieval_runs_off_the_event_loop_with_the_same_answer(
     assert threads and threads[0] != threading.get_ident()  # not the loop's thread
     assert retriever.last_trace is not None  # the caller's thread keeps the trace
     assert found == _ids(retriever, hashing_embedding)
+
+
+def _written(path: str, hashing_embedding) -> int:
+    """Write pw and tc (dimension 64) to a new index at ``path``; its version."""
+    IngestionPipeline(transformations=[hashing_embedding, CorpusIndexWriter(index_path=path)]).run(
+        nodes=_nodes(["pw", "tc"])
+    )
+    return CorpusIndex(path).version
+
+
+def test_a_batch_of_another_dimension_is_refused_before_anything_is_written(
+    tmp_path, hashing_embedding, monkeypatch
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    version = _written(path, hashing_embedding)
+    monkeypatch.setattr(corpus_index_module, "write_sources", _never_called)
+    nodes = _nodes(["ph", "cd"])
+    for node in nodes:
+        node.embedding = [1.0, 0.0, 0.0]
+    with pytest.raises(
+        ValueError,
+        match=r"node 'ph' has an embedding of dimension 3, but the index at .*corpus\.idx holds "
+        r"dimension 64: embed the nodes with the model the index was built with",
+    ):
+        IngestionPipeline(transformations=[CorpusIndexWriter(index_path=path)]).run(nodes=nodes)
+    assert CorpusIndex(path).version == version
+
+
+def test_a_query_embedding_of_another_dimension_names_both_dimensions(
+    tmp_path, hashing_embedding
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    _written(path, hashing_embedding)
+    retriever = CorpusIndexMultiHopRetriever(path, embed_model=hashing_embedding)
+    message = (
+        r"the query embedding has dimension 3, but the index at .*corpus\.idx holds dimension "
+        r"64: embed queries with the model that embedded the indexed nodes"
+    )
+    with pytest.raises(ValueError, match=message):
+        retriever.retrieve(QueryBundle(QUESTION, embedding=[1.0, 0.0, 0.0]))
+
+
+def test_repeated_node_ids_in_one_batch_are_refused_before_the_index_is_made(
+    tmp_path, hashing_embedding
+) -> None:
+    path = tmp_path / "corpus.idx"
+    pipeline = IngestionPipeline(
+        transformations=[hashing_embedding, CorpusIndexWriter(index_path=str(path))]
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"1 node id\(s\) occur more than once in the batch, e.g. \['pw'\]: the index holds "
+        "one passage per id",
+    ):
+        pipeline.run(nodes=_nodes(["pw", "tc", "pw"]))
+    assert not path.exists()
+
+
+def test_nodes_without_text_are_written_with_a_warning_naming_them(
+    tmp_path, hashing_embedding, caplog
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    nodes = [TextNode(id_="blank", text="", metadata={"title": "Blank"}), *_nodes(["pw"])]
+    with caplog.at_level(logging.WARNING):
+        IngestionPipeline(
+            transformations=[hashing_embedding, CorpusIndexWriter(index_path=path)]
+        ).run(nodes=nodes)
+    assert "1 node(s) have no text, e.g. ['blank']" in caplog.text
+    assert CorpusIndex(path).snapshot().corpus.ids == ["blank", "pw"]
+
+
+def test_metadata_of_any_type_is_written_and_a_title_that_is_a_collection_is_named(
+    tmp_path, hashing_embedding
+) -> None:
+    path = str(tmp_path / "corpus.idx")
+    pipeline = IngestionPipeline(
+        transformations=[hashing_embedding, CorpusIndexWriter(index_path=path)]
+    )
+    nodes = _nodes(["pw", "tc"])
+    nodes[0].metadata.update(when=datetime.datetime(1998, 1, 1), vector=np.arange(3))
+    pipeline.run(nodes=nodes)
+    assert CorpusIndex(path).snapshot().corpus["pw"].title == "Polish Wedding"
+    arrayed = _nodes(["ph"])
+    arrayed[0].metadata["title"] = np.array(["Philadelphia", "PA"])
+    with pytest.raises(
+        ValueError, match=r"node 'ph': metadata\['title'\] must be a string, got ndarray"
+    ):
+        pipeline.run(nodes=arrayed)
+    with pytest.raises(ValueError, match=r"node 'ph': metadata\['title'\] must be a string"):
+        MultiHopRetriever(arrayed, embed_model=hashing_embedding)
+
+
+def _never_called(*args, **kwargs):
+    raise AssertionError("the core was called with a batch the writer should have refused")

@@ -215,6 +215,31 @@ def test_graph_retriever_from_nodes_with_and_without_seeds():
     assert [n.node.node_id for n in async_top] == [n.node.node_id for n in seeded.retrieve("x")]
 
 
+def test_graph_retriever_warns_when_every_seed_scores_zero_or_less(caplog):
+    nodes = list(NODES.values())
+    graph = EntityGraphRetriever.from_nodes(nodes).graph
+    non_positive = Fixed([("rope", None), ("island", -1.5)])
+    seeded_only = EntityGraphRetriever(
+        graph, nodes, seed_retriever=non_positive, use_entities=False
+    )
+    with caplog.at_level("WARNING"):
+        assert seeded_only.retrieve("anything") == []
+    assert (
+        "all 2 seed node(s) have a score <= 0 (or none), which the walk drops (it weighs a seed "
+        "by its score); no query entity is in the graph either, so no node came back"
+    ) in caplog.text
+    caplog.clear()
+    with_entities = EntityGraphRetriever(graph, nodes, seed_retriever=non_positive)
+    with caplog.at_level("WARNING"):
+        assert with_entities.retrieve("Who is the director of Polish Wedding?")
+    assert "it started from the query's entities alone" in caplog.text
+    caplog.clear()
+    positive = Fixed([("rope", 0.0), ("island", 0.2)])
+    with caplog.at_level("WARNING"):
+        assert EntityGraphRetriever(graph, nodes, seed_retriever=positive).retrieve("anything")
+    assert "seed node(s)" not in caplog.text
+
+
 def test_graph_retriever_fused_with_a_vector_retriever():
     nodes = list(NODES.values())
     graph = EntityGraphRetriever.from_nodes(nodes, seed_retriever=Fixed(DENSE), similarity_top_k=5)

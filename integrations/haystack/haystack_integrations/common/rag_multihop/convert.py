@@ -53,7 +53,7 @@ import contextlib
 import contextvars
 import inspect
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -96,9 +96,28 @@ def document_to_passage(document: Document, *, id_key: str | None = None) -> Pas
     return Passage(
         passage_id,
         document.content or "",
-        title=str(document.meta.get(TITLE_KEY, "") or ""),
+        title=document_title(document),
         metadata={DOCUMENT_KEY: document},
     )
+
+
+def document_title(document: Document) -> str:
+    """``document.meta["title"]`` as the passage title: a string, a number or date as its
+    text, ``""`` when absent; a collection (a list, a numpy array) is a ``ValueError`` naming
+    the document.
+
+    >>> document_title(Document(id="d1", content="x", meta={"title": ["A", "B"]}))
+    Traceback (most recent call last):
+    ...
+    ValueError: document 'd1': meta['title'] must be a string, got list ['A', 'B']
+    """
+    value = document.meta.get(TITLE_KEY)
+    if isinstance(value, Collection) and not isinstance(value, str):
+        raise ValueError(
+            f"document {document.id!r}: meta[{TITLE_KEY!r}] must be a string, got "
+            f"{type(value).__name__} {value!r:.60}"
+        )
+    return str(value or "")
 
 
 def document_signals(document: Document) -> dict[str, float]:
@@ -195,10 +214,30 @@ def changed_document(corpus: Corpus, documents: Sequence[Document]) -> str | Non
         if passage.text != (document.content or ""):
             return document.id
         if source is not document and (
-            source.meta != document.meta or not _same_vector(source.embedding, document.embedding)
+            not _same_value(source.meta, document.meta)
+            or not _same_vector(source.embedding, document.embedding)
         ):
             return document.id
     return None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a == b`` for meta values, numpy arrays among them (whose ``==`` is elementwise)
+    compared whole.
+
+    >>> _same_value({"v": np.arange(3)}, {"v": np.arange(3)}), _same_value([np.ones(2)], [[1, 2]])
+    (True, False)
+    """
+    try:
+        return bool(a == b)
+    except ValueError:  # a numpy array (of more than one value) somewhere in a or b
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return bool(np.array_equal(a, b))
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+        if isinstance(a, Sequence) and isinstance(b, Sequence):
+            return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+        raise
 
 
 def _same_vector(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -83,9 +83,22 @@ def node_to_passage(node: BaseNode, *, id_key: str | None = None) -> Passage:
     return Passage(
         passage_id,
         node.get_content(metadata_mode=TEXT_MODE),
-        title=str(node.metadata.get(TITLE_KEY, "") or ""),
+        title=node_title(node),
         metadata={NODE_KEY: node},
     )
+
+
+def node_title(node: BaseNode) -> str:
+    """``node.metadata["title"]`` as the passage title: a string, a number or date as its
+    text, ``""`` when absent; a collection (a list, a numpy array) is a ``ValueError`` naming
+    the node."""
+    value = node.metadata.get(TITLE_KEY)
+    if isinstance(value, Collection) and not isinstance(value, str):
+        raise ValueError(
+            f"node {node.node_id!r}: metadata[{TITLE_KEY!r}] must be a string, got "
+            f"{type(value).__name__} {value!r:.60}"
+        )
+    return str(value or "")
 
 
 def node_signals(node: BaseNode) -> dict[str, float]:

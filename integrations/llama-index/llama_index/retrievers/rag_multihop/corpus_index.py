@@ -49,6 +49,7 @@ import asyncio
 import logging
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,9 @@ logger = logging.getLogger(__name__)
 class CorpusIndexWriter(TransformComponent):
     """Upserts the nodes of a pipeline run into the corpus index at ``index_path``.
 
-    Every node needs its ``embedding`` (put the writer after the embed model). An
+    Every node needs its ``embedding`` (put the writer after the embed model), of the
+    index's dimension, and an id no other node of the batch has; these are checked before
+    anything is written (a node without text is written, with a warning). An
     ``IngestionPipeline`` with its cache on skips a step whose nodes and :meth:`to_dict`
     it has seen; the writer's dict carries the index's current version, so that a cached
     run stands in for the writer only while the index is at the version the writer last
@@ -113,20 +116,29 @@ class CorpusIndexWriter(TransformComponent):
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         if not nodes:
             return nodes
+        ids = [node.node_id for node in nodes]
         missing = [node.node_id for node in nodes if node.embedding is None]
         if missing:
             raise ValueError(
                 f"{len(missing)} node(s) have no embedding, e.g. {missing[:3]}; put "
                 "CorpusIndexWriter after the embed model in the pipeline"
             )
-        passages = [_plain(node_to_passage(node)) for node in nodes]
+        _check_unique(ids)
         vectors = as_embedding_matrix(
-            [node.embedding for node in nodes],
-            name="node embeddings",
-            ids=[node.node_id for node in nodes],
+            [node.embedding for node in nodes], name="node embeddings", ids=ids
         )
+        passages = [_plain(node_to_passage(node)) for node in nodes]
+        _warn_textless(passages)
+        index = self._index(vectors.shape[1])
+        dim = index.dim
+        if vectors.shape[1] != dim:
+            raise ValueError(
+                f"node {ids[0]!r} has an embedding of dimension {vectors.shape[1]}, but the "
+                f"index at {self.index_path} holds dimension {dim}: embed the nodes with the "
+                "model the index was built with (or write them to a new index_path)"
+            )
         sources = [node.ref_doc_id for node in nodes]
-        write_sources(self._index(vectors.shape[1]), passages, vectors, sources)
+        write_sources(index, passages, vectors, sources)
         return nodes
 
     def delete(self, node_ids: Sequence[str], *, missing_ok: bool = True) -> int:
@@ -157,6 +169,29 @@ def _index_state(path: str) -> str:
         return f"{pointer.read_text(encoding='utf-8').strip()}@{pointer.stat().st_mtime_ns}"
     except OSError:
         return f"absent-{uuid.uuid4().hex}"
+
+
+def _check_unique(ids: Sequence[str]) -> None:
+    """``ValueError`` naming an id that more than one node of the batch has."""
+    repeated = [i for i, n in Counter(ids).items() if n > 1]
+    if repeated:
+        raise ValueError(
+            f"{len(repeated)} node id(s) occur more than once in the batch, e.g. "
+            f"{repeated[:3]}: the index holds one passage per id; give each node its own id "
+            "or drop the repeats"
+        )
+
+
+def _warn_textless(passages: Sequence[Passage]) -> None:
+    """A warning naming the nodes without text (the index keeps them, as a vector store does)."""
+    textless = [p.id for p in passages if not p.text.strip()]
+    if textless:
+        logger.warning(
+            "%d node(s) have no text, e.g. %s: written as passages without text (found by "
+            "their embedding alone, returned empty)",
+            len(textless),
+            textless[:3],
+        )
 
 
 def _plain(passage: Passage) -> Passage:
@@ -327,8 +362,17 @@ class CorpusIndexMultiHopRetriever(BaseRetriever):
                 "the query bundle carries no embedding and no embed model is set: pass "
                 "embed_model=..., set Settings.embed_model, or give QueryBundle(embedding=...)"
             )
-        query = Query(query_bundle.query_str, embedding=np.asarray(embedding, dtype=np.float32))
+        vector = np.asarray(embedding, dtype=np.float32)
         core = self._current()
+        snapshot = self._snapshot
+        if snapshot is not None and vector.size != snapshot.dim:
+            raise ValueError(
+                f"the query embedding has dimension {vector.size}, but the index at "
+                f"{self.index_path} holds dimension {snapshot.dim}: embed queries with the "
+                "model that embedded the indexed nodes (the QueryBundle's embedding, else "
+                "embed_model)"
+            )
+        query = Query(query_bundle.query_str, embedding=vector)
         result = (
             CoreMultiHopResult.empty(query)
             if core is None

@@ -9,7 +9,8 @@ Translation rules (the package's one rule): a node becomes a passage with id ``n
 text ``node.get_content(MetadataMode.NONE)`` and title ``node.metadata["title"]`` (when
 present); results come back as copies of the given nodes with the PPR score and the signals
 under ``metadata["rag_multihop_signals"]``. Seed nodes must be among
-the graph's nodes (same ids). Synonym edges need an ``embed_model`` (any LlamaIndex
+the graph's nodes (same ids); the walk drops a seed whose score is <= 0 (a warning says so
+when every seed is such a one). Synonym edges need an ``embed_model`` (any LlamaIndex
 ``BaseEmbedding``); without one the graph has none. The graph persists beside LlamaIndex's own
 storage: ``retriever.persist("./storage")`` next to ``index.storage_context.persist("./storage")``
 writes ``./storage/rag_multihop_entity_graph/``, and
@@ -84,7 +85,8 @@ class EntityGraphRetriever(BaseRetriever):
     Args:
         graph: the :class:`EntityGraph` of ``nodes`` (checked against them).
         nodes: the nodes the graph was built from; results are these node objects.
-        seed_retriever: optional retriever whose top ``seed_top_n`` nodes seed the walk.
+        seed_retriever: optional retriever whose top ``seed_top_n`` nodes seed the walk
+            (weighted by score; one with a score <= 0 seeds nothing).
         extractor: query entity extractor; use the one the graph was built with.
         similarity_top_k: nodes returned.
         filters: ``MetadataFilters`` the seed and returned nodes must match (module
@@ -220,12 +222,27 @@ class EntityGraphRetriever(BaseRetriever):
     ) -> list[NodeWithScore]:
         query = Query(query_bundle.query_str)
         kept = [seed for seed in self._seeds(seeds) if self._matches(seed.id)]
-        if self.filters is None or not self.filters.filters:
-            ranked = self._graph.rank(query, kept, k=self.similarity_top_k)
-        else:
-            walked = self._graph.rank(query, kept, k=len(self._corpus))
-            ranked = [c for c in walked if self._matches(c.id)][: self.similarity_top_k]
-        return [candidate_to_node(c) for c in ranked]
+        filtered = self.filters is not None and bool(self.filters.filters)
+        k = len(self._corpus) if filtered else self.similarity_top_k
+        walked = self._graph.rank(query, kept, k=k)
+        self._warn_unused_seeds(kept, walked=bool(walked))
+        if filtered:
+            walked = [c for c in walked if self._matches(c.id)][: self.similarity_top_k]
+        return [candidate_to_node(c) for c in walked]
+
+    def _warn_unused_seeds(self, seeds: Sequence[Candidate], *, walked: bool) -> None:
+        """A warning when every seed the walk would use has a score <= 0 (it drops them);
+        ``walked``: whether the walk (from the query's entities) reached any node."""
+        used = seeds[: self.settings.seed_top_n]
+        if used and not any(seed.score > 0 for seed in used):
+            logger.warning(
+                "all %d seed node(s) have a score <= 0 (or none), which the walk drops (it "
+                "weighs a seed by its score); %s",
+                len(used),
+                "it started from the query's entities alone"
+                if walked
+                else "no query entity is in the graph either, so no node came back",
+            )
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         seeds = [] if self._seed_retriever is None else self._seed_retriever.retrieve(query_bundle)

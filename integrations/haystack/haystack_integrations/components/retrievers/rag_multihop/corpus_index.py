@@ -187,8 +187,15 @@ class CorpusIndexMultiHopRetriever:
                 "query_embedding is required: connect the text embedder of the model that "
                 "embedded the indexed documents to query_embedding"
             )
+        vector = np.asarray(query_embedding, dtype=np.float32)
         core = self._current()
-        question = Query(query, embedding=np.asarray(query_embedding, dtype=np.float32))
+        if self._snapshot is not None and vector.size != self._snapshot.dim:
+            raise ValueError(
+                f"query_embedding has dimension {vector.size}, but the index at "
+                f"{self.index_path} holds dimension {self._snapshot.dim}: connect the text "
+                "embedder of the model that embedded the indexed documents"
+            )
+        question = Query(query, embedding=vector)
         first = None if documents is None else _candidates(documents)
         if core is None:
             result = CoreMultiHopResult.empty(question)

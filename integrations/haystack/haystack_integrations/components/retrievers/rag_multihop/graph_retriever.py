@@ -27,10 +27,11 @@ embedder, or a model name); without one the graph has none.
 
 Inputs: ``query``, optional ``documents`` (seed documents, e.g. the output of an embedding
 retriever over the same store: their top ``seed_top_n`` seed the walk next to the query's
-entities, weighted by their scores) and ``top_k``. Output: ``documents``, the store's
-documents (``dataclasses.replace``, never mutated) with ``score`` = PPR mass and the signals in
-``meta["rag_multihop_signals"]``. Translation (the package's one rule): ``Document.id`` is the
-passage id, ``content`` the text, ``meta["title"]`` the title.
+entities, weighted by their scores; the walk drops a seed whose score is <= 0 or ``None``,
+and a warning says so when every seed is such a one) and ``top_k``. Output: ``documents``,
+the store's documents (``dataclasses.replace``, never mutated) with ``score`` = PPR mass and
+the signals in ``meta["rag_multihop_signals"]``. Translation (the package's one rule):
+``Document.id`` is the passage id, ``content`` the text, ``meta["title"]`` the title.
 
 Example:
     >>> from haystack import Document
@@ -277,12 +278,29 @@ class EntityGraphRetriever:
         if not active:
             seeds = self._seeds(retriever.corpus, documents or [])
             ranked = retriever.rank(Query(query), seeds, k=limit)
-            return {"documents": [candidate_to_document(c) for c in ranked]}
-        matching = [d for d in documents or [] if document_matches_filter(active, d)]
-        seeds = self._seeds(retriever.corpus, matching)
-        ranked = retriever.rank(Query(query), seeds, k=len(retriever.corpus))
+        else:
+            matching = [d for d in documents or [] if document_matches_filter(active, d)]
+            seeds = self._seeds(retriever.corpus, matching)
+            ranked = retriever.rank(Query(query), seeds, k=len(retriever.corpus))
+        self._warn_unused_seeds(seeds, walked=bool(ranked))
         found = [candidate_to_document(c) for c in ranked]
-        return {"documents": [d for d in found if document_matches_filter(active, d)][:limit]}
+        if active:
+            found = [d for d in found if document_matches_filter(active, d)][:limit]
+        return {"documents": found}
+
+    def _warn_unused_seeds(self, seeds: list[Candidate], *, walked: bool) -> None:
+        """A warning when every seed the walk would use has a score <= 0 (it drops them);
+        ``walked``: whether the walk (from the query's entities) reached any document."""
+        used = seeds[: self.settings.seed_top_n]
+        if used and not any(seed.score > 0 for seed in used):
+            logger.warning(
+                "all %d seed document(s) have a score <= 0 (or none), which the walk drops (it "
+                "weighs a seed by its score); %s",
+                len(used),
+                "it started from the query's entities alone"
+                if walked
+                else "no query entity is in the graph either, so no document came back",
+            )
 
     @component.output_types(documents=list[Document])
     async def run_async(

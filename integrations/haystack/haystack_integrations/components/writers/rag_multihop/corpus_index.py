@@ -30,16 +30,22 @@ Example:
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.common.rag_multihop.convert import document_to_passage
 
 from rag_multihop.store import CorpusIndex
 from rag_multihop.store.segment import POINTER
 from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix
+
+logger = logging.getLogger(__name__)
 
 SOURCE_KEY = "source_id"
 """The meta key of a chunk's source document (Haystack's splitters set it)."""
@@ -51,7 +57,8 @@ SPLIT_KEY = "split_id"
 def _source(document: Document) -> str | None:
     """The source id of a splitter's chunk as a string (a number a pipeline of the user's
     wrote is one too); ``None`` for a document that is no chunk (no ``split_id``) or has no
-    source (or an empty one).
+    source (or an empty one); a chunk's source that is a collection (a list, a numpy array)
+    is a ``ValueError``.
 
     >>> _source(Document(content="x", meta={"source_id": 7, "split_id": 0}))
     '7'
@@ -59,9 +66,43 @@ def _source(document: Document) -> str | None:
     True
     """
     value = document.meta.get(SOURCE_KEY)
-    if document.meta.get(SPLIT_KEY) is None or value is None or value == "":
+    if document.meta.get(SPLIT_KEY) is None or value is None:
         return None
-    return str(value)
+    if isinstance(value, Collection) and not isinstance(value, str):
+        raise ValueError(
+            f"document {document.id!r}: meta[{SOURCE_KEY!r}] must be the id of the document "
+            f"it was split from (a string), got {type(value).__name__} {value!r:.60}"
+        )
+    return str(value) if value != "" else None
+
+
+def _check_unique(ids: list[str]) -> None:
+    """``ValueError`` naming an id that more than one document of the batch has."""
+    repeated = [i for i, n in Counter(ids).items() if n > 1]
+    if repeated:
+        raise ValueError(
+            f"{len(repeated)} document id(s) occur more than once in the batch, e.g. "
+            f"{repeated[:3]}: the index holds one passage per id; give each document its own id "
+            "or drop the repeats"
+        )
+
+
+def _warn_textless(passages: list[Passage]) -> None:
+    """A warning naming the documents without content (the index keeps them, as a document
+    store does)."""
+    textless = [p.id for p in passages if not p.text.strip()]
+    if textless:
+        logger.warning(
+            "%d document(s) have no content, e.g. %s: written as passages without text (found "
+            "by their embedding alone, returned empty)",
+            len(textless),
+            textless[:3],
+        )
+
+
+def _plain(passage: Passage) -> Passage:
+    """The passage without the document riding in its metadata (the index keeps no objects)."""
+    return Passage(passage.id, passage.text, passage.title)
 
 
 @component
@@ -75,25 +116,34 @@ class CorpusIndexWriter:
 
     @component.output_types(documents_written=int)
     def run(self, documents: list[Document]) -> dict[str, int]:
-        """Upsert ``documents`` (each needs its ``embedding``: put this after the embedder)."""
+        """Upsert ``documents`` (each needs its ``embedding``, of the index's dimension: put
+        this after the embedder; ids must be unique within the batch). Nothing is written
+        when a check fails; documents without content are written, with a warning."""
         if not documents:
             return {"documents_written": 0}
+        ids = [d.id for d in documents]
         missing = [d.id for d in documents if d.embedding is None]
         if missing:
             raise ValueError(
                 f"{len(missing)} document(s) have no embedding, e.g. {missing[:3]}; put "
                 "CorpusIndexWriter after the document embedder"
             )
-        passages = [
-            Passage(d.id, d.content or "", str(d.meta.get("title", "") or "")) for d in documents
-        ]
+        _check_unique(ids)
         vectors = as_embedding_matrix(
-            [d.embedding for d in documents],
-            name="document embeddings",
-            ids=[d.id for d in documents],
+            [d.embedding for d in documents], name="document embeddings", ids=ids
         )
+        passages = [_plain(document_to_passage(d)) for d in documents]
         sources = [_source(d) for d in documents]
-        write_sources(self._index(vectors.shape[1]), passages, vectors, sources)
+        _warn_textless(passages)
+        index = self._index(vectors.shape[1])
+        dim = index.dim
+        if vectors.shape[1] != dim:
+            raise ValueError(
+                f"document {ids[0]!r} has an embedding of dimension {vectors.shape[1]}, but the "
+                f"index at {self.index_path} holds dimension {dim}: embed the documents with "
+                "the model the index was built with (or write them to a new index_path)"
+            )
+        write_sources(index, passages, vectors, sources)
         return {"documents_written": len(documents)}
 
     def delete_documents(self, document_ids: list[str], *, missing_ok: bool = True) -> int:
