@@ -4,7 +4,8 @@ For each size N: build the index (vectors given: random unit vectors), open it a
 the ``multihop`` and ``pit-boltzmann`` retrievers from it, time the first query and
 ``--queries`` more (query vector given), add 10k passages, delete 10k (and, with
 ``--phases ...,reupsert``, upsert 10k passages it already holds, unchanged: an ingestion
-pipeline run again over the same files). Each phase runs in its own process, so its peak
+pipeline run again over the same files; with ``trickle``, 500 one-passage writes, with the
+default merge policy or ``--no-merge``). Each phase runs in its own process, so its peak
 RSS is its own. Prints a markdown table and writes JSON.
 With ``--preload`` the server maps every page of the index right after opening
 (``IndexSnapshot.preload``, timed as ``preload_s``), as a long-running server would;
@@ -70,6 +71,7 @@ SYLLABLES = [
     "se",
 ]
 CHANGE = 10_000
+TRICKLE = 500
 
 
 def _words(count: int, syllables: int, seed: int) -> list[str]:
@@ -364,6 +366,40 @@ def phase_reupsert(path: Path, n: int) -> dict[str, Any]:
     }
 
 
+def phase_trickle(path: Path, n: int, dim: int, merge: bool) -> dict[str, Any]:
+    """``TRICKLE`` one-passage writes (four adds, then a delete), as an ingestion pipeline
+    fed one document at a time: the time of each, the segments left, and what opening the
+    result costs (with the default :class:`MergePolicy`, or none)."""
+    from rag_multihop.store import CorpusIndex
+
+    index = CorpusIndex(path, merge=CorpusIndex(path).merge if merge else None)
+    seconds = []
+    for k in range(TRICKLE):
+        start = time.perf_counter()
+        if k % 5 == 4:
+            index.delete([f"p{k}"])
+        else:
+            i = n + CHANGE + k
+            index.add(passages(i, i + 1, i + 1, seed=i), vectors(i, i + 1, dim))
+        seconds.append(time.perf_counter() - start)
+    opens = []
+    for _ in range(5):
+        start = time.perf_counter()
+        CorpusIndex(path).snapshot()
+        opens.append(time.perf_counter() - start)
+    tail = seconds[-TRICKLE // 10 :]
+    return {
+        "trickle_writes": TRICKLE,
+        "trickle_merge": merge,
+        "trickle_s": sum(seconds),
+        "trickle_first_ms": statistics.median(seconds[: TRICKLE // 10]) * 1000,
+        "trickle_last_ms": statistics.median(tail) * 1000,
+        "trickle_max_ms": max(seconds) * 1000,
+        "trickle_segments": index.info()["segments"],
+        "trickle_open_ms": statistics.median(opens) * 1000,
+    }
+
+
 def _child(args: list[str]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, __file__, "--phase", *args], check=True, stdout=subprocess.PIPE, text=True
@@ -390,6 +426,11 @@ def main() -> None:
         action="store_true",
         help="serve: map every page of the index after opening (IndexSnapshot.preload)",
     )
+    parser.add_argument(
+        "--no-merge",
+        action="store_true",
+        help="trickle: write without merging small segments (MergePolicy None)",
+    )
     parser.add_argument("--phase", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -407,6 +448,8 @@ def main() -> None:
             result = phase_add(path, n, dim)
         elif name == "reupsert":
             result = phase_reupsert(path, n)
+        elif name == "trickle":
+            result = phase_trickle(path, n, dim, extra[0] == "merge")
         else:
             result = phase_delete(path, n)
         print(json.dumps(result))
@@ -420,7 +463,14 @@ def main() -> None:
         common = [str(path), str(n), str(args.dim)]
         row: dict[str, Any] = {"passages": n, "dim": args.dim, "ann": args.ann}
         serve = [str(args.queries), "preload" if args.preload else "lazy"]
-        extras = {"build": [args.ann], "serve": serve, "add": [], "delete": [], "reupsert": []}
+        extras = {
+            "build": [args.ann],
+            "serve": serve,
+            "add": [],
+            "delete": [],
+            "reupsert": [],
+            "trickle": ["none" if args.no_merge else "merge"],
+        }
         for phase in args.phases.split(","):
             extra = extras[phase]
             row |= _child([phase, *common, *extra])
@@ -454,6 +504,9 @@ def main() -> None:
         ("fusion_cpu_p95_ms", "{:.1f}"),
         ("add_10k_s", "{:.1f}"),
         ("delete_10k_s", "{:.1f}"),
+        ("trickle_last_ms", "{:.0f}"),
+        ("trickle_segments", "{:d}"),
+        ("trickle_open_ms", "{:.0f}"),
     ]
     print("| " + " | ".join(k for k, _ in keys) + " |")
     print("|" + "---|" * len(keys))

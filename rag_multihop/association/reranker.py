@@ -303,10 +303,9 @@ class AssociationReranker:
         encoder (by the fingerprint the index recorded; by dimension when it recorded none)."""
         from rag_multihop.association.indexed import KIND, IndexedPassages
         from rag_multihop.store.methods import as_snapshot
-        from rag_multihop.store.sidecars import read_sidecar
 
         snapshot = as_snapshot(snapshot)
-        indexed = IndexedPassages(snapshot, read_sidecar(snapshot.root, snapshot.manifest, KIND))
+        indexed = IndexedPassages(snapshot, snapshot.sidecar(KIND))
         empty = np.zeros((0, indexed.weights.dim), dtype=np.float32)
         recorded = snapshot.manifest.get("encoder")
         fingerprint = (

@@ -183,9 +183,7 @@ class IndexedStates:
     @classmethod
     def open(cls, snapshot: IndexSnapshot) -> IndexedStates:
         """The states of ``snapshot``'s ``rala`` sidecar (``LookupError`` when it has none)."""
-        from rag_multihop.store.sidecars import read_sidecar
-
-        return cls(snapshot, read_sidecar(snapshot.root, snapshot.manifest, KIND))
+        return cls(snapshot, snapshot.sidecar(KIND))
 
     def __len__(self) -> int:
         return int(self.sidecar.covered(self.snapshot.live_rows).sum())

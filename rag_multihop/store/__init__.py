@@ -1,6 +1,7 @@
 """A persistent, incremental index of a corpus and everything the methods derive from it.
 
 - :mod:`.index`: :class:`CorpusIndex` (create, add, delete, upsert, compact, snapshot);
+  :mod:`.merging`: :class:`MergePolicy`, when a write rewrites the small trailing segments;
 - :mod:`.snapshot`: :class:`IndexSnapshot`, a pinned read-only version and the structures
   the methods read (corpus, vectors, dense search, title index, link graph, entity graph);
 - :mod:`.derive`: the indexing stages as pure functions from passages to a segment's arrays;
@@ -23,6 +24,7 @@ Methods open it without a rebuild: ``MultiHopRetriever.from_index(snapshot)``,
 """
 
 from rag_multihop.store.index import CorpusIndex
+from rag_multihop.store.merging import MergePolicy
 from rag_multihop.store.methods import (
     aar_retriever,
     graph_fusion_retriever,
@@ -38,6 +40,7 @@ __all__ = [
     "IndexLockedError",
     "IndexSettings",
     "IndexSnapshot",
+    "MergePolicy",
     "aar_retriever",
     "graph_fusion_retriever",
     "graph_retriever",

@@ -55,6 +55,7 @@ from rag_multihop.multihop.subjects import NAMES_VERSION
 from rag_multihop.store import batches, derive, stream
 from rag_multihop.store.batches import Progress
 from rag_multihop.store.encoder_check import index_encoder_similarity
+from rag_multihop.store.merging import MergePolicy
 from rag_multihop.store.patch import linked_sources, patch_links
 from rag_multihop.store.segment import (
     LOCK,
@@ -113,6 +114,9 @@ UNCHANGED_COSINE = 1 - 1e-6
 least this similar to the given one, is left as it is: re-embedding the same text in
 another batch moves a vector by float rounding only, and re-ingesting unchanged documents
 should cost no write."""
+DEFAULT_MERGE = MergePolicy()
+"""Ten trailing segments of one size tier are rewritten as one by the write that makes them
+ten (:mod:`~rag_multihop.store.merging`)."""
 ATTACH_BATCH = 65_536
 """Passages :meth:`CorpusIndex.attach_sidecar` computes and writes at a time (one part each):
 its memory stays bounded whatever the corpus size."""
@@ -133,6 +137,9 @@ class CorpusIndex:
         sidecars: producers of the index's sidecars (``docs/index.md``: AAR passage
             transforms, RaLa token states); a write computes each attached sidecar's values
             of its new passages with them (``aar`` needs none: its head holds the model).
+        merge: when a write rewrites the small segments at the index's end with its own
+            (:class:`~rag_multihop.store.merging.MergePolicy`; ``None``: never, every write
+            appends a segment until :meth:`compact`).
     """
 
     def __init__(
@@ -143,8 +150,10 @@ class CorpusIndex:
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = None,
         sidecars: Sequence[SidecarProducer] = (),
+        merge: MergePolicy | None = DEFAULT_MERGE,
     ) -> None:
         self.path = Path(path)
+        self.merge = _checked_merge(merge)
         self.progress = progress
         self.sidecars = {producer.kind: producer for producer in sidecars}
         self.extractor = extractor or HeuristicExtractor()
@@ -170,12 +179,14 @@ class CorpusIndex:
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = None,
         sidecars: Sequence[SidecarProducer] = (),
+        merge: MergePolicy | None = DEFAULT_MERGE,
     ) -> CorpusIndex:
         """An empty index at ``path`` (an error if one is there) for ``dim``-dimensional
         vectors; ``encoder`` (optional) is fingerprinted into the manifest. ``settings.ann``
         must fit ``dim`` (a PQ must split it)."""
         dim = check_positive_int(dim, "dim")
         check_lock_timeout(lock_timeout)
+        _checked_merge(merge)
         root = Path(path)
         if (root / POINTER).exists():
             raise FileExistsError(f"{root} already holds an index; open it with CorpusIndex()")
@@ -220,6 +231,7 @@ class CorpusIndex:
             lock_timeout=lock_timeout,
             progress=progress,
             sidecars=sidecars,
+            merge=merge,
         )
 
     @classmethod
@@ -468,40 +480,71 @@ class CorpusIndex:
             return self._commit(state, passages, matrix, dead)
 
     def _commit(
-        self,
-        state: _State,
-        passages: Sequence[Passage],
-        vectors: np.ndarray,
-        dead: Sequence[int],
-        *,
-        normalized: bool = False,
-        base: _State | None = None,
+        self, state: _State, passages: Sequence[Passage], vectors: np.ndarray, dead: Sequence[int]
     ) -> int:
         """Write one segment (``passages`` added, ``dead`` rows deleted, touched links
-        recomputed) and the next version's manifest over ``state``."""
+        recomputed; the trailing segments the merge policy names rewritten into it) and
+        the next version's manifest over ``state``."""
         settings = IndexSettings.from_dict(state.manifest["settings"])
+        merged = 0
         if state.segments:
-            unit = vectors if normalized else l2_normalize(vectors)
-            arrays, recomputed, patched = self._update_arrays(state, settings, passages, unit, dead)
-            version = self._publish(state, arrays, settings, base=base)
+            unit = l2_normalize(vectors)
+            base, carried = state, None
+            start = self._merge_start(state, len(passages), dead)
+            if start is not None:
+                base, carried, tail, tail_vectors = self._merge_tail(state, start, dead)
+                merged = len(state.segments) - start
+                passages, unit = [*tail, *passages], np.concatenate([tail_vectors, unit])
+                dead = np.flatnonzero(base.alive & ~state.alive[: base.n_rows]).tolist() + [
+                    row for row in dead if row < base.n_rows
+                ]
+            arrays, recomputed, patched = self._update_arrays(base, settings, passages, unit, dead)
+            version = self._publish(base, arrays, settings, base=state, carried=carried)
         else:  # a first build: the batch plan, streamed to disk
             size = batches.DEFAULT_BATCH_SIZE * 8
             chunks = (
                 (passages[i : i + size], vectors[i : i + size])
                 for i in range(0, len(passages), size)
             )
-            version = self._first_segment(state, chunks, settings, normalized=normalized, base=base)
+            version = self._first_segment(state, chunks, settings)
             recomputed = patched = 0
         logger.info(
-            "index %s version %d: +%d passages, -%d, links of %d recomputed, %d patched",
+            "index %s version %d: +%d passages, -%d, links of %d recomputed, %d patched, "
+            "%d segments merged",
             self.path,
             version,
             len(passages),
             len(dead),
             recomputed,
             patched,
+            merged,
         )
         return version
+
+    def _merge_start(self, state: _State, pending: int, dead: Sequence[int]) -> int | None:
+        """The first of ``state``'s segments a write of ``pending`` passages deleting the
+        rows ``dead`` rewrites with its own (:attr:`merge`), or ``None``."""
+        if self.merge is None or stored_names_version(state.manifest) != NAMES_VERSION:
+            return None  # outdated names: a merge would read them again (compact() does)
+        alive = state.alive.copy()
+        alive[np.asarray(dead, dtype=np.int64)] = False
+        live = [int(alive[s.rows[0] : s.rows[1]].sum()) for s in state.segments]
+        return self.merge.merge_from(live, pending)
+
+    def _merge_tail(
+        self, state: _State, start: int, dead: Sequence[int]
+    ) -> tuple[_State, np.ndarray, list[Passage], np.ndarray]:
+        """The version made by ``state``'s segments before ``start`` (as they were written)
+        and the passages of the later ones still live after deleting ``dead``: their old
+        rows, the passages and their stored unit vectors."""
+        first = state.segments[start].rows[0]
+        kept = state.segments[:start]
+        base = _State(state.manifest, kept, alive_mask(kept, first))
+        alive = state.alive.copy()
+        alive[np.asarray(dead, dtype=np.int64)] = False
+        rows = first + np.flatnonzero(alive[first:])
+        tail = [read_segment(self.path, entry, ann=True) for entry in state.entries[start:]]
+        return base, rows, self._passages(state, rows), _stored_vectors(tail, rows, state.dim)
 
     def _first_segment(
         self,
@@ -653,16 +696,14 @@ class CorpusIndex:
         )
         write_manifest(self.path, manifest)
         # the previous versions' serving arrays and manifests (each lists every segment, so
-        # keeping them would grow the folder with the square of the writes): readers that
-        # hold a version keep its maps and its manifest in memory
+        # keeping them would grow the folder with the square of the writes) and the
+        # segments and sidecar parts a merge replaced: readers that hold a version keep its
+        # maps and its manifest in memory
         with no_reader_opening(self.path, wait=0) as free:
             if free:  # else the next write removes them
-                remove_unreferenced(
-                    self.path,
-                    {manifest["serving"]["name"]},
-                    manifest_name(version),
-                    prefixes=(SERVING_PREFIX,),
-                )
+                kept = {s["name"] for s in manifest["segments"]} | {manifest["serving"]["name"]}
+                remove_unreferenced(self.path, kept, manifest_name(version))
+                remove_unreferenced_sidecars(self.path, manifest)
         return version
 
     def _write_serving(self, version: int, segments: SegmentSet) -> dict[str, Any]:
@@ -774,13 +815,25 @@ class CorpusIndex:
     @staticmethod
     def _vectors(state: _State, rows: np.ndarray) -> np.ndarray:
         """The stored vectors of the global ``rows`` (ascending), one gather per segment."""
-        out = np.empty((len(rows), state.dim), dtype=np.float32)
-        for segment in state.segments:
-            start, end = segment.rows
-            mine = np.flatnonzero((rows >= start) & (rows < end))
-            if mine.size:
-                out[mine] = np.asarray(segment["vectors"])[rows[mine] - start]
-        return out
+        return _stored_vectors(state.segments, rows, state.dim)
+
+
+def _checked_merge(merge: object) -> MergePolicy | None:
+    if merge is not None and not isinstance(merge, MergePolicy):
+        raise TypeError(f"merge must be a MergePolicy or None, got {type(merge).__name__}")
+    return merge
+
+
+def _stored_vectors(segments: Sequence[Segment], rows: np.ndarray, dim: int) -> np.ndarray:
+    """The stored vectors of the global ``rows`` (ascending) that ``segments`` (read with
+    their vectors) hold, one gather per segment."""
+    out = np.empty((len(rows), dim), dtype=np.float32)
+    for segment in segments:
+        start, end = segment.rows
+        mine = np.flatnonzero((rows >= start) & (rows < end))
+        if mine.size:
+            out[mine] = np.asarray(segment["vectors"])[rows[mine] - start]
+    return out
 
 
 def _bytes_on_disk(root: Path) -> int:

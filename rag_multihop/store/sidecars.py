@@ -131,12 +131,17 @@ def read_sidecar(root: Path, manifest: Mapping[str, Any], kind: str) -> Sidecar:
     """The ``kind`` sidecar of a version; ``LookupError`` says how to attach one."""
     entry = (manifest.get("sidecars") or {}).get(kind)
     if entry is None:
-        raise LookupError(
-            f"the index at {root} (version {manifest.get('version')}) holds no {kind!r} "
-            f"sidecar (it holds {sorted(manifest.get('sidecars') or {}) or 'none'}); attach "
-            "one with CorpusIndex.attach_sidecar(...)"
-        )
+        raise no_sidecar(root, manifest, kind)
     return read_sidecars(root, {"sidecars": {kind: entry}})[kind]
+
+
+def no_sidecar(root: Path, manifest: Mapping[str, Any], kind: str) -> LookupError:
+    """The error for a version without a ``kind`` sidecar (it says how to attach one)."""
+    return LookupError(
+        f"the index at {root} (version {manifest.get('version')}) holds no {kind!r} "
+        f"sidecar (it holds {sorted(manifest.get('sidecars') or {}) or 'none'}); attach "
+        "one with CorpusIndex.attach_sidecar(...)"
+    )
 
 
 def _read_folder(root: Path, entry: Mapping[str, Any]) -> Arrays:
@@ -258,27 +263,25 @@ def commit_sidecars(
 ) -> dict[str, Any]:
     """The manifest's sidecars after a write whose segment adds rows from ``first_row``.
 
-    ``carried`` (a compaction): the old global rows the segment's rows are, in order; each
-    sidecar's values are gathered into one part, renumbered. Otherwise each sidecar gets a
-    part for the new rows from ``producers[kind]`` (or ``auto[kind]``, which computes from the
-    stored head); a sidecar with neither leaves them uncovered (readers compute or encode
-    them on demand; ``attach_sidecar`` fills them in), with a warning.
+    ``carried`` (a compaction, or a write merging the segments from ``first_row`` on): the
+    old global rows the segment's first rows are, in order; their values are gathered into
+    one part, renumbered, and every part's values of rows from ``first_row`` on are dropped
+    (those rows are renumbered). The segment's other rows get a part from
+    ``producers[kind]`` (or ``auto[kind]``, which computes from the stored head); a sidecar
+    with neither leaves them uncovered (readers compute or encode them on demand;
+    ``attach_sidecar`` fills them in), with a warning.
     """
     out: dict[str, Any] = {}
     n = len(segment["ids.off"]) - 1
+    kept = 0 if carried is None else len(carried)
     passages: list[Passage] | None = None
     for kind, entry in entries.items():
         sidecar = read_sidecar(root, {"sidecars": entries}, kind)
+        parts = list(entry["parts"])
         if carried is not None:
-            covered, arrays = gather(sidecar, carried)
-            parts = []
-            if len(covered):
-                arrays[ROWS] = (first_row + covered).astype(np.int64)
-                parts = [write_folder(root, f"p-{kind}", version, arrays)]
-            out[kind] = {**entry, "parts": parts}
-            continue
-        out[kind] = dict(entry)
-        if n == 0:
+            parts = _parts_renumbered(root, kind, version, sidecar, parts, first_row, carried)
+        out[kind] = {**entry, "parts": parts}
+        if n == kept:
             continue
         producer = producers.get(kind) or (auto[kind](sidecar) if kind in auto else None)
         if producer is None:
@@ -288,19 +291,48 @@ def commit_sidecars(
                 "attach_sidecar fills them in)",
                 root,
                 kind,
-                n,
+                n - kept,
             )
             continue
         check_identity(producer, entry, root)
         if passages is None:
-            passages = passages_of(segment)
-        arrays = producer.compute(sidecar.head, passages, np.asarray(segment["vectors"]))
-        arrays[ROWS] = np.arange(first_row, first_row + n, dtype=np.int64)
-        out[kind] = {
-            **entry,
-            "parts": [*entry["parts"], write_folder(root, f"p-{kind}", version, arrays)],
-        }
+            passages = passages_of(segment)[kept:]
+        vectors = np.asarray(segment["vectors"])[kept:]
+        arrays = producer.compute(sidecar.head, passages, vectors)
+        arrays[ROWS] = np.arange(first_row + kept, first_row + n, dtype=np.int64)
+        parts.append(write_folder(root, f"p-{kind}", version, arrays))
     return out
+
+
+def _parts_renumbered(
+    root: Path,
+    kind: str,
+    version: int,
+    sidecar: Sidecar,
+    parts: list[dict[str, Any]],
+    first_row: int,
+    carried: np.ndarray,
+) -> list[dict[str, Any]]:
+    """The parts of ``sidecar`` once the rows from ``first_row`` on are the ``carried``
+    old rows renumbered from ``first_row``: parts below ``first_row`` kept as they are, the
+    values below it of the parts reaching past it gathered into one part, the carried
+    rows' values into another."""
+    below: list[dict[str, Any]] = []
+    straddling: list[np.ndarray] = []
+    for part, arrays in zip(parts, sidecar.parts, strict=True):
+        rows = np.asarray(arrays[ROWS])
+        if not len(rows) or rows[-1] < first_row:
+            below.append(part)
+        else:
+            straddling.append(rows[rows < first_row])
+    old = np.sort(np.concatenate(straddling)) if straddling else np.zeros(0, np.int64)
+    carried = np.asarray(carried, dtype=np.int64)
+    for rows, numbers in ((old, old), (carried, first_row + np.arange(len(carried)))):
+        covered, arrays = gather(sidecar, rows)
+        if len(covered):
+            arrays[ROWS] = numbers[covered].astype(np.int64)
+            below.append(write_folder(root, f"p-{kind}", version, arrays))
+    return below
 
 
 def remove_unreferenced_sidecars(root: Path, manifest: Mapping[str, Any]) -> list[str]:

@@ -50,6 +50,7 @@ from rag_multihop.store.serving import (
     SegmentedDenseIndex,
 )
 from rag_multihop.store.settings import IndexSettings
+from rag_multihop.store.sidecars import Sidecar, no_sidecar, read_sidecars
 from rag_multihop.store.views import SegmentSet, StoredTitleIndex
 
 
@@ -112,6 +113,17 @@ class IndexSnapshot:
         self._stored = (
             None if entry is None else read_arrays(root / SEGMENTS / entry["name"], entry["files"])
         )
+        # mapped now, like the segments: a compaction or merge that removes them later
+        # changes nothing for this version
+        self.sidecars = read_sidecars(root, manifest)
+
+    def sidecar(self, kind: str) -> Sidecar:
+        """This version's ``kind`` sidecar (``docs/index.md``), mapped when it was opened;
+        ``LookupError`` (saying how to attach one) when it has none."""
+        found = self.sidecars.get(kind)
+        if found is None:
+            raise no_sidecar(self.root, self.manifest, kind)
+        return found
 
     @property
     def n_live(self) -> int:

@@ -23,10 +23,12 @@ def _vectors(n: int, seed: int) -> np.ndarray:
 
 
 def _written(path: Path) -> CorpusIndex:
+    """An index of 20 passages and ``WRITES`` one-passage adds, each its own segment (no
+    merging: the worst case of an index fed all day)."""
     passages = [
         Passage(f"p{i}", f"Item {i} names Item {(i * 7) % 20}.", f"Item {i}") for i in range(20)
     ]
-    index = CorpusIndex.build(path, passages, _vectors(20, 0))
+    index = CorpusIndex.build(path, passages, _vectors(20, 0), merge=None)
     for k in range(WRITES):
         index.add(
             [Passage(f"a{k}", f"Added {k} names Item {k % 20}.", f"Added {k}")], _vectors(1, k + 1)

@@ -17,7 +17,7 @@ from rag_multihop.coop import HiddenStateEncoder, RaLaReranker
 from rag_multihop.coop.indexed import RaLaSidecar, rala_from_index
 from rag_multihop.corpus import Corpus
 from rag_multihop.eval.datasets import load_named
-from rag_multihop.store import CorpusIndex
+from rag_multihop.store import CorpusIndex, MergePolicy
 from tests.coop.models import perturbed_copy
 
 SIZE = 200
@@ -167,6 +167,54 @@ def test_a_stale_aar_sidecar_is_refused_and_replaced_only_when_asked(tmp_path, w
     assert CorpusIndex(index.path).info()["sidecars"]["aar"]["rows"] == len(passages)
 
 
+def _small_writes(index: CorpusIndex, passages, vectors_by_id, rng: random.Random) -> list:
+    """Twelve one- or two-passage writes (deletes, and adds of passages deleted before);
+    the live passages in index order."""
+    live = list(passages)
+    gone: list[Passage] = []
+    for k in range(12):
+        if k % 3 == 2 and gone:
+            back, gone = gone[:2], gone[2:]
+            index.add(back, np.stack([vectors_by_id[p.id] for p in back]))
+            live += back
+        else:
+            doomed = rng.sample(live, 2)
+            index.delete([p.id for p in doomed])
+            live = [p for p in live if p not in doomed]
+            gone += doomed
+    return live
+
+
+def test_aar_values_are_carried_through_merges_and_a_held_snapshot_keeps_its_own(
+    tmp_path, wiki_slice
+) -> None:
+    passages, vectors_by_id, queries = wiki_slice
+    model = _model(passages, vectors_by_id)
+    _fresh_index(tmp_path, "idx", passages, vectors_by_id, AssociationSidecar.of(model))
+    held = CorpusIndex(tmp_path / "idx").snapshot()
+    expected_held = _ranking(AssociationReranker.from_index(held), held, queries)
+
+    writer = CorpusIndex(tmp_path / "idx", merge=MergePolicy(factor=2))
+    live = _small_writes(writer, passages, vectors_by_id, random.Random(4))
+    snapshot = writer.snapshot()
+    assert len(snapshot.segments.segments) < 6  # 13 without merging
+    parts = snapshot.manifest["sidecars"]["aar"]["parts"]
+    assert writer.info()["sidecars"]["aar"]["rows"] <= len(live) + 24
+    fresh = _fresh_index(tmp_path, "fresh", live, vectors_by_id, AssociationSidecar.of(model))
+    served = AssociationReranker.from_index(snapshot)
+    assert _ranking(served, snapshot, queries) == _ranking(
+        AssociationReranker.from_index(fresh.snapshot()), fresh.snapshot(), queries
+    )
+    assert served.computed_at_query_time == 0 and len(parts) < 6
+
+    # the held version's sidecar parts were removed from disk by the merges and a
+    # compaction: it still serves the values it was opened with
+    writer.compact()
+    from_held = AssociationReranker.from_index(held)
+    assert _ranking(from_held, held, queries) == expected_held
+    assert from_held.computed_at_query_time == 0
+
+
 @pytest.fixture(scope="module")
 def rala(minilm) -> RaLaReranker:
     return RaLaReranker(HiddenStateEncoder(minilm), candidates=30)
@@ -222,6 +270,23 @@ def test_rala_from_a_reopened_index_and_after_add_delete_compact(
         [changed.embedding_text], rala.layout, drop_punctuation=True, pooling=rala.pooling
     )
     assert states_of is not None and states_of.n_tokens == fresh_of.n_tokens
+
+
+def test_rala_states_are_carried_through_merges(tmp_path, wiki_slice, rala) -> None:
+    passages, vectors_by_id, queries = wiki_slice
+    passages, queries = passages[:RALA_SIZE], queries[:5]
+    states = rala.build_store(passages)
+    _fresh_index(tmp_path, "idx", passages, vectors_by_id, RaLaSidecar(rala, states=states))
+    writer = CorpusIndex(
+        tmp_path / "idx", sidecars=[RaLaSidecar(rala, states=states)], merge=MergePolicy(2)
+    )
+    live = _small_writes(writer, passages, vectors_by_id, random.Random(5))
+    snapshot = writer.snapshot()
+    assert len(snapshot.segments.segments) < 6
+    served = rala_from_index(snapshot, rala.encoder, candidates=30)
+    reference = RaLaReranker(rala.encoder, store=rala.build_store(live), candidates=30)
+    assert _ranking(served, snapshot, queries) == _ranking(reference, snapshot, queries)
+    assert served.encoded_at_query_time == 0
 
 
 @pytest.fixture(scope="module")
