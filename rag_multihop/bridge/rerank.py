@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -128,7 +129,8 @@ class BridgeReranker:
         ordered = sorted(candidates, key=lambda c: (-c.score, c.rank or 0))
         ids = [c.id for c in ordered]
         if len(set(ids)) != len(ids):
-            raise ValueError("candidates must have unique passage ids")
+            dupes = [pid for pid, n in Counter(ids).items() if n > 1]
+            raise ValueError(f"candidates must have unique passage ids; duplicated: {dupes[:5]}")
         bridge, rest = ordered[0], ordered[1:]
         pool = [c.with_score(c.score, retrieval=c.score) for c in rest]
         if self.settings.bridge_position == "judged":

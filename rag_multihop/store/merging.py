@@ -38,11 +38,12 @@ class MergePolicy:
         factor: how many trailing segments of one tier make a write merge them; a tier
             spans ``factor`` times the passages of the one below. At least 2.
         max_rows: no merge writes a segment of more live passages than this (larger ones
-            are left to ``compact()``).
+            are left to ``compact()``): the longest a write can take for merging is that of
+            adding this many passages (their vectors given).
     """
 
     factor: int = 10
-    max_rows: int = 100_000
+    max_rows: int = 20_000
 
     def __post_init__(self) -> None:
         check_positive_int(self.factor, "factor")

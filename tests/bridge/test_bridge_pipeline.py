@@ -216,7 +216,7 @@ def test_reranker_judges_against_the_top_candidate(hashing_encoder) -> None:
     assert [c.id for c in async_ranked] == [c.id for c in ranked]
     assert reranker.rerank(QUESTION, []) == []
     assert [c.id for c in reranker.rerank(QUESTION, found[:1])] == ["polish-wedding"]
-    with pytest.raises(ValueError, match="unique passage ids"):
+    with pytest.raises(ValueError, match=r"unique passage ids; duplicated: \['polish-wedding'\]"):
         reranker.rerank(QUESTION, [found[0], found[0]])
     with pytest.raises(ValueError, match="top_n must be a positive integer"):
         reranker.rerank(QUESTION, found, top_n=0)
