@@ -29,6 +29,8 @@ Example:
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
@@ -42,7 +44,7 @@ import numpy as np
 
 from rag_multihop.association.settings import LABEL_FREE, LABELLED
 from rag_multihop.corpus import Corpus
-from rag_multihop.io import read_records
+from rag_multihop.io import read_json
 from rag_multihop.multihop.subjects import passage_names
 from rag_multihop.text import MentionIndex, strip_disambiguation, word_tokens
 
@@ -210,19 +212,51 @@ def _check_id(value: object, where: str) -> str:
 
 
 def load_pairs(path: str | Path, *, source: str | None = None) -> PairSet:
-    """Pairs or sessions from a JSON list or JSON Lines file of id lists.
+    """Pairs or sessions from a JSON Lines file of id lists (one a line) or a JSON list of them.
 
     Each record is a list of at least two passage ids used together: a pair, or a whole
-    session (every pair in it is taken). ``source`` defaults to the file name.
+    session (every pair in it is taken). A file holding a single list of ids (one line) is
+    one record. ``source`` defaults to the file name. A malformed record raises
+    ``ValueError`` naming the file and its line (JSON Lines) or its index (a JSON list).
     """
     path = Path(path)
-    records = read_records(path, what="pairs file")
-    for i, record in enumerate(records):
+    groups = []
+    for where, record in _pair_records(path):
         if not isinstance(record, list) or len(record) < 2:
             raise ValueError(
-                f"{path}: record {i} must be a list of at least two passage ids, got {record!r}"
+                f"{path}: {where} must be a list of at least two passage ids, got {record!r}"
             )
-    return PairSet.from_groups(records, source=source or path.name)
+        for value in record:
+            _check_id(value, f"{path}: {where}")
+        groups.append(record)
+    return PairSet.from_groups(groups, source=source or path.name)
+
+
+def _pair_records(path: Path) -> list[tuple[str, Any]]:
+    """The records of a pairs file, each with where it is: ``line N`` (JSON Lines, or a
+    file holding one id list) or ``record N`` (0-based, of a JSON list of id lists)."""
+    data = read_json(path, what="pairs file")  # one JSON value, or each line's value
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":  # gzip, as read_json detects it
+        raw = gzip.decompress(raw)
+    text = raw.decode("utf-8-sig")
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if len(lines) > 1 and _is_json(lines[0][1]):  # the first line is a whole value: JSON Lines
+        return [(f"line {n}", record) for (n, _), record in zip(lines, data, strict=True)]
+    if data == []:
+        raise ValueError(f"{path} holds no records (empty list)")
+    if isinstance(data, list) and any(isinstance(record, list) for record in data):
+        return [(f"record {i}", record) for i, record in enumerate(data)]
+    where = f"line {lines[0][0]}" if len(lines) == 1 else f"lines {lines[0][0]}-{lines[-1][0]}"
+    return [(where, data)]  # one id list (or one malformed record)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 # --- label-free pairs from the corpus -----------------------------------------------------------

@@ -4,7 +4,8 @@ Passages and gold come from a named dataset (``--dataset``) or a question file
 (``--questions`` [``--corpus``]); or passages alone from ``--corpus`` (a JSON list or JSON
 Lines of ``{"id", "title", "text"}``; ``id`` defaults to a unique title). Pairs come from
 ``--pair-source`` (``gold``, ``corpus`` = label-free title mentions, ``gold+corpus``,
-``none``) plus any ``--pairs FILE`` (lists of ids used together, see
+``none``) plus any ``--pairs FILE`` (JSON Lines, one list of ids used together a line: a
+pair or a session; or a JSON list of such lists; see
 :func:`~rag_multihop.association.pairs.load_pairs`).
 
 Example:
@@ -56,7 +57,8 @@ def add_aar_parser(subparsers: Any) -> None:
         type=Path,
         action="append",
         default=[],
-        help="a file of passage-id lists used together (repeatable)",
+        help="JSON Lines of passage ids used together, one pair or session a line "
+        "(or a JSON list of such lists); repeatable",
     )
     train.add_argument("--out", type=Path, required=True, help="model directory to write")
     add_encoder_argument(train)

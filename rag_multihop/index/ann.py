@@ -10,7 +10,9 @@
 slower); it is ignored by indexes without one. An index that must be trained on more
 vectors than it is given (an IVF's ``nlist`` lists, a PQ's ``2**nbits`` centroids:
 :func:`min_train_rows`) is made exact (``Flat``) instead: over so few vectors exact search
-is both right and cheap.
+is both right and cheap. Factory strings FAISS parses but whose index cannot be built here
+at any size (an ``IDMap``, an ``NSG`` graph, an IVF whose ``RCQ`` quantizer makes another
+number of lists) are refused by :func:`check_ann`, with the reason.
 
 Example:
     >>> import numpy as np
@@ -29,6 +31,10 @@ Example:
     Traceback (most recent call last):
     ...
     ValueError: ann 'PQ16' does not fit dimension 20: ...
+    >>> check_ann("IVF4(RCQ2x2),Flat")
+    Traceback (most recent call last):
+    ...
+    ValueError: ann 'IVF4(RCQ2x2),Flat' cannot be built here: its coarse quantizer makes 16 ...
 """
 
 from __future__ import annotations
@@ -99,10 +105,8 @@ def min_train_rows(index: Any) -> int:
     if additive is not None:
         codebook = 1 << int(faiss.vector_to_array(additive.nbits).max())
         need = max(need, codebook, int(inner.d))
-    for part in ("storage", "base_index", "refine_index", "index"):
-        wrapped = getattr(inner, part, None)
-        if wrapped is not None:
-            need = max(need, min_train_rows(wrapped))
+    for wrapped in _wrapped(inner):
+        need = max(need, min_train_rows(wrapped))
     chain: Any = getattr(inner, "chain", None)  # a pre-transform's vector transforms
     for i in range(chain.size() if chain is not None else 0):
         transform = faiss.downcast_VectorTransform(chain.at(i))
@@ -111,6 +115,55 @@ def min_train_rows(index: Any) -> int:
         if isinstance(transform, faiss.OPQMatrix):
             need = max(need, OPQ_CENTROIDS if transform.pq is None else int(transform.pq.ksub))
     return need
+
+
+_WRAPPING = ("storage", "base_index", "refine_index", "index", "quantizer")
+
+
+def _wrapped(inner: Any) -> list[Any]:
+    """The indexes ``inner`` (a downcast index) wraps: an HNSW's storage, a refine's two
+    indexes, a pre-transform's or an ``IDMap``'s index, an IVF's coarse quantizer."""
+    parts = (getattr(inner, name, None) for name in _WRAPPING)
+    return [part for part in parts if isinstance(part, _faiss().Index)]
+
+
+def _unbuildable(index: Any) -> str | None:
+    """Why an index of ``index``'s kind cannot be built here, whatever the vectors (it or an
+    index it wraps is one of these), else ``None``:
+
+    - an ``IDMap``/``IDMap2``: FAISS takes its rows with ids only (``add_with_ids``); rows
+      here are added in order and their position is the id;
+    - an ``NSG`` graph: FAISS builds it once, from more than 100 vectors, and cannot add to
+      it (rows are added :data:`ADD_ROWS` at a time), and some sizes hang or abort the build;
+    - an IVF whose coarse quantizer fixes its own number of lists (``RCQ2x2``: ``2**4``)
+      other than the IVF's ``nlist``: FAISS refuses to train it.
+    """
+    faiss = _faiss()
+    inner = faiss.downcast_index(index)  # a view: ``index`` keeps owning the C++ object
+    if isinstance(inner, faiss.IndexIDMap):
+        return (
+            "an IDMap takes its rows with ids (add_with_ids), while rows here are added in "
+            "order and their position is the id; leave the 'IDMap' out"
+        )
+    if isinstance(inner, faiss.IndexNSG):
+        return (
+            "FAISS builds an NSG graph once, from more than 100 vectors, and cannot add to "
+            "it (some sizes hang or abort the build); use HNSW, e.g. 'HNSW32'"
+        )
+    quantizer = getattr(inner, "quantizer", None)
+    coarse = None if quantizer is None else faiss.downcast_index(quantizer)
+    if isinstance(coarse, faiss.AdditiveCoarseQuantizer):
+        lists = 1 << int(coarse.aq.tot_bits)
+        if lists != getattr(inner, "nlist", lists):
+            return (
+                f"its coarse quantizer makes {lists} lists, not the {inner.nlist} of "
+                f"IVF{inner.nlist}; write IVF{lists}(...)"
+            )
+    for part in _wrapped(inner):
+        why = _unbuildable(part)
+        if why:
+            return why
+    return None
 
 
 def _factory_index(factory: str, dim: int) -> Any:
@@ -132,7 +185,9 @@ def _refusal(factory: str, dim: int) -> str | None:
 
 def check_ann(ann: object, name: str = "ann", *, auto: bool = True, dim: int | None = None) -> str:
     """``ann`` if it is ``"auto"`` (unless ``auto`` is false), ``"flat"`` or a factory
-    string FAISS accepts, else ``ValueError`` naming ``name``, the value and the reason.
+    string FAISS accepts and this module can build (not an ``IDMap``, an ``NSG`` or an
+    IVF whose coarse quantizer disagrees with its ``nlist``), else
+    ``ValueError`` naming ``name``, the value and the reason.
 
     A factory string is tried at dimension ``dim`` when given (a PQ must split it: ``PQ16``
     fits 32, not 20); else at 8 or :data:`ANY_DIM`, and checked again at the vectors'
@@ -144,15 +199,17 @@ def check_ann(ann: object, name: str = "ann", *, auto: bool = True, dim: int | N
         )
     if ann == "auto" or ann.lower() == "flat":
         return ann
-    reason = _refusal(ann, 8 if dim is None else dim)
-    if reason is None:
-        return ann
-    fits_some = _refusal(ann, 8) is None or _refusal(ann, ANY_DIM) is None
-    if fits_some and dim is None:
-        return ann
-    if fits_some:
-        raise ValueError(f"{name} {ann!r} does not fit dimension {dim}: {reason}")
-    raise ValueError(f"{name} {ann!r} is not {allowed} or a FAISS factory string: {reason}")
+    dims = (8, ANY_DIM) if dim is None else (dim, 8, ANY_DIM)
+    fit = next((d for d in dims if _refusal(ann, d) is None), None)
+    if fit is None:
+        reason = _refusal(ann, dims[0])
+        raise ValueError(f"{name} {ann!r} is not {allowed} or a FAISS factory string: {reason}")
+    why = _unbuildable(_factory_index(ann, fit))
+    if why:
+        raise ValueError(f"{name} {ann!r} cannot be built here: {why}")
+    if dim is not None and fit != dim:
+        raise ValueError(f"{name} {ann!r} does not fit dimension {dim}: {_refusal(ann, dim)}")
+    return ann
 
 
 def check_ef_search(value: object, name: str = "ef_search") -> int:

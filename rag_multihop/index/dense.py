@@ -32,7 +32,7 @@ from rag_multihop._artifact_config import read_config, write_config
 from rag_multihop._atomic import ArtifactError, atomic_directory, read_artifact, read_json_file
 from rag_multihop.corpus import Corpus, as_corpus
 from rag_multihop.encoders.base import Encoder
-from rag_multihop.index.ann import DEFAULT_EF_SEARCH, make_ann_index, resolve_ann
+from rag_multihop.index.ann import DEFAULT_EF_SEARCH, check_ann, make_ann_index, resolve_ann
 from rag_multihop.types import Candidate, Passage, Query, rank_candidates
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
 from rag_multihop.vectors import PassageVectors
@@ -76,10 +76,21 @@ def faiss_threads(threads: int | None) -> Iterator[None]:
 
 
 class DenseIndex:
-    """Passage ids and their vectors in a FAISS index (use :meth:`build` or :meth:`load`)."""
+    """Passage ids and their vectors in a FAISS index (use :meth:`build` or :meth:`load`).
+
+    ``factory`` is the FAISS factory string of the index built (``"Flat"`` when ``"auto"``
+    chose exact search, or the vectors were too few to train the one asked for);
+    ``requested_factory`` is the one asked for (default: ``factory``).
+    """
 
     def __init__(
-        self, faiss_index: Any, ids: Sequence[str], *, factory: str, normalize: bool
+        self,
+        faiss_index: Any,
+        ids: Sequence[str],
+        *,
+        factory: str,
+        normalize: bool,
+        requested_factory: str | None = None,
     ) -> None:
         if faiss_index.ntotal != len(ids):
             raise ValueError(
@@ -88,6 +99,7 @@ class DenseIndex:
         self._index = faiss_index
         self.ids = list(ids)
         self.factory = factory
+        self.requested_factory = requested_factory or factory
         self.normalize = normalize
 
     @classmethod
@@ -101,7 +113,8 @@ class DenseIndex:
         ef_search: int = DEFAULT_EF_SEARCH,
     ) -> DenseIndex:
         """Index ``vectors`` (one row per id) with inner-product search; ``factory`` and
-        ``ef_search`` as in :func:`~rag_multihop.index.ann.make_ann_index`.
+        ``ef_search`` as in :func:`~rag_multihop.index.ann.make_ann_index` (:attr:`factory`
+        names the index built, :attr:`requested_factory` the ``factory`` given).
 
         Raises ``ValueError`` for no vectors, ids/rows count mismatch, duplicate ids or NaN rows.
         """
@@ -114,8 +127,10 @@ class DenseIndex:
             raise ValueError("passage ids must be unique")
         if normalize:
             matrix = l2_normalize(matrix)
-        index = make_ann_index(matrix, factory, ef_search=ef_search)
-        return cls(index, ids, factory=resolve_ann(factory, len(ids)), normalize=normalize)
+        dim = matrix.shape[1]
+        built = resolve_ann(check_ann(factory, dim=dim), len(ids), dim)
+        index = make_ann_index(matrix, built, ef_search=ef_search)
+        return cls(index, ids, factory=built, normalize=normalize, requested_factory=factory)
 
     @property
     def dim(self) -> int:
@@ -159,6 +174,7 @@ class DenseIndex:
             (staging / "ids.json").write_text(json.dumps(self.ids))
             config = {
                 "factory": self.factory,
+                "requested_factory": self.requested_factory,
                 "normalize": self.normalize,
                 "dim": self.dim,
                 "size": len(self.ids),
@@ -180,10 +196,15 @@ class DenseIndex:
             source, KIND, (FORMAT_VERSION,), label="DenseIndex", kindless=True
         )  # kindless: indexes saved before kinds were recorded
         factory, normalize = config.get("factory"), config.get("normalize")
+        requested = config.get("requested_factory", factory)  # absent in older saves
         if not isinstance(factory, str) or not isinstance(normalize, bool):
             raise ArtifactError(
                 f"{config_path}: 'factory' must be a string and 'normalize' true or false, "
                 f"got {factory!r} and {normalize!r}"
+            )
+        if not isinstance(requested, str):
+            raise ArtifactError(
+                f"{config_path}: 'requested_factory' must be a string, got {requested!r}"
             )
         try:
             index = _faiss().read_index(str(source / "index.faiss"))
@@ -201,7 +222,7 @@ class DenseIndex:
                 f"{source}: {len(ids)} ids for {index.ntotal} vectors of dimension {index.d} "
                 f"(config says dim {config.get('dim')!r}); the files do not belong together"
             )
-        return cls(index, ids, factory=factory, normalize=normalize)
+        return cls(index, ids, factory=factory, normalize=normalize, requested_factory=requested)
 
 
 class DenseRetriever:

@@ -168,7 +168,7 @@ class SegmentedDenseIndex(DenseIndex):
         self._faiss = faiss
         self._snapshot = snapshot
         self._dim = snapshot.dim
-        self.factory = snapshot.settings.ann
+        self.factory = self.requested_factory = snapshot.settings.ann
         self.normalize = True
         self.ef_search = check_positive_int(ef_search, "ef_search")
         self._parts: list[_Part] = []

@@ -100,9 +100,9 @@ def test_load_pairs_json_and_jsonl(tmp_path):
     ("content", "message"),
     [
         ("[]", "holds no records"),
-        ('{"a": 1}', "record 0 must be a list of at least two passage ids"),
+        ('{"a": 1}', r"line 1 must be a list of at least two passage ids, got \{'a': 1\}"),
         ('[["a"]]', r"record 0 must be a list of at least two passage ids"),
-        ("[1, 2]", r"record 0 must be a list of at least two passage ids, got 1"),
+        ("[1, 2]", r"line 1: passage ids must be non-empty strings, got 1"),  # one pair
         ('["a", "b"\n', r"is neither JSON \(.*\) nor JSON Lines \(line 1"),
     ],
 )

@@ -232,17 +232,54 @@ def supporting_titles(qid: str, record: Mapping[str, Any]) -> list[str]:
     return titles
 
 
+def _strings(qid: str, field: str, values: list[Any]) -> list[str]:
+    """``values`` as strings (a number, as a year or a count often is, in its usual form;
+    ``null`` left out), else ``ValueError`` naming ``field[i]``."""
+    out = []
+    for i, value in enumerate(values):
+        if value is None:
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise ValueError(
+                f"question {qid}: field '{field}[{i}]' must be a string, got {preview(value)}"
+            )
+        out.append(value)
+    return out
+
+
+def _answers(qid: str, record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The record's ``answer`` then its ``answer_aliases``, deduplicated, empty strings dropped.
+
+    ``answer`` is a string (or a number), a list of acceptable answers (the first is the
+    answer, the others aliases), or absent or ``null`` (no answer). Any other value (an
+    object, a boolean) raises ``ValueError`` naming the question and the field.
+    """
+    answer = record.get("answer")
+    if answer is None:
+        answer = []
+    elif not isinstance(answer, list):
+        answer = [answer]
+        if isinstance(answer[0], bool) or not isinstance(answer[0], str | int | float):
+            raise ValueError(
+                f"question {qid}: field 'answer' must be a string or a list of strings (leave it "
+                f"out when there is none), got {preview(answer[0])}"
+            )
+    aliases = check_list(qid, record, "answer_aliases")
+    answers = [*_strings(qid, "answer", answer), *_strings(qid, "answer_aliases", aliases)]
+    return tuple(unique(a for a in answers if a))
+
+
 def common_fields(index: int, record: Mapping[str, Any]) -> dict[str, Any]:
     """``id``, ``question``, ``answers`` and ``metadata`` of a record, checked."""
     qid = question_id(index, record)
     question = record.get("question")
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"question {qid}: field 'question' must be a non-empty string")
-    answer = record.get("answer")
-    aliases = check_list(qid, record, "answer_aliases")
-    answers = unique(str(a) for a in [answer, *aliases] if a is not None and str(a))
+    answers = _answers(qid, record)
     metadata = {k: v for k, v in record.items() if k not in _MAPPED_FIELDS}
-    return {"id": qid, "question": question, "answers": tuple(answers), "metadata": metadata}
+    return {"id": qid, "question": question, "answers": answers, "metadata": metadata}
 
 
 def record_type(record: Mapping[str, Any]) -> str | None:
