@@ -69,7 +69,6 @@ from rag_multihop.store.segment import (
     check_lock_timeout,
     check_manifest_fields,
     current_manifest_path,
-    describe_array,
     drop_pages,
     manifest_name,
     no_reader_opening,
@@ -105,7 +104,10 @@ from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
+READABLE_FORMAT_VERSIONS = (4, 5)
+"""Format 5 packs the arrays a write makes in one file (``segment.PACK_FILE``); format 4
+(one ``.npy`` per array) is read as it is, and its next write makes it format 5."""
 DEFAULT_LOCK_TIMEOUT = 30.0
 SNAPSHOT_ATTEMPTS = 5
 """Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
@@ -680,9 +682,10 @@ class CorpusIndex:
             manifest["names_version"] = NAMES_VERSION
         if manifest.get("sidecars"):  # first: a refused (stale) sidecar writes no segment
             manifest["sidecars"] = self._sidecar_parts(manifest, version, arrays, r0, carried)
-        name = write_segment(self.path, version, arrays, ann, staged)
-        segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann)
+        name, files = write_segment(self.path, version, arrays, ann, staged)
+        segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann, files)
         manifest.update(
+            format_version=FORMAT_VERSION,  # an index of format 4 becomes 5 with its packs
             version=version,
             created=time.time(),
             rows=r0 + n,
@@ -711,11 +714,11 @@ class CorpusIndex:
         saved while the next is computed; the manifest's ``"serving"`` entry."""
         staged = StagedSegment(self.path)
         try:
-            files = {}
             for key, value in iter_serving_arrays(segments):
-                staged.save_soon(key, value)
-                files[key] = describe_array(value)
-            name = write_segment(self.path, version, {}, staged=staged, prefix=SERVING_PREFIX)
+                staged.pack_soon(key, value)
+            name, files = write_segment(
+                self.path, version, {}, staged=staged, prefix=SERVING_PREFIX
+            )
         except BaseException:
             staged.discard()
             raise
@@ -868,12 +871,12 @@ def read_current_manifest(root: Path) -> dict[str, Any]:
         except (ArtifactError, FileNotFoundError):
             if attempt == SNAPSHOT_ATTEMPTS - 1 or _pointer_bytes(root) == pointer:
                 raise
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+    version = manifest.get("format_version")
+    if manifest.get("format") != FORMAT or version not in READABLE_FORMAT_VERSIONS:
         raise ArtifactError(
-            f"{path}: format {manifest.get('format')!r} version "
-            f"{manifest.get('format_version')!r}; this version reads {FORMAT} "
-            f"{FORMAT_VERSION}: rebuild the index from its passages (rag-multihop index "
-            "build, or CorpusIndex.build)"
+            f"{path}: format {manifest.get('format')!r} version {version!r}; this version "
+            f"reads {FORMAT} {' and '.join(map(str, READABLE_FORMAT_VERSIONS))}: rebuild the "
+            "index from its passages (rag-multihop index build, or CorpusIndex.build)"
         )
     check_manifest_fields(path, manifest)
     return manifest

@@ -6,8 +6,10 @@ Layout of an index folder (see ``docs/index.md``)::
     CURRENT                      the current manifest's file name (replaced atomically)
     LOCK                         flock()ed by the one writer (the kernel releases it on death)
     manifests/v-000007.json      format, settings, encoder fingerprint, segment list
-    segments/s-000007-<hex>/     one .npy per array, written once, never modified
-    segments/w-000007-<hex>/     the version's serving arrays (``rag_multihop.store.served``)
+    segments/s-000007-<hex>/     its arrays, written once, never modified: one .npy per
+                                 array streamed by a build, the others packed in arrays.bin
+    segments/w-000007-<hex>/     the version's serving arrays (``rag_multihop.store.served``),
+                                 packed in arrays.bin
 
 A segment is written into ``segments/.rag-multihop-tmp-<hex>/``, every file fsync'ed, then
 renamed; the manifest is written to a temporary file, fsync'ed and renamed; ``CURRENT`` is
@@ -48,6 +50,13 @@ ANN_FILE = "ann.faiss"
 index file, memory-mapped when read. An HNSW over flat vectors holds the segment's vectors
 (``vectors`` is then a view of its storage, not a second copy)."""
 
+PACK_FILE = "arrays.bin"
+"""The arrays of a folder written whole (a write's segment, a version's serving arrays),
+packed in one file, each at the offset its manifest entry records as ``"at"`` (a multiple
+of :data:`PACK_ALIGN`): one file to write, sync, open and remove instead of one per array
+(a small write made ~50 files and removed as many)."""
+PACK_ALIGN = 64
+
 POINTER = "CURRENT"
 LOCK = "LOCK"
 READ_LOCK = "READERS"
@@ -87,6 +96,9 @@ class Segment:
     entities: tuple[int, int]
     arrays: Mapping[str, np.ndarray]
     ann: Any = None
+    files: Mapping[str, Mapping[str, Any]] | None = None
+    """How :func:`write_segment` stored each array (``"at"``: its place in the pack);
+    ``None``: shapes and dtypes only."""
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]
@@ -99,7 +111,8 @@ class Segment:
     def describe(self) -> dict[str, Any]:
         """The manifest's entry: name, ranges, and each file's shape and dtype (``"file":
         "ann.faiss"`` for the vectors an ANN index holds)."""
-        files = describe_arrays(self.arrays)
+        stored = self.files or describe_arrays(self.arrays)
+        files = {key: dict(spec) for key, spec in sorted(stored.items())}
         if self.ann is not None:
             files["vectors"]["file"] = ANN_FILE if holds_vectors(self.ann) else None
         return {
@@ -212,8 +225,12 @@ class StagedSegment:
         self.folder = folder / f"{TEMP_PREFIX}{self.token}"
         self.folder.mkdir()
         self.files: dict[str, ArrayFile] = {}
+        self.packed: dict[str, dict[str, Any]] = {}
+        """The manifest specs of the arrays :meth:`pack_soon` wrote (with their ``"at"``)."""
         self._writer: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
+        self._pack: int | None = None
+        self._pack_end = 0
 
     def column(self, key: str, dtype: Any, row_shape: tuple[int, ...] = ()) -> ArrayFile:
         """A new streamed array ``key``."""
@@ -227,24 +244,37 @@ class StagedSegment:
         self._save_file(key, value)
         return _load_array(self.folder / f"{key}.npy", describe_array(value))
 
-    def save_soon(self, key: str, value: np.ndarray) -> None:
-        """Write array ``key`` whole on this folder's writer thread, so that the disk works
-        while the caller computes the next one (the write and the fsync release the GIL);
-        :meth:`finish` waits for them. The caller must not change ``value`` meanwhile."""
+    def pack_soon(self, key: str, value: np.ndarray) -> None:
+        """Write array ``key`` into the folder's :data:`PACK_FILE` on this folder's writer
+        thread, so that the disk works while the caller computes the next one (the write
+        releases the GIL); :meth:`finish` waits for them and syncs the file. The caller must
+        not change ``value`` meanwhile."""
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="segment-writer")
+        if self._pack is None:
+            self._pack = os.open(self.folder / PACK_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         value = np.ascontiguousarray(value)
-        self._pending.append(self._writer.submit(self._save_file, key, value))
+        at = -(-self._pack_end // PACK_ALIGN) * PACK_ALIGN
+        self.packed[key] = {**describe_array(value), "at": at}
+        self._pack_end = at + value.nbytes
+        self._pending.append(self._writer.submit(_write_at, self._pack, value, at))
 
     def finish(self) -> None:
-        """Wait for the arrays :meth:`save_soon` queued; the first write's error, raised
-        once all have stopped."""
+        """Wait for the arrays :meth:`pack_soon` queued and sync the pack; the first write's
+        error, raised once all have stopped."""
         pending, self._pending = self._pending, []
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.shutdown(wait=True)
         for future in pending:
             future.result()
+        if self._pack is not None:
+            descriptor, self._pack = self._pack, None
+            try:
+                os.ftruncate(descriptor, self._pack_end)  # the last arrays may be empty
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
 
     def _save_file(self, key: str, value: np.ndarray) -> None:
         with open(self.folder / f"{key}.npy", "wb") as handle:
@@ -269,7 +299,18 @@ class StagedSegment:
         if self._writer is not None:
             self._writer.shutdown(wait=True, cancel_futures=True)
             self._writer, self._pending = None, []
+        if self._pack is not None:
+            os.close(self._pack)
+            self._pack = None
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _write_at(descriptor: int, value: np.ndarray, at: int) -> None:
+    """Write ``value``'s bytes at offset ``at`` of the open file ``descriptor``."""
+    data = memoryview(value.reshape(-1).view(np.uint8).data)
+    while data:
+        written = os.pwrite(descriptor, data, at)
+        data, at = data[written:], at + written
 
 
 def write_segment(
@@ -280,39 +321,46 @@ def write_segment(
     staged: StagedSegment | None = None,
     *,
     prefix: str = SEGMENT_PREFIX,
-) -> str:
+) -> tuple[str, dict[str, dict[str, Any]]]:
     """Write ``arrays`` (and ``ann``, a FAISS index over the vectors, as ``ann.faiss``; the
     vectors then only there when it holds them) as a new folder under ``root/segments``
     named ``<prefix>-<version>-<hex>`` (:data:`SERVING_PREFIX` for serving arrays); its
-    name. With ``staged``, the arrays already written there are kept as they are and that
-    folder is published."""
+    name and how each array is stored (the manifest's ``"files"``). With ``staged``, the
+    arrays already written there (streamed ``.npy`` files, packed ones) are kept as they
+    are and that folder is published; the others are packed in :data:`PACK_FILE`."""
     folder = root / SEGMENTS
-    if staged is not None:
-        staged.finish()
-    staging = (staged or StagedSegment(root)).folder
+    own = staged is None
+    staged = staged or StagedSegment(root)
+    staging = staged.folder
     token = staging.name[len(TEMP_PREFIX) :]
     in_ann = ann is not None and holds_vectors(ann)
-    for key, value in arrays.items():
-        if key == "vectors" and in_ann:
-            (staging / f"{key}.npy").unlink(missing_ok=True)
-            continue
-        if (staging / f"{key}.npy").is_file():
-            continue
-        with open(staging / f"{key}.npy", "wb") as handle:
-            np.save(handle, np.ascontiguousarray(value), allow_pickle=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-    if ann is not None:
-        import faiss
+    files: dict[str, dict[str, Any]] = {}
+    try:
+        for key, value in arrays.items():
+            if key in staged.packed:
+                continue
+            if (key == "vectors" and in_ann) or (staging / f"{key}.npy").is_file():
+                files[key] = describe_array(value)
+                continue
+            staged.pack_soon(key, value)
+        staged.finish()
+        if in_ann:
+            (staging / "vectors.npy").unlink(missing_ok=True)
+        if ann is not None:
+            import faiss
 
-        faiss.write_index(ann, str(staging / ANN_FILE))
-        with open(staging / ANN_FILE, "rb") as handle:
-            os.fsync(handle.fileno())
-    fsync_directory(staging)
+            faiss.write_index(ann, str(staging / ANN_FILE))
+            with open(staging / ANN_FILE, "rb") as handle:
+                os.fsync(handle.fileno())
+        fsync_directory(staging)
+    except BaseException:
+        if own:  # else the caller that staged it discards it
+            staged.discard()
+        raise
     name = f"{prefix}-{version:06d}-{token}"
     os.rename(staging, folder / name)
     fsync_directory(folder)
-    return name
+    return name, files | staged.packed
 
 
 def release_freed_memory() -> None:
@@ -459,11 +507,47 @@ class _StorageView:
 
 
 def read_arrays(folder: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[str, np.ndarray]:
-    """The ``.npy`` files of ``folder`` that ``files`` describes, memory-mapped read-only
-    (each checked against its shape and dtype)."""
+    """The arrays of ``folder`` that ``files`` describes (``.npy`` files, or places in its
+    :data:`PACK_FILE`), memory-mapped read-only, or read when small (each checked against
+    its shape and dtype, or the pack's size)."""
     if not folder.is_dir():
         raise ArtifactError(f"folder {folder} named by the manifest is missing")
-    return {key: _load_array(folder / f"{key}.npy", spec) for key, spec in files.items()}
+    packed = {key: spec for key, spec in files.items() if "at" in spec}
+    out = {
+        key: _load_array(folder / f"{key}.npy", spec)
+        for key, spec in files.items()
+        if key not in packed
+    }
+    return out | (_read_pack(folder / PACK_FILE, packed) if packed else {})
+
+
+def _read_pack(path: Path, specs: Mapping[str, Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """The arrays ``specs`` place in the pack file ``path``: views of one read of it (at
+    most :data:`SMALL_ARRAY_BYTES`) or of one memory map (one descriptor for them all)."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size <= SMALL_ARRAY_BYTES:
+                data: Any = handle.read()
+            else:
+                data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        raise ArtifactError(f"{path} is missing or unreadable: {exc.strerror or exc}") from None
+    out = {}
+    for key, spec in specs.items():
+        shape = tuple(int(x) for x in spec["shape"])
+        dtype, at = np.dtype(spec["dtype"]), int(spec["at"])
+        count = math.prod(shape)
+        if at < 0 or at + count * dtype.itemsize > size:
+            raise ArtifactError(
+                f"{path} is truncated or foreign: array {key!r} ({count} × {dtype}) at byte "
+                f"{at} ends past its {size} bytes"
+            )
+        if not count:
+            out[key] = np.empty(shape, dtype=dtype)
+            continue
+        out[key] = np.frombuffer(data, dtype=dtype, count=count, offset=at).reshape(shape)
+    return out
 
 
 def read_segment(root: Path, entry: Mapping[str, Any], *, ann: bool = True) -> Segment:

@@ -50,7 +50,7 @@ def test_a_reopened_index_holds_what_was_written(
     assert reopened.corpus["rope"].title == "Rope"
     assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
     manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
-    assert manifest["format_version"] == 4 and manifest["live"] == len(polish_wedding)
+    assert manifest["format_version"] == 5 and manifest["live"] == len(polish_wedding)
     assert manifest["settings"] == IndexSettings().to_dict()
     assert not list((tmp_path / "idx").rglob("*.pkl"))
 
@@ -270,7 +270,7 @@ def _refused_when_truncated(index: CorpusIndex, path: Path, cut: int) -> None:
 def test_a_missing_or_corrupt_segment_is_a_clear_error(tmp_path, index) -> None:
     segment = next((tmp_path / "idx" / "segments").glob("s-*"))
     serving = next((tmp_path / "idx" / "segments").glob("w-*"))
-    _refused_when_truncated(index, serving / "walk.p.npy", 8)
+    _refused_when_truncated(index, serving / "arrays.bin", 8)
     vectors = segment / "vectors.npy"
     np.save(vectors, np.zeros((2, 64), dtype=np.float32))
     with pytest.raises(
@@ -368,29 +368,31 @@ def test_a_killed_writer_leaves_no_lock_and_no_leftovers(tmp_path, index, hashin
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
     assert index.add(extra, _vectors(hashing_encoder, extra)) == 2
-    assert not list((tmp_path / "idx" / "segments").glob(".tmp-*"))
+    assert not list((tmp_path / "idx" / "segments").glob(".rag-multihop-tmp-*"))
 
 
 def test_a_write_whose_disk_fails_keeps_the_version_and_no_staging(
     tmp_path, index, monkeypatch
 ) -> None:
-    """The serving arrays are saved on a writer thread; a failed save is raised by the
-    write, which publishes nothing and leaves no staging folder behind."""
-    from rag_multihop.store.segment import StagedSegment
+    """The serving arrays are packed on a writer thread; a failed write is raised by the
+    index's write, which publishes nothing and leaves no staging folder behind."""
+    from rag_multihop.store import segment
 
-    save = StagedSegment._save_file
+    write_at, calls = segment._write_at, []
 
-    def full_disk(self: StagedSegment, key: str, value: np.ndarray) -> None:
-        if key == "walk.p":
+    def full_disk(descriptor: int, value: np.ndarray, at: int) -> None:
+        calls.append(at)
+        if len(calls) == 5:
             raise OSError(28, "No space left on device")
-        save(self, key, value)
+        write_at(descriptor, value, at)
 
-    monkeypatch.setattr(StagedSegment, "_save_file", full_disk)
+    monkeypatch.setattr(segment, "_write_at", full_disk)
     with pytest.raises(OSError, match="No space left"):
         index.delete(["rope"])
+    assert len(calls) >= 5
     assert index.version == 1 and "rope" in index.snapshot().passage_ids
-    assert not list((tmp_path / "idx" / "segments").glob(".tmp-*"))
-    monkeypatch.setattr(StagedSegment, "_save_file", save)
+    assert not list((tmp_path / "idx" / "segments").glob(f"{segment.TEMP_PREFIX}*"))
+    monkeypatch.setattr(segment, "_write_at", write_at)
     assert index.delete(["rope"]) == 2
     assert "rope" not in index.snapshot().passage_ids
 
@@ -449,15 +451,71 @@ def test_a_mismatched_subjects_setting_is_refused(index) -> None:
         IndexSettings(subjects="yes")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("old", [1, 2, 3])
-def test_an_index_of_an_older_format_is_refused_naming_the_fix(tmp_path, index, old) -> None:
+@pytest.mark.parametrize("old", [1, 2, 3, 6])
+def test_an_index_of_another_format_is_refused_naming_the_fix(tmp_path, index, old) -> None:
     # 1 stored titles only; 2 stored each link's context stems as strings; 3 gathered the
-    # serving arrays (links, entity graph, walk) when a reader opened it
+    # serving arrays (links, entity graph, walk) when a reader opened it; 6: a later one
     manifest = tmp_path / "idx" / "manifests" / "v-000001.json"
-    text = manifest.read_text().replace('"format_version": 4', f'"format_version": {old}')
+    text = manifest.read_text().replace('"format_version": 5', f'"format_version": {old}')
     manifest.write_text(text)
-    with pytest.raises(ArtifactError, match=f"version {old}; .* 4: rebuild the index"):
+    with pytest.raises(ArtifactError, match=f"version {old}; .* 4 and 5: rebuild the index"):
         CorpusIndex(tmp_path / "idx")
+
+
+def _as_format_4(root: Path) -> None:
+    """Rewrite the current version as format 4 wrote it: one ``.npy`` per array, no pack."""
+    pointer = root / "CURRENT"
+    manifest_path = root / pointer.read_text().strip()  # "manifests/v-….json"
+    manifest = json.loads(manifest_path.read_text())
+    for entry in [*manifest["segments"], manifest["serving"]]:
+        folder = root / "segments" / entry["name"]
+        pack = folder / "arrays.bin"
+        for key, spec in entry["files"].items():
+            if "at" in spec:
+                count = int(np.prod(spec["shape"], dtype=np.int64))
+                value = np.fromfile(pack, dtype=spec["dtype"], count=count, offset=spec["at"])
+                np.save(folder / f"{key}.npy", value.reshape(spec["shape"]))
+                del spec["at"]
+        pack.unlink(missing_ok=True)
+    manifest["format_version"] = 4
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def test_an_index_of_format_4_is_read_and_its_next_write_makes_it_5(
+    tmp_path, index, polish_wedding, hashing_encoder
+) -> None:
+    """Format 5 packs the arrays a write makes in one file; an index written as format 4
+    (one file per array) reads the same and is extended in place."""
+    extra = [Passage("extra", "Rope was remade by Theresa Connelly.", "Rope remake")]
+    index.add(extra, _vectors(hashing_encoder, extra))
+    index.delete(["rope"])
+    packs = list((tmp_path / "idx" / "segments").rglob("arrays.bin"))
+    assert len(packs) == 3  # the add's and the delete's segments, the serving arrays
+
+    def served(snapshot):
+        retriever = MultiHopRetriever.from_index(snapshot, encoder=hashing_encoder)
+        query = Query("Who directed Polish Wedding?", embedding=hashing_encoder.encode(["x"])[0])
+        return snapshot.corpus.ids, [(c.id, c.score) for c in retriever.retrieve(query, k=5)]
+
+    before = served(index.snapshot())
+    _as_format_4(tmp_path / "idx")
+    assert not list((tmp_path / "idx" / "segments").rglob("arrays.bin"))
+    old = CorpusIndex(tmp_path / "idx")
+    assert old.manifest()["format_version"] == 4
+    assert served(old.snapshot()) == before
+    more = [Passage("more", "Theresa Connelly wrote Rope remake.", "More")]
+    old.add(more, _vectors(hashing_encoder, more))
+    assert old.manifest()["format_version"] == 5
+    assert old.snapshot().corpus.ids == [*before[0], "more"]
+
+
+def test_a_truncated_pack_is_named(tmp_path, index, polish_wedding, hashing_encoder) -> None:
+    extra = [Passage("extra", "Rope was remade.", "Rope remake")]
+    index.add(extra, _vectors(hashing_encoder, extra))
+    [pack] = [p for p in (tmp_path / "idx" / "segments").rglob("arrays.bin") if "/s-" in str(p)]
+    os.truncate(pack, pack.stat().st_size // 2)
+    with pytest.raises(ArtifactError, match=r"arrays\.bin is truncated or foreign: array"):
+        index.snapshot()
 
 
 def test_names_of_an_older_reader_are_not_extended_until_compacted(
