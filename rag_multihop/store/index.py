@@ -488,6 +488,10 @@ class CorpusIndex:
         recomputed; the trailing segments the merge policy names rewritten into it) and
         the next version's manifest over ``state``."""
         settings = IndexSettings.from_dict(state.manifest["settings"])
+        stored = state.manifest.get("sidecars") or {}
+        for kind, producer in self.sidecars.items():  # refused before any work or file
+            if kind in stored and passages:
+                check_identity(producer, stored[kind], self.path)
         merged = 0
         if state.segments:
             unit = l2_normalize(vectors)

@@ -46,8 +46,9 @@ class MergePolicy:
     max_rows: int = 20_000
 
     def __post_init__(self) -> None:
-        check_positive_int(self.factor, "factor")
-        check_positive_int(self.max_rows, "max_rows")
+        # plain ints: a numpy integer's product would wrap around in tier()
+        object.__setattr__(self, "factor", check_positive_int(self.factor, "factor"))
+        object.__setattr__(self, "max_rows", check_positive_int(self.max_rows, "max_rows"))
         if self.factor < 2:
             raise ValueError(f"factor must be at least 2, got {self.factor}")
 

@@ -79,6 +79,10 @@ def test_policy_tiers_and_arguments(tmp_path) -> None:
             MergePolicy(factor=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_rows"):
         MergePolicy(max_rows=0)
+    # numpy integers are taken as ints: their products would wrap around (a write hung)
+    wide = MergePolicy(factor=np.int64(10), max_rows=np.iinfo(np.int64).max)
+    assert type(wide.factor) is int and wide.tier(10**30) == 30
+    assert wide.merge_from([5] * 10, 1) == 1
     with pytest.raises(TypeError, match="merge must be a MergePolicy or None"):
         CorpusIndex.create(tmp_path / "idx", dim=2, merge=3)  # type: ignore[arg-type]
     assert not (tmp_path / "idx").exists()

@@ -331,12 +331,15 @@ def test_a_refused_write_leaves_no_segment_and_an_index_without_sidecars_serves_
         AssociationSidecar.of(_model(passages[:20], vectors_by_id)),
     )
     other = AssociationSidecar.of(_model(passages[:20], vectors_by_id, seed=3))
+    index.add([passages[31]], vectors_by_id[passages[31].id][None])  # the next write merges
     segments = sorted((tmp_path / "idx" / "segments").iterdir())
+    sidecars = sorted((tmp_path / "idx" / "sidecars").iterdir())
     with pytest.raises(ValueError, match="was made by model="):
-        CorpusIndex(index.path, sidecars=[other]).add(
+        CorpusIndex(index.path, sidecars=[other], merge=MergePolicy(factor=2)).add(
             [passages[30]], vectors_by_id[passages[30].id][None]
         )
     assert sorted((tmp_path / "idx" / "segments").iterdir()) == segments
+    assert sorted((tmp_path / "idx" / "sidecars").iterdir()) == sidecars
     plain = CorpusIndex.build(
         tmp_path / "plain", passages[:20], np.stack([vectors_by_id[p.id] for p in passages[:20]])
     )
