@@ -179,6 +179,21 @@ def _sidecar(args: argparse.Namespace, index: Any) -> Any:
     return RaLaSidecar(RaLaReranker(encoder, codec=args.codec))
 
 
+def _merge_policy(args: argparse.Namespace) -> Any:
+    """The ``MergePolicy`` of ``--merge-factor`` (``None`` for 0: never merge)."""
+    from rag_multihop.store import MergePolicy
+
+    return MergePolicy(factor=args.merge_factor) if args.merge_factor else None
+
+
+def _merge_factor(text: str) -> int:
+    """An argparse ``type``: 0 (never merge) or a whole number >= 2."""
+    value = int_at_least("--merge-factor", 0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("--merge-factor must be 0 (never merge) or at least 2")
+    return value
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from rag_multihop.store import CorpusIndex, IndexLockedError, IndexSettings
 
@@ -212,7 +227,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         elif args.action == "add":
             passages = read_passages(args.passages)
             encoder = encoder_from_args(args) if args.vectors is None else None
-            index = CorpusIndex(args.index)
+            index = CorpusIndex(args.index, merge=_merge_policy(args))
             if encoder is not None and not index.encoder_matches(encoder):
                 raise ValueError(
                     f"the encoder {args.encoder!r} is not the model {args.index} was built with"
@@ -220,7 +235,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             vectors = _vectors(args, passages, encoder)
             (index.upsert if args.upsert else index.add)(passages, vectors)
         elif args.action == "delete":
-            index = CorpusIndex(args.index)
+            index = CorpusIndex(args.index, merge=_merge_policy(args))
             index.delete(_ids(args), missing_ok=args.missing_ok)
         elif args.action == "compact":
             index = CorpusIndex(args.index)
@@ -316,6 +331,14 @@ def add_index_parser(sub: Any) -> None:
             )
         if name == "add":
             action.add_argument("--upsert", action="store_true", help="replace existing ids")
+        if name in ("add", "delete"):
+            action.add_argument(
+                "--merge-factor",
+                type=_merge_factor,
+                default=10,
+                help="rewrite the small trailing segments when this many of one size tier "
+                "trail the index (default 10; 0: never, until compact)",
+            )
         if name == "attach":
             from rag_multihop.coop.codecs import CODEC_NAMES, DEFAULT_CODEC
 

@@ -210,3 +210,21 @@ def test_attach_rala_stores_the_index_encoders_token_states(tmp_path, capsys) ->
     assert main(["index", "attach", "--index", idx, "--rala", "--codec", "int8"]) == 0
     sidecar = json.loads(capsys.readouterr().out)["sidecars"]["rala"]
     assert sidecar["rows"] == 2 and sidecar["identity"]["codec"] == "int8"
+
+
+def test_index_writes_merge_small_segments_unless_told_not_to(tmp_path, capsys) -> None:
+    idx = str(tmp_path / "idx")
+    first = _write(tmp_path, "a.jsonl", PASSAGES)
+    build = ["index", "build", "--index", idx, "--passages", str(first)]
+    assert main([*build, "--vectors", str(_npy(tmp_path, "a.npy", 2))]) == 0
+    capsys.readouterr()
+    for i, factor in enumerate(["0", "0", "0", "2"]):
+        one = _write(tmp_path, f"p{i}.jsonl", [{"id": f"p{i}", "text": f"Page {i}."}])
+        args = ["index", "add", "--index", idx, "--passages", str(one), "--merge-factor", factor]
+        assert main([*args, "--vectors", str(_npy(tmp_path, f"p{i}.npy", 1))]) == 0
+        segments = json.loads(capsys.readouterr().out)["segments"]
+        assert segments == (i + 2 if factor == "0" else 2)  # the last folds the 1-row ones
+    with pytest.raises(SystemExit) as exit_:
+        main(["index", "delete", "--index", idx, "--ids", "p0", "--merge-factor", "1"])
+    assert exit_.value.code == 2
+    assert "--merge-factor must be 0 (never merge) or at least 2" in capsys.readouterr().err
