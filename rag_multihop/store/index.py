@@ -495,17 +495,17 @@ class CorpusIndex:
         merged = 0
         if state.segments:
             unit = l2_normalize(vectors)
-            base, carried = state, None
+            kept, carried = state, None  # the version the new segment is written over
             start = self._merge_start(state, len(passages), dead)
             if start is not None:
-                base, carried, tail, tail_vectors = self._merge_tail(state, start, dead)
+                kept, carried, tail, tail_vectors = self._merge_tail(state, start, dead)
                 merged = len(state.segments) - start
                 passages, unit = [*tail, *passages], np.concatenate([tail_vectors, unit])
-                dead = np.flatnonzero(base.alive & ~state.alive[: base.n_rows]).tolist() + [
-                    row for row in dead if row < base.n_rows
+                dead = np.flatnonzero(kept.alive & ~state.alive[: kept.n_rows]).tolist() + [
+                    row for row in dead if row < kept.n_rows
                 ]
-            arrays, recomputed, patched = self._update_arrays(base, settings, passages, unit, dead)
-            version = self._publish(base, arrays, settings, base=state, carried=carried)
+            arrays, recomputed, patched = self._update_arrays(kept, settings, passages, unit, dead)
+            version = self._publish(kept, arrays, settings, base=state, carried=carried)
         else:  # a first build: the batch plan, streamed to disk
             size = batches.DEFAULT_BATCH_SIZE * 8
             chunks = (
