@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop.validation import check_int
+from rag_multihop.validation import check_candidates, check_int
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -175,7 +175,7 @@ def rank_candidates(candidates: Iterable[Candidate], top_n: int | None = None) -
     >>> [(c.id, c.rank) for c in rank_candidates([a, b])]
     [('b', 1), ('a', 2)]
     """
-    ordered = sorted(candidates, key=lambda c: (-c.score, c.passage.id))
+    ordered = sorted(check_candidates(candidates), key=lambda c: (-c.score, c.passage.id))
     if top_n is not None:
         ordered = ordered[: check_int(top_n, "top_n", low=0)]
     return [replace(c, rank=i) for i, c in enumerate(ordered, start=1)]

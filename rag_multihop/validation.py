@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 # re-exported for older imports; the check lives in rag_multihop.secrets
 from rag_multihop.secrets import check_env_var_name as check_env_var_name
+
+if TYPE_CHECKING:
+    from rag_multihop.types import Candidate, Query
 
 
 def as_embedding_matrix(
@@ -34,7 +38,13 @@ dimension 2
     """
     if not isinstance(vectors, np.ndarray):
         _check_row_lengths(vectors, name, ids)
-    array = np.asarray(vectors, dtype=np.float32)
+    try:
+        raw = np.asarray(vectors)
+    except ValueError:  # rows of different lengths deeper than _check_row_lengths looks
+        raw = np.asarray(vectors, dtype=object)
+    if raw.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold real numbers, got values of dtype {raw.dtype}")
+    array = raw.astype(np.float32, copy=False)
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2:
@@ -101,6 +111,55 @@ def check_texts(texts: object, name: str = "texts") -> list[str]:
     for i, text in enumerate(found):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{i}] must be a string, got {type(text).__name__}")
+    return found
+
+
+def check_query(query: object) -> Query:
+    """``query`` when it is a :class:`~rag_multihop.types.Query`, else ``TypeError`` saying
+    how to make one (a bare question string is the usual slip).
+
+    >>> check_query("Who?")
+    Traceback (most recent call last):
+    ...
+    TypeError: expected a Query, got str 'Who?'; wrap a question's text: Query(text)
+    """
+    from rag_multihop.types import Query  # deferred: types imports this module
+
+    if not isinstance(query, Query):
+        raise TypeError(
+            f"expected a Query, got {type(query).__name__} {query!r:.60}; "
+            "wrap a question's text: Query(text)"
+        )
+    return query
+
+
+def check_candidates(candidates: object, name: str = "candidates") -> list[Candidate]:
+    """``candidates`` as a list when it is an iterable of
+    :class:`~rag_multihop.types.Candidate`, else ``TypeError`` naming the first item that is
+    not one (``None`` is an empty list).
+
+    >>> check_candidates(None)
+    []
+    >>> check_candidates(["p1"])
+    Traceback (most recent call last):
+    ...
+    TypeError: candidates[0] must be a Candidate, got str 'p1'
+    """
+    from rag_multihop.types import Candidate  # deferred: types imports this module
+
+    if candidates is None:
+        return []
+    if isinstance(candidates, str | bytes) or not isinstance(candidates, Iterable):
+        raise TypeError(
+            f"{name} must be a list of Candidate, got {type(candidates).__name__} "
+            f"{candidates!r:.60}"
+        )
+    found = list(candidates)
+    for i, candidate in enumerate(found):
+        if not isinstance(candidate, Candidate):
+            raise TypeError(
+                f"{name}[{i}] must be a Candidate, got {type(candidate).__name__} {candidate!r:.60}"
+            )
     return found
 
 

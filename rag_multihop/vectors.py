@@ -26,7 +26,7 @@ import numpy as np
 
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Passage, Query
-from rag_multihop.validation import as_embedding_matrix, check_int, l2_normalize
+from rag_multihop.validation import as_embedding_matrix, check_int, check_query, l2_normalize
 
 logger = logging.getLogger(__name__)
 
@@ -151,11 +151,7 @@ class PassageVectors:
         for all queries without one); unit length unless ``normalize=False`` (for an index
         that normalises itself)."""
         for query in queries:
-            if not isinstance(query, Query):
-                raise TypeError(
-                    f"expected a Query, got {type(query).__name__} {query!r:.60}; "
-                    "wrap a question's text: Query(text)"
-                )
+            check_query(query)
         missing = [i for i, q in enumerate(queries) if q.embedding is None]
         given = [i for i, q in enumerate(queries) if q.embedding is not None]
         parts = [(i, self._rows(queries[i].embedding, "query embeddings")[0]) for i in given]

@@ -69,7 +69,9 @@ from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query
 from rag_multihop.validation import (
     as_embedding_matrix,
+    check_candidates,
     check_positive_int,
+    check_query,
     l2_normalize,
     loggable,
 )
@@ -558,6 +560,7 @@ class AssociationReranker:
         """
         if top_n is not None:
             top_n = check_positive_int(top_n, "top_n")
+        query, candidates = check_query(query), check_candidates(candidates)
         if not candidates:
             return []
         scores = self.score(query, candidates, vectors=vectors)
@@ -572,6 +575,7 @@ class AssociationReranker:
         vectors: Mapping[str, Sequence[float] | np.ndarray] | None = None,
     ) -> AssociationScores:
         """The cosine, association and blended scores of ``candidates`` (no reordering)."""
+        query, candidates = check_query(query), check_candidates(candidates)
         if not candidates:
             raise ValueError("no candidates to score; give at least one candidate")
         ids = [c.passage.id for c in candidates]

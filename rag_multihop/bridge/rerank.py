@@ -44,7 +44,7 @@ from rag_multihop.bridge.queries import QueryWriter, make_client
 from rag_multihop.bridge.settings import BridgeSettings
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Query
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import check_candidates, check_positive_int, check_query
 from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
@@ -159,6 +159,7 @@ class BridgeReranker:
         """``candidates`` judged and fused, best first; at most ``top_n``."""
         if top_n is not None:
             top_n = check_positive_int(top_n, "top_n")
+        query, candidates = check_query(query), check_candidates(candidates)
         if not candidates:
             return []
         bridge, pool = self._split(candidates)
@@ -178,6 +179,7 @@ class BridgeReranker:
         """The async twin of :meth:`rerank`."""
         if top_n is not None:
             top_n = check_positive_int(top_n, "top_n")
+        query, candidates = check_query(query), check_candidates(candidates)
         if not candidates:
             return []
         bridge, pool = self._split(candidates)

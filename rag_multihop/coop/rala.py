@@ -54,7 +54,7 @@ from rag_multihop.protocols import Retriever
 from rag_multihop.reranked import RerankedRetriever
 from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Query, rank_candidates
-from rag_multihop.validation import check_positive_int
+from rag_multihop.validation import check_candidates, check_positive_int, check_query
 
 if TYPE_CHECKING:
     from rag_multihop.coop.indexed import IndexedStates
@@ -341,6 +341,7 @@ class RaLaReranker:
 
     def score(self, query: Query, candidates: Sequence[Candidate]) -> dict[str, np.ndarray]:
         """The scoring's arrays for ``candidates`` (``"rala"`` is the score)."""
+        query, candidates = check_query(query), check_candidates(candidates)
         if not candidates:
             return {"rala": np.zeros(0)}
         with span("rala.states", candidates=len(candidates)) as record:
@@ -366,6 +367,7 @@ class RaLaReranker:
         """
         if top_n is not None:
             top_n = check_positive_int(top_n, "top_n")
+        query, candidates = check_query(query), check_candidates(candidates)
         if not candidates:
             return []
         ids = [c.id for c in candidates]

@@ -49,7 +49,7 @@ from rag_multihop.graph.settings import GraphSettings
 from rag_multihop.protocols import Retriever
 from rag_multihop.tracing import NoSpan, Span, span
 from rag_multihop.types import Candidate, Passage, Query, rank_candidates
-from rag_multihop.validation import check_positive_int, loggable
+from rag_multihop.validation import check_candidates, check_positive_int, check_query, loggable
 
 logger = logging.getLogger(__name__)
 
@@ -245,6 +245,8 @@ class GraphRetriever:
     ) -> list[Candidate]:
         """The ``k`` best passages by PPR from the query's entities and ``seed_candidates``."""
         k = check_positive_int(k, "k")
+        query = check_query(query)
+        seed_candidates = check_candidates(seed_candidates, "seed_candidates")
         with span("graph.ppr", k=k, algorithm="push" if self.uses_push else "power") as record:
             found = self._rank(query, seed_candidates, k, record)
             record.set(returned=len(found))
@@ -298,6 +300,7 @@ class GraphRetriever:
 
     def retrieve(self, query: Query, k: int = 10) -> list[Candidate]:
         k = check_positive_int(k, "k")
+        query = check_query(query)
         seeds = (
             self.seed_retriever.retrieve(query, k=self.settings.seed_top_n)
             if self.seed_retriever is not None

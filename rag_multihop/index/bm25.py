@@ -12,33 +12,40 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import bm25s
 import numpy as np
 import Stemmer
 
-from rag_multihop.corpus import Corpus
+from rag_multihop.corpus import Corpus, as_corpus
 from rag_multihop.text import visible
-from rag_multihop.types import Candidate, Query, rank_candidates
-from rag_multihop.validation import check_positive_int
+from rag_multihop.types import Candidate, Passage, Query, rank_candidates
+from rag_multihop.validation import check_number, check_positive_int, check_query
 
 
 class BM25Retriever:
     """Lexical retrieval; signal ``"bm25"``.
 
     Args:
-        corpus: the passages to index.
-        k1, b: BM25 parameters.
+        corpus: the passages to index (a :class:`Corpus` or a list of passages).
+        k1, b: BM25 parameters (``k1 >= 0``, ``b`` in [0, 1]).
         stemmer: a Snowball language name (PyStemmer) or ``None`` for no stemming.
     """
 
     def __init__(
-        self, corpus: Corpus, *, k1: float = 1.5, b: float = 0.75, stemmer: str | None = "english"
+        self,
+        corpus: Corpus | Sequence[Passage],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        stemmer: str | None = "english",
     ) -> None:
-        self.corpus = corpus
-        self.k1, self.b = k1, b
-        self._stemmer = Stemmer.Stemmer(stemmer) if stemmer else None
+        self.corpus = corpus = as_corpus(corpus)
+        self.k1 = check_number(k1, "k1", low=0)
+        self.b = check_number(b, "b", low=0, high=1)
+        self._stemmer = _stemmer(stemmer)
         self._bm25: Any = bm25s.BM25(k1=k1, b=b, method="lucene")
         tokens = self._tokenize(corpus.texts())
         if not any(tokens):
@@ -69,10 +76,26 @@ class BM25Retriever:
         """The ``k`` best passages with a positive score: an empty list when the query has
         no indexable word (stopwords or punctuation only) or matches nothing."""
         k = check_positive_int(k, "k")
-        scores = self.scores(query.text)
+        scores = self.scores(check_query(query).text)
         top = np.argsort(-scores, kind="stable")[:k]
         return rank_candidates(
             Candidate(self.corpus[int(i)], float(scores[i]), signals={"bm25": float(scores[i])})
             for i in top
             if scores[i] > 0
         )
+
+
+def _stemmer(language: str | None) -> Any:
+    """PyStemmer's stemmer for ``language`` (``None`` or ``""``: no stemming), else
+    ``ValueError`` listing the languages it knows."""
+    if language is None or language == "":
+        return None
+    if isinstance(language, str):
+        try:
+            return Stemmer.Stemmer(language)
+        except KeyError:
+            pass
+    raise ValueError(
+        f"stemmer must be None or a Snowball language, one of {sorted(Stemmer.algorithms())}, "
+        f"got {language!r}"
+    )

@@ -127,7 +127,13 @@ from rag_multihop.protocols import Retriever
 from rag_multihop.store.encoder_check import check_index_encoder
 from rag_multihop.tracing import span
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+from rag_multihop.validation import (
+    as_embedding_matrix,
+    check_candidates,
+    check_positive_int,
+    check_query,
+    l2_normalize,
+)
 from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
@@ -885,6 +891,9 @@ class MultiHopRetriever:
     ) -> MultiHopResult:
         start = time.perf_counter()
         k = check_positive_int(k, "k")
+        query = check_query(query)
+        if candidates is not None:
+            candidates = check_candidates(candidates)
         s = self.settings
         rows_allowed = self._allowed_rows(allowed)
         stale = 0
