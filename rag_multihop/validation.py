@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,7 +13,9 @@ import numpy as np
 from rag_multihop.secrets import check_env_var_name as check_env_var_name
 
 if TYPE_CHECKING:
-    from rag_multihop.types import Candidate, Query
+    from rag_multihop.types import Candidate, Passage, Query
+
+logger = logging.getLogger(__name__)
 
 
 def as_embedding_matrix(
@@ -275,3 +279,70 @@ def loggable(text: object, limit: int = LOG_TEXT_LIMIT) -> str:
     if len(shown) <= limit:
         return shown
     return f"{shown[: limit - 1]}… (+{len(shown) - limit + 1} characters)"
+
+
+def check_unique_ids(ids: Sequence[str], what: str = "passage") -> None:
+    """``ValueError`` naming the ids more than one ``what`` (passage, node, document) of a
+    batch has: an index holds one passage per id.
+
+    >>> check_unique_ids(["a", "b", "a"], "node")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 node id(s) occur more than once in the batch, e.g. ['a']: ...
+    """
+    counts = Counter(ids)
+    repeated = [i for i, n in counts.items() if n > 1]
+    if repeated:
+        raise ValueError(
+            f"{len(repeated)} {what} id(s) occur more than once in the batch, e.g. "
+            f"{repeated[:3]}: the index holds one passage per id; give each {what} its own id "
+            "or drop the repeats"
+        )
+
+
+def warn_textless(passages: Sequence[Passage], what: str = "passage") -> None:
+    """Log a warning naming the passages of a batch without text (an index keeps them, as a
+    vector store does: found by their embedding alone, returned empty)."""
+    textless = [p.id for p in passages if not p.text.strip()]
+    if textless:
+        logger.warning(
+            "%d %s(s) have no text, e.g. %s: written as passages without text (found by "
+            "their embedding alone, returned empty)",
+            len(textless),
+            what,
+            textless[:3],
+        )
+
+
+def metadata_title(value: object, where: str) -> str:
+    """A title read from a framework object's metadata: a string, a number or date as its
+    text, ``""`` when absent; a collection (a list, a numpy array) is a ``ValueError``
+    naming ``where``.
+
+    >>> metadata_title(2024, "node 'n1': metadata['title']")
+    '2024'
+    >>> metadata_title(["A", "B"], "node 'n1': metadata['title']")
+    Traceback (most recent call last):
+    ...
+    ValueError: node 'n1': metadata['title'] must be a string, got list ['A', 'B']
+    """
+    if isinstance(value, Collection) and not isinstance(value, str):
+        raise ValueError(f"{where} must be a string, got {type(value).__name__} {value!r:.60}")
+    return str(value or "")
+
+
+def check_batch_dim(got: int, expected: int, first_id: str, what: str, index: object) -> None:
+    """``ValueError`` when a batch of ``what`` s (node, document) embedded at dimension
+    ``got`` goes to the index at ``index`` that holds ``expected``-dimensional vectors.
+
+    >>> check_batch_dim(3, 64, "n1", "node", "corpus.idx")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: node 'n1' has an embedding of dimension 3, but the index at corpus.idx holds ...
+    """
+    if got != expected:
+        raise ValueError(
+            f"{what} {first_id!r} has an embedding of dimension {got}, but the index at {index} "
+            f"holds dimension {expected}: embed the {what}s with the model the index was built "
+            "with (or write them to a new index_path)"
+        )

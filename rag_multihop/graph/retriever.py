@@ -257,12 +257,24 @@ class GraphRetriever:
     ) -> list[Candidate]:
         nodes, weights, entities = self.seeds(query.text, seed_candidates)
         record.set(seeds=int(nodes.size), query_entities=len(entities))
-        if nodes.size == 0:
+        used = list(seed_candidates)[: self.settings.seed_top_n]
+        if used and not any(c.score > 0 for c in used):
+            logger.warning(
+                "all %d seed passage(s) of query %s have a score <= 0, which the walk drops "
+                "(it weighs a seed by its score); %s",
+                len(used),
+                loggable(query.text),
+                "it starts from the query's entities alone"
+                if nodes.size
+                else "no query entity is in the graph either: returning no candidates",
+            )
+        elif nodes.size == 0:
             logger.warning(
                 "no seed for query %s: no query entity is in the graph and no seed passage; "
                 "returning no candidates",
                 loggable(query.text),
             )
+        if nodes.size == 0:
             return []
         n_passages = self.graph.n_passages
         if self.uses_push:

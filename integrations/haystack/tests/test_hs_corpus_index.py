@@ -270,7 +270,7 @@ def test_documents_without_content_are_written_with_a_warning_naming_them(tmp_pa
     blank = Document(id="blank", content=None, meta={"title": "Blank"}, embedding=[0.0] * 64)
     with caplog.at_level(logging.WARNING):
         CorpusIndexWriter(path).run([blank, *_embedded(["pw"])])
-    assert "1 document(s) have no content, e.g. ['blank']" in caplog.text
+    assert "1 document(s) have no text, e.g. ['blank']" in caplog.text
     assert CorpusIndex(path).snapshot().corpus.ids == ["blank", "pw"]
 
 

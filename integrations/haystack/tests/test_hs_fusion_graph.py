@@ -211,23 +211,23 @@ def test_graph_retriever_warns_when_every_seed_scores_zero_or_less(graph_module,
     ]
     with caplog.at_level("WARNING"):
         assert retriever.run(query="q", documents=non_positive)["documents"] == []
-    assert (
-        "all 2 seed document(s) have a score <= 0 (or none), which the walk drops (it weighs a "
-        "seed by its score); no query entity is in the graph either, so no document came back"
-    ) in caplog.text
+    assert "all 2 seed passage(s) of query 'q' have a score <= 0, which the walk drops" in (
+        caplog.text
+    )
+    assert "no query entity is in the graph either: returning no candidates" in caplog.text
     caplog.clear()
     with_entities = graph_module.EntityGraphRetriever(make_store(), top_k=3)
     with caplog.at_level("WARNING"):
         found = with_entities.run(
             query="Who is the director of Polish Wedding?", documents=non_positive
         )
-    assert found["documents"] and "it started from the query's entities alone" in caplog.text
+    assert found["documents"] and "it starts from the query's entities alone" in caplog.text
     caplog.clear()
     with caplog.at_level("WARNING"):
         assert retriever.run(query="q", documents=scored([("rope", 0.0), ("hitchcock", 0.3)]))[
             "documents"
         ]
-    assert "seed document(s)" not in caplog.text
+    assert "seed passage(s)" not in caplog.text
 
 
 def test_graph_retriever_over_a_store_that_copies_array_meta_is_built_once(graph_module):

@@ -224,20 +224,20 @@ def test_graph_retriever_warns_when_every_seed_scores_zero_or_less(caplog):
     )
     with caplog.at_level("WARNING"):
         assert seeded_only.retrieve("anything") == []
-    assert (
-        "all 2 seed node(s) have a score <= 0 (or none), which the walk drops (it weighs a seed "
-        "by its score); no query entity is in the graph either, so no node came back"
-    ) in caplog.text
+    assert "all 2 seed passage(s) of query 'anything' have a score <= 0, which the walk" in (
+        caplog.text
+    )
+    assert "no query entity is in the graph either: returning no candidates" in caplog.text
     caplog.clear()
     with_entities = EntityGraphRetriever(graph, nodes, seed_retriever=non_positive)
     with caplog.at_level("WARNING"):
         assert with_entities.retrieve("Who is the director of Polish Wedding?")
-    assert "it started from the query's entities alone" in caplog.text
+    assert "it starts from the query's entities alone" in caplog.text
     caplog.clear()
     positive = Fixed([("rope", 0.0), ("island", 0.2)])
     with caplog.at_level("WARNING"):
         assert EntityGraphRetriever(graph, nodes, seed_retriever=positive).retrieve("anything")
-    assert "seed node(s)" not in caplog.text
+    assert "seed passage(s)" not in caplog.text
 
 
 def test_graph_retriever_fused_with_a_vector_retriever():

@@ -53,7 +53,7 @@ import contextlib
 import contextvars
 import inspect
 import os
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -70,7 +70,7 @@ from rag_multihop.encoders.base import Encoder
 from rag_multihop.protocols import Reranker
 from rag_multihop.secrets import check_env_var_name, check_model_name
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int, l2_normalize
+from rag_multihop.validation import check_positive_int, l2_normalize, metadata_title
 
 SIGNALS_KEY = "rag_multihop_signals"
 """``Document.meta`` key holding every rag-multihop signal of a returned document."""
@@ -111,13 +111,8 @@ def document_title(document: Document) -> str:
     ...
     ValueError: document 'd1': meta['title'] must be a string, got list ['A', 'B']
     """
-    value = document.meta.get(TITLE_KEY)
-    if isinstance(value, Collection) and not isinstance(value, str):
-        raise ValueError(
-            f"document {document.id!r}: meta[{TITLE_KEY!r}] must be a string, got "
-            f"{type(value).__name__} {value!r:.60}"
-        )
-    return str(value or "")
+    where = f"document {document.id!r}: meta[{TITLE_KEY!r}]"
+    return metadata_title(document.meta.get(TITLE_KEY), where)
 
 
 def document_signals(document: Document) -> dict[str, float]:

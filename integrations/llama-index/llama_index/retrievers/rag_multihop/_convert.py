@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,7 @@ from llama_index.core.vector_stores.types import FilterOperator, MetadataFilters
 from rag_multihop.corpus import Corpus
 from rag_multihop.encoders.base import Encoder
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import check_positive_int, l2_normalize
+from rag_multihop.validation import check_positive_int, l2_normalize, metadata_title
 
 SIGNALS_KEY = "rag_multihop_signals"
 """Node metadata key holding every rag-multihop signal of a returned node (hidden from the LLM
@@ -92,13 +92,9 @@ def node_title(node: BaseNode) -> str:
     """``node.metadata["title"]`` as the passage title: a string, a number or date as its
     text, ``""`` when absent; a collection (a list, a numpy array) is a ``ValueError`` naming
     the node."""
-    value = node.metadata.get(TITLE_KEY)
-    if isinstance(value, Collection) and not isinstance(value, str):
-        raise ValueError(
-            f"node {node.node_id!r}: metadata[{TITLE_KEY!r}] must be a string, got "
-            f"{type(value).__name__} {value!r:.60}"
-        )
-    return str(value or "")
+    return metadata_title(
+        node.metadata.get(TITLE_KEY), f"node {node.node_id!r}: metadata[{TITLE_KEY!r}]"
+    )
 
 
 def node_signals(node: BaseNode) -> dict[str, float]:

@@ -49,7 +49,6 @@ import asyncio
 import logging
 import threading
 import uuid
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -84,7 +83,13 @@ from rag_multihop.store import CorpusIndex, IndexSnapshot
 from rag_multihop.store.segment import POINTER
 from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Candidate, Passage, Query
-from rag_multihop.validation import as_embedding_matrix, check_positive_int
+from rag_multihop.validation import (
+    as_embedding_matrix,
+    check_batch_dim,
+    check_positive_int,
+    check_unique_ids,
+    warn_textless,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -123,20 +128,14 @@ class CorpusIndexWriter(TransformComponent):
                 f"{len(missing)} node(s) have no embedding, e.g. {missing[:3]}; put "
                 "CorpusIndexWriter after the embed model in the pipeline"
             )
-        _check_unique(ids)
+        check_unique_ids(ids, "node")
         vectors = as_embedding_matrix(
             [node.embedding for node in nodes], name="node embeddings", ids=ids
         )
         passages = [_plain(node_to_passage(node)) for node in nodes]
-        _warn_textless(passages)
+        warn_textless(passages, "node")
         index = self._index(vectors.shape[1])
-        dim = index.dim
-        if vectors.shape[1] != dim:
-            raise ValueError(
-                f"node {ids[0]!r} has an embedding of dimension {vectors.shape[1]}, but the "
-                f"index at {self.index_path} holds dimension {dim}: embed the nodes with the "
-                "model the index was built with (or write them to a new index_path)"
-            )
+        check_batch_dim(vectors.shape[1], index.dim, ids[0], "node", self.index_path)
         sources = [node.ref_doc_id for node in nodes]
         write_sources(index, passages, vectors, sources)
         return nodes
@@ -169,29 +168,6 @@ def _index_state(path: str) -> str:
         return f"{pointer.read_text(encoding='utf-8').strip()}@{pointer.stat().st_mtime_ns}"
     except OSError:
         return f"absent-{uuid.uuid4().hex}"
-
-
-def _check_unique(ids: Sequence[str]) -> None:
-    """``ValueError`` naming an id that more than one node of the batch has."""
-    repeated = [i for i, n in Counter(ids).items() if n > 1]
-    if repeated:
-        raise ValueError(
-            f"{len(repeated)} node id(s) occur more than once in the batch, e.g. "
-            f"{repeated[:3]}: the index holds one passage per id; give each node its own id "
-            "or drop the repeats"
-        )
-
-
-def _warn_textless(passages: Sequence[Passage]) -> None:
-    """A warning naming the nodes without text (the index keeps them, as a vector store does)."""
-    textless = [p.id for p in passages if not p.text.strip()]
-    if textless:
-        logger.warning(
-            "%d node(s) have no text, e.g. %s: written as passages without text (found by "
-            "their embedding alone, returned empty)",
-            len(textless),
-            textless[:3],
-        )
 
 
 def _plain(passage: Passage) -> Passage:

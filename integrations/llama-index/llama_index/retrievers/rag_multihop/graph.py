@@ -225,24 +225,9 @@ class EntityGraphRetriever(BaseRetriever):
         filtered = self.filters is not None and bool(self.filters.filters)
         k = len(self._corpus) if filtered else self.similarity_top_k
         walked = self._graph.rank(query, kept, k=k)
-        self._warn_unused_seeds(kept, walked=bool(walked))
         if filtered:
             walked = [c for c in walked if self._matches(c.id)][: self.similarity_top_k]
         return [candidate_to_node(c) for c in walked]
-
-    def _warn_unused_seeds(self, seeds: Sequence[Candidate], *, walked: bool) -> None:
-        """A warning when every seed the walk would use has a score <= 0 (it drops them);
-        ``walked``: whether the walk (from the query's entities) reached any node."""
-        used = seeds[: self.settings.seed_top_n]
-        if used and not any(seed.score > 0 for seed in used):
-            logger.warning(
-                "all %d seed node(s) have a score <= 0 (or none), which the walk drops (it "
-                "weighs a seed by its score); %s",
-                len(used),
-                "it started from the query's entities alone"
-                if walked
-                else "no query entity is in the graph either, so no node came back",
-            )
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         seeds = [] if self._seed_retriever is None else self._seed_retriever.retrieve(query_bundle)

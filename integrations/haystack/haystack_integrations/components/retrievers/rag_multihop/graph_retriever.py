@@ -282,25 +282,10 @@ class EntityGraphRetriever:
             matching = [d for d in documents or [] if document_matches_filter(active, d)]
             seeds = self._seeds(retriever.corpus, matching)
             ranked = retriever.rank(Query(query), seeds, k=len(retriever.corpus))
-        self._warn_unused_seeds(seeds, walked=bool(ranked))
         found = [candidate_to_document(c) for c in ranked]
         if active:
             found = [d for d in found if document_matches_filter(active, d)][:limit]
         return {"documents": found}
-
-    def _warn_unused_seeds(self, seeds: list[Candidate], *, walked: bool) -> None:
-        """A warning when every seed the walk would use has a score <= 0 (it drops them);
-        ``walked``: whether the walk (from the query's entities) reached any document."""
-        used = seeds[: self.settings.seed_top_n]
-        if used and not any(seed.score > 0 for seed in used):
-            logger.warning(
-                "all %d seed document(s) have a score <= 0 (or none), which the walk drops (it "
-                "weighs a seed by its score); %s",
-                len(used),
-                "it started from the query's entities alone"
-                if walked
-                else "no query entity is in the graph either, so no document came back",
-            )
 
     @component.output_types(documents=list[Document])
     async def run_async(

@@ -31,7 +31,6 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,12 @@ from rag_multihop.store import CorpusIndex
 from rag_multihop.store.segment import POINTER
 from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Passage
-from rag_multihop.validation import as_embedding_matrix
+from rag_multihop.validation import (
+    as_embedding_matrix,
+    check_batch_dim,
+    check_unique_ids,
+    warn_textless,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -76,30 +80,6 @@ def _source(document: Document) -> str | None:
     return str(value) if value != "" else None
 
 
-def _check_unique(ids: list[str]) -> None:
-    """``ValueError`` naming an id that more than one document of the batch has."""
-    repeated = [i for i, n in Counter(ids).items() if n > 1]
-    if repeated:
-        raise ValueError(
-            f"{len(repeated)} document id(s) occur more than once in the batch, e.g. "
-            f"{repeated[:3]}: the index holds one passage per id; give each document its own id "
-            "or drop the repeats"
-        )
-
-
-def _warn_textless(passages: list[Passage]) -> None:
-    """A warning naming the documents without content (the index keeps them, as a document
-    store does)."""
-    textless = [p.id for p in passages if not p.text.strip()]
-    if textless:
-        logger.warning(
-            "%d document(s) have no content, e.g. %s: written as passages without text (found "
-            "by their embedding alone, returned empty)",
-            len(textless),
-            textless[:3],
-        )
-
-
 def _plain(passage: Passage) -> Passage:
     """The passage without the document riding in its metadata (the index keeps no objects)."""
     return Passage(passage.id, passage.text, passage.title)
@@ -128,21 +108,15 @@ class CorpusIndexWriter:
                 f"{len(missing)} document(s) have no embedding, e.g. {missing[:3]}; put "
                 "CorpusIndexWriter after the document embedder"
             )
-        _check_unique(ids)
+        check_unique_ids(ids, "document")
         vectors = as_embedding_matrix(
             [d.embedding for d in documents], name="document embeddings", ids=ids
         )
         passages = [_plain(document_to_passage(d)) for d in documents]
         sources = [_source(d) for d in documents]
-        _warn_textless(passages)
+        warn_textless(passages, "document")
         index = self._index(vectors.shape[1])
-        dim = index.dim
-        if vectors.shape[1] != dim:
-            raise ValueError(
-                f"document {ids[0]!r} has an embedding of dimension {vectors.shape[1]}, but the "
-                f"index at {self.index_path} holds dimension {dim}: embed the documents with "
-                "the model the index was built with (or write them to a new index_path)"
-            )
+        check_batch_dim(vectors.shape[1], index.dim, ids[0], "document", self.index_path)
         write_sources(index, passages, vectors, sources)
         return {"documents_written": len(documents)}
 
