@@ -116,7 +116,11 @@ def apply_view(dataset: Dataset, view: ViewSettings) -> Dataset:
         def convert(q: QAExample) -> QAExample:
             empty = [g for g in q.gold_ids if not holders.get(g)]
             if empty:
-                raise ValueError(f"question {q.id}: gold passages without words: {empty[:3]}")
+                raise ValueError(
+                    f"{dataset.name}: question {q.id}: gold passages {empty[:3]} hold no words, "
+                    "so the chunked view has no chunk for them (give them text, or use the "
+                    "titled or untitled view)"
+                )
             units = tuple(holders[g] for g in q.gold_ids)
             ids = tuple(dict.fromkeys(pid for unit in units for pid in unit))
             return replace(q, gold_ids=ids, gold_units=units)

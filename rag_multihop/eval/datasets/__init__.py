@@ -36,6 +36,7 @@ from rag_multihop.eval.datasets.base import (
     QAExample,
     as_records,
     detect_format,
+    preview,
     register_format,
     unique,
 )
@@ -175,15 +176,39 @@ def _stem(path: Path) -> str:
 
 
 def _read_corpus(path: Path) -> CorpusEntries:
-    """A corpus file's ``(title, text)`` entries, deduplicated, in file order."""
+    """A corpus file's ``(title, text)`` entries, deduplicated, in file order. A text may be a
+    list of sentences (HotpotQA's Wikipedia dump), joined as a context's sentences are."""
     entries = as_records(read_json(path, what="dataset file"), str(path))
-    pairs = []
+    titles: list[str] = []
+    texts: list[str | list[str]] = []
     for i, entry in enumerate(entries):
         if "title" not in entry or "text" not in entry:
             raise ValueError(
                 f"{path}: corpus entry {i} has keys {sorted(entry)}; expected 'title' and 'text'"
             )
-        pairs.append((str(entry["title"]), str(entry["text"]).strip()))
+        title, text = entry["title"], entry["text"]
+        if isinstance(title, int | float) and not isinstance(title, bool):
+            title = str(title)
+        if not isinstance(title, str) or not title:
+            raise ValueError(
+                f"{path}: corpus entry {i}: field 'title' must be a non-empty string (titles "
+                f"make the passage ids), got {preview(title)}"
+            )
+        if not isinstance(text, str) and not (
+            isinstance(text, list) and all(isinstance(sentence, str) for sentence in text)
+        ):
+            raise ValueError(
+                f"{path}: corpus entry {i}: field 'text' must be a string or a list of "
+                f"sentences, got {preview(text)}"
+            )
+        titles.append(title)
+        texts.append(text)
+    sentence_lists = [text for text in texts if isinstance(text, list)]
+    joined = iter(formats.join_paragraphs(sentence_lists))
+    pairs = [
+        (title, text.strip() if isinstance(text, str) else next(joined))
+        for title, text in zip(titles, texts, strict=True)
+    ]
     deduplicated = unique(pairs)
     if len(deduplicated) < len(pairs):
         logger.info(

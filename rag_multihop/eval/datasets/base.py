@@ -10,6 +10,7 @@ translate each record to a :class:`RawQuestion` whose gold passages are still
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from rag_multihop.corpus import Corpus
+from rag_multihop.text import visible
 from rag_multihop.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -320,6 +322,11 @@ def _squash(text: str) -> str:
     return "".join(text.split())
 
 
+def _fold(title: str) -> str:
+    """What near-identical titles share: case, invisible characters and Unicode form aside."""
+    return unicodedata.normalize("NFC", visible(title)).casefold()
+
+
 def resolve_gold(
     raw: Sequence[RawQuestion], corpus: Corpus, allow_no_gold: bool
 ) -> list[QAExample]:
@@ -327,16 +334,18 @@ def resolve_gold(
     by_text = {(p.title, p.text): p.id for p in corpus}
     by_squashed = {(p.title, _squash(p.text)): p.id for p in corpus}
     by_title: dict[str, list[str]] = {}
+    by_nfc: dict[str, list[str]] = {}
     for p in corpus:
         by_title.setdefault(p.title, []).append(p.id)
-    by_folded = Counter(title.casefold() for title in by_title)
+        by_nfc.setdefault(unicodedata.normalize("NFC", p.title), []).append(p.id)
+    by_folded = Counter(_fold(title) for title in by_title)
 
     def find(qid: str, title: str, text: str | None) -> str:
         if text is not None:
             found = by_text.get((title, text)) or by_squashed.get((title, _squash(text)))
             if found:
                 return found
-        ids = by_title.get(title, [])
+        ids = by_title.get(title) or by_nfc.get(unicodedata.normalize("NFC", title), [])
         if len(ids) == 1:
             return ids[0]
         if ids:
@@ -345,9 +354,12 @@ def resolve_gold(
                 f"it: {ids[:5]}) and the question file gives no text to tell them apart"
             )
         hint = ""
-        if by_folded[title.casefold()]:
-            near = [t for t in by_title if t.casefold() == title.casefold()]
-            hint = f" (titles match case-sensitively; did you mean {near[:3]}?)"
+        if by_folded[_fold(title)]:
+            near = [t for t in by_title if _fold(t) == _fold(title)]
+            hint = (
+                " (titles match exactly, case and invisible characters too; did you mean "
+                f"{near[:3]}?)"
+            )
         raise ValueError(f"question {qid}: gold passage {title!r} is not in the corpus{hint}")
 
     questions = []
@@ -368,6 +380,18 @@ def resolve_gold(
             )
         )
     return questions
+
+
+def _check_closed(raw: Sequence[RawQuestion]) -> None:
+    """Without a corpus file every gold passage must be one of the question's own paragraphs
+    (a gold title without text is one its own paragraphs lack)."""
+    for q in raw:
+        missing = next((title for title, text in q.gold if text is None), None)
+        if missing is not None:
+            raise ValueError(
+                f"question {q.id}: supporting title {missing!r} is not in its own context "
+                "(pass a corpus file that holds it to match it there by title)"
+            )
 
 
 def record_format(
@@ -396,6 +420,7 @@ def record_format(
     ) -> tuple[Corpus, list[QAExample]]:
         raw = parse(as_records(data, source)[:limit])
         if corpus_entries is None:
+            _check_closed(raw)
             corpus_entries = unique(pair for q in raw for pair in q.context)
         corpus = build_corpus(corpus_entries)
         return corpus, resolve_gold(raw, corpus, allow_no_gold)

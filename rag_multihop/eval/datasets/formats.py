@@ -2,7 +2,8 @@
 
 - ``native``: this project's single JSON object ``{"name", "passages", "questions"}``.
 - ``musique``: official MuSiQue (JSON Lines) or HippoRAG's copies (JSON list), ``paragraphs``
-  with ``is_supporting`` and ``question_decomposition`` for the hop order.
+  with ``is_supporting`` and ``question_decomposition`` for the hop order; MuSiQue-Full's
+  unanswerable records (``answerable: false``) are left out.
 - ``2wikimultihopqa`` / ``hotpotqa``: the official files, ``context: [[title, [sentence,
   ...]]]`` with ``supporting_facts: [[title, sentence_index]]`` (2Wiki adds ``evidences``).
 - ``titles``: questions whose ``supporting_facts`` are titles (HippoRAG/GFM-RAG 2Wiki copies);
@@ -38,6 +39,8 @@ logger = logging.getLogger(__name__)
 
 _2WIKI_TYPES = frozenset({"inference", "compositional", "bridge_comparison"})
 
+_ID_NOTE = " (titles make the passage ids)"
+
 Context = list[tuple[str, list[str]]]
 """A HotpotQA / 2Wiki record's paragraphs as ``(title, sentences)``."""
 
@@ -62,6 +65,13 @@ def _join_sentences(sentences: Sequence[str], separator: str) -> str:
     return "".join(parts).strip()
 
 
+def join_paragraphs(paragraphs: Sequence[Sequence[str]]) -> list[str]:
+    """Each paragraph's sentences joined into its text, with one separator for them all
+    (decided as for a question file's context)."""
+    separator = _sentence_separator([[("", list(sentences)) for sentences in paragraphs]])
+    return [_join_sentences(sentences, separator) for sentences in paragraphs]
+
+
 def _context(qid: str, record: Mapping[str, Any]) -> Context:
     """A HotpotQA / 2Wiki record's ``context`` as ``(title, sentences)`` pairs, checked."""
     entries = check_list(qid, record, "context")
@@ -78,6 +88,8 @@ def _context(qid: str, record: Mapping[str, Any]) -> Context:
                 f"question {qid}: field 'context[{i}]' must be [title, [sentence, ...]], "
                 f"got {preview(entry)}"
             )
+        if not entry[0]:
+            raise ValueError(f"question {qid}: field 'context[{i}]' has an empty title{_ID_NOTE}")
         context.append((entry[0], entry[1]))
     return context
 
@@ -85,20 +97,18 @@ def _context(qid: str, record: Mapping[str, Any]) -> Context:
 def _context_question(
     index: int, record: Mapping[str, Any], context: Context, separator: str
 ) -> RawQuestion:
-    """HotpotQA / 2WikiMultiHopQA: gold = distinct supporting titles, in the own context."""
+    """HotpotQA / 2WikiMultiHopQA: gold = distinct supporting titles, with their text from the
+    own context; a title the context lacks (fullwiki files) has no text, to be found by title in
+    a corpus file."""
     common = common_fields(index, record)
     joined = tuple((title, _join_sentences(sents, separator)) for title, sents in context)
     own: dict[str, str] = {}
     for title, text in joined:
         own.setdefault(title, text)
-    gold = []
+    gold: list[tuple[str, str | None]] = []
     for title in supporting_titles(common["id"], record):
-        if title not in own:
-            raise ValueError(
-                f"question {common['id']}: supporting title {title!r} is not in its own context"
-            )
-        if (title, own[title]) not in gold:
-            gold.append((title, own[title]))
+        if (title, own.get(title)) not in gold:
+            gold.append((title, own.get(title)))
     return RawQuestion(
         **common,
         gold=tuple(gold),
@@ -124,6 +134,8 @@ def _paragraphs(qid: str, record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
                     f"question {qid}: field 'paragraphs[{i}].{key}' {problem} "
                     f"(the paragraph has keys {sorted(paragraph)})"
                 )
+        if not paragraph["title"]:
+            raise ValueError(f"question {qid}: field 'paragraphs[{i}].title' is empty{_ID_NOTE}")
     return paragraphs
 
 
@@ -155,6 +167,21 @@ def _musique_question(index: int, record: Mapping[str, Any]) -> RawQuestion:
         type=qid.split("__", 1)[0] if "__" in qid else None,
         context=tuple((p["title"], p["paragraph_text"].strip()) for p in paragraphs),
     )
+
+
+def _musique_questions(records: Sequence[Mapping[str, Any]]) -> list[RawQuestion]:
+    """The answerable records' questions: MuSiQue-Full's unanswerable contrast records
+    (``answerable: false``, sharing their twin's id) have no gold to retrieve, so they and
+    their paragraphs are left out, with a logged count."""
+    questions = [
+        _musique_question(i, r) for i, r in enumerate(records) if r.get("answerable") is not False
+    ]
+    if len(questions) < len(records):
+        logger.warning(
+            "skipped %d unanswerable MuSiQue question(s) (answerable: false)",
+            len(records) - len(questions),
+        )
+    return questions
 
 
 def _titles_question(index: int, record: Mapping[str, Any]) -> RawQuestion:
@@ -262,7 +289,7 @@ register_format(
         "MuSiQue (official JSON Lines or HippoRAG's JSON list): records with paragraphs "
         "[{idx, title, paragraph_text, is_supporting}] and question_decomposition",
         lambda first: "paragraphs" in first,
-        lambda records: [_musique_question(i, r) for i, r in enumerate(records)],
+        _musique_questions,
     )
 )
 register_format(
