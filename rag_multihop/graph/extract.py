@@ -174,13 +174,16 @@ class HeuristicExtractor:
         for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR):
             for match in pattern.finditer(text):
                 day, year = int(match["d"]), int(match["y"])
-                if 1 <= day <= 31:
-                    month = MONTHS[match["m"].lower()]
+                # None for a name the case-blind pattern matched through a look-alike letter
+                # ("Auguſt", "APRİL"): read as no date
+                month = MONTHS.get(match["m"].lower())
+                if 1 <= day <= 31 and month is not None:
                     found += [f"{year:04d}-{month:02d}-{day:02d}", str(year)]
                     _cover(covered, match.span())
         for match in _MONTH_YEAR.finditer(text):
-            if not covered[match.start()]:
-                found += [f"{int(match['y']):04d}-{MONTHS[match['m'].lower()]:02d}", match["y"]]
+            month = MONTHS.get(match["m"].lower())
+            if not covered[match.start()] and month is not None:
+                found += [f"{int(match['y']):04d}-{month:02d}", match["y"]]
                 _cover(covered, match.span())
         for match in _NUMBER.finditer(text):
             if covered[match.start()]:

@@ -206,3 +206,13 @@ def test_normalisation():
     assert normalize_entity("Anhalt-Zerbst's") == "anhalt zerbst"
     assert normalize_entity("Café Müller") == "cafe muller"
     assert title_key("John Smith (footballer, born 1950)") == "john smith"
+
+
+def test_a_month_name_written_with_a_look_alike_letter_is_no_date() -> None:
+    """The case-blind month patterns match ``ſ``, ``ı`` and ``İ`` as ``s`` and ``i``: such a
+    name is read as no date (it raised ``KeyError`` and stopped the graph build)."""
+    extractor = HeuristicExtractor()
+    for text in ("Signed Auguſt 12, 1790.", "Opened in Aprıl 2001.", "Born APRİL 5, 2001."):
+        names = extractor.extract([text])[0]
+        assert not any(name.count("-") for name in names if name[:1].isdigit()), names
+    assert "2001-04-05" in extractor.extract(["Born April 5, 2001."])[0]
