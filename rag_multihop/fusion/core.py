@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -223,7 +223,13 @@ def fuse_candidates(
     best_by_system: list[dict[str, Candidate]] = []
     for name in names:
         best: dict[str, Candidate] = {}
-        for candidate in lists[name]:
+        listed = lists[name]
+        if isinstance(listed, str | bytes | Candidate) or not isinstance(listed, Iterable):
+            raise TypeError(
+                f"system {name!r} gave a {type(listed).__name__}, not a list of Candidates "
+                "(give an empty list for a system that found nothing)"
+            )
+        for candidate in listed:
             if not isinstance(candidate, Candidate):
                 raise TypeError(
                     f"system {name!r} listed a {type(candidate).__name__}, not a Candidate"

@@ -243,6 +243,9 @@ def test_fuse_candidates_refuses_what_is_not_a_candidate_and_unknown_system_name
 
     with pytest.raises(TypeError, match="system 'dense' listed a tuple, not a Candidate"):
         fuse_candidates({"dense": [("a", 0.5)], "graph": []})  # type: ignore[list-item]
+    for listed in (None, 3, "ab", _candidates(("a", 0.5))[0]):
+        with pytest.raises(TypeError, match=r"system 'graph' gave a \w+, not a list of Cand"):
+            fuse_candidates({"dense": [], "graph": listed})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match=r"pool_cap names \['bm25'\] are not systems"):
         fuse_candidates(
             {"dense": _candidates(("a", 0.5)), "graph": []}, FusionSettings(pool_cap={"bm25": 3})
