@@ -181,9 +181,9 @@ def _sidecar(args: argparse.Namespace, index: Any) -> Any:
 
 def _merge_policy(args: argparse.Namespace) -> Any:
     """The ``MergePolicy`` of ``--merge-factor`` (``None`` for 0: never merge)."""
-    from rag_multihop.store import MergePolicy
+    from rag_multihop.store import merge_policy
 
-    return MergePolicy(factor=args.merge_factor) if args.merge_factor else None
+    return merge_policy(args.merge_factor)
 
 
 def _merge_factor(text: str) -> int:

@@ -24,7 +24,7 @@ Methods open it without a rebuild: ``MultiHopRetriever.from_index(snapshot)``,
 """
 
 from rag_multihop.store.index import CorpusIndex
-from rag_multihop.store.merging import MergePolicy
+from rag_multihop.store.merging import MergePolicy, merge_policy
 from rag_multihop.store.methods import (
     aar_retriever,
     graph_fusion_retriever,
@@ -44,5 +44,6 @@ __all__ = [
     "aar_retriever",
     "graph_fusion_retriever",
     "graph_retriever",
+    "merge_policy",
     "rala_retriever",
 ]

@@ -79,3 +79,15 @@ class MergePolicy:
                     break
                 chosen = start
         return chosen
+
+
+def merge_policy(factor: int) -> MergePolicy | None:
+    """The policy of a plain setting (a CLI flag, a framework component's argument):
+    ``MergePolicy(factor=factor)``, or ``None`` (never merge) for 0.
+
+    >>> merge_policy(0) is None, merge_policy(4).factor
+    (True, 4)
+    """
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 0:
+        raise ValueError(f"merge_factor must be 0 (never merge) or at least 2, got {factor!r}")
+    return MergePolicy(factor=factor) if factor else None

@@ -302,3 +302,21 @@ def test_meta_of_any_type_is_written_and_a_title_or_source_that_is_a_collection_
 
 def _never_called(*args, **kwargs):
     raise AssertionError("the core was called with a batch the writer should have refused")
+
+
+def test_the_writer_merges_small_segments_as_its_merge_factor_says(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+
+    def one(i: str) -> list[Document]:
+        return [Document(id=i, content=f"Page {i}.", embedding=rng.normal(size=8).tolist())]
+
+    for factor, expected in ((0, 5), (2, 3)):  # 2: a, then bc and de merged
+        writer = CorpusIndexWriter(str(tmp_path / f"idx{factor}"), merge_factor=factor)
+        for i in "abcde":
+            writer.run(one(i))
+        assert CorpusIndex(writer.index_path).info()["segments"] == expected
+        assert CorpusIndexWriter.from_dict(writer.to_dict()).merge_factor == factor
+    with pytest.raises(ValueError, match="factor must be at least 2"):
+        CorpusIndexWriter(str(tmp_path / "bad"), merge_factor=1)
+    with pytest.raises(ValueError, match="merge_factor must be 0 .never merge. or at least 2"):
+        CorpusIndexWriter(str(tmp_path / "bad"), merge_factor=-1)

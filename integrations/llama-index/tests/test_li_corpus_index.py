@@ -317,3 +317,18 @@ def test_metadata_of_any_type_is_written_and_a_title_that_is_a_collection_is_nam
 
 def _never_called(*args, **kwargs):
     raise AssertionError("the core was called with a batch the writer should have refused")
+
+
+def test_the_writer_merges_small_segments_as_its_merge_factor_says(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+
+    def one(i: str) -> list[TextNode]:
+        return [TextNode(id_=i, text=f"Page {i}.", embedding=rng.normal(size=8).tolist())]
+
+    for factor, expected in ((0, 5), (2, 3)):  # 2: a, then bc and de merged
+        writer = CorpusIndexWriter(index_path=str(tmp_path / f"idx{factor}"), merge_factor=factor)
+        for i in "abcde":
+            writer(one(i))
+        assert CorpusIndex(writer.index_path).info()["segments"] == expected
+    with pytest.raises(ValueError, match="factor must be at least 2"):
+        CorpusIndexWriter(index_path=str(tmp_path / "bad"), merge_factor=1)

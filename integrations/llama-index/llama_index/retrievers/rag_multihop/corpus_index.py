@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import field_validator
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.schema import (
@@ -79,7 +80,7 @@ from rag_multihop._settings import resolve_settings
 from rag_multihop.multihop import MultiHopResult as CoreMultiHopResult
 from rag_multihop.multihop import MultiHopRetriever as CoreMultiHopRetriever
 from rag_multihop.multihop import MultiHopSettings, MultiHopTrace
-from rag_multihop.store import CorpusIndex, IndexSnapshot
+from rag_multihop.store import CorpusIndex, IndexSnapshot, merge_policy
 from rag_multihop.store.segment import POINTER
 from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Candidate, Passage, Query
@@ -108,6 +109,15 @@ class CorpusIndexWriter(TransformComponent):
     """
 
     index_path: str
+    merge_factor: int = 10
+    """How many small trailing segments of one size make a write merge them (the core's
+    ``MergePolicy``; 0: never, until ``compact()``)."""
+
+    @field_validator("merge_factor")
+    @classmethod
+    def _valid_merge_factor(cls, value: int) -> int:
+        merge_policy(value)
+        return value
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         data = super().to_dict(**kwargs)
@@ -142,17 +152,20 @@ class CorpusIndexWriter(TransformComponent):
 
     def delete(self, node_ids: Sequence[str], *, missing_ok: bool = True) -> int:
         """Delete nodes from the index by id; the index's new version."""
-        return CorpusIndex(self.index_path).delete(node_ids, missing_ok=missing_ok)
+        return self._open().delete(node_ids, missing_ok=missing_ok)
 
     def delete_ref_doc(self, ref_doc_id: str) -> int:
         """Delete every node this writer wrote for the source document ``ref_doc_id``
         (as ``index.delete_ref_doc`` does in the vector store); the index's new version."""
-        return delete_sources(CorpusIndex(self.index_path), [ref_doc_id])
+        return delete_sources(self._open(), [ref_doc_id])
+
+    def _open(self) -> CorpusIndex:
+        return CorpusIndex(self.index_path, merge=merge_policy(self.merge_factor))
 
     def _index(self, dim: int) -> CorpusIndex:
         if (Path(self.index_path) / POINTER).exists():
-            return CorpusIndex(self.index_path)
-        return CorpusIndex.create(self.index_path, dim=dim)
+            return self._open()
+        return CorpusIndex.create(self.index_path, dim=dim, merge=merge_policy(self.merge_factor))
 
 
 INDEX_STATE_KEY = "index_state"

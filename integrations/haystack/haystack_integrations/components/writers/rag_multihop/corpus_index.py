@@ -38,7 +38,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.common.rag_multihop.convert import document_to_passage
 
-from rag_multihop.store import CorpusIndex
+from rag_multihop.store import CorpusIndex, merge_policy
 from rag_multihop.store.segment import POINTER
 from rag_multihop.store.sources import delete_sources, write_sources
 from rag_multihop.types import Passage
@@ -89,10 +89,14 @@ def _plain(passage: Passage) -> Passage:
 class CorpusIndexWriter:
     """Upserts documents into the corpus index at ``index_path`` (module docstring)."""
 
-    def __init__(self, index_path: str) -> None:
+    def __init__(self, index_path: str, merge_factor: int = 10) -> None:
+        """``merge_factor``: how many small trailing segments of one size make a write merge
+        them (the core's ``MergePolicy``; 0: never, until ``compact()``)."""
         if not isinstance(index_path, str) or not index_path:
             raise ValueError(f"index_path must be a non-empty path string, got {index_path!r}")
         self.index_path = index_path
+        self.merge_factor = merge_factor
+        self._merge = merge_policy(merge_factor)
 
     @component.output_types(documents_written=int)
     def run(self, documents: list[Document]) -> dict[str, int]:
@@ -122,20 +126,23 @@ class CorpusIndexWriter:
 
     def delete_documents(self, document_ids: list[str], *, missing_ok: bool = True) -> int:
         """Delete documents from the index by id; the index's new version."""
-        return CorpusIndex(self.index_path).delete(document_ids, missing_ok=missing_ok)
+        return self._open().delete(document_ids, missing_ok=missing_ok)
 
     def delete_sources(self, source_ids: list[str]) -> int:
         """Delete every chunk this writer wrote for the source documents ``source_ids``
         (their ``meta["source_id"]``); the index's new version."""
-        return delete_sources(CorpusIndex(self.index_path), source_ids)
+        return delete_sources(self._open(), source_ids)
+
+    def _open(self) -> CorpusIndex:
+        return CorpusIndex(self.index_path, merge=self._merge)
 
     def _index(self, dim: int) -> CorpusIndex:
         if (Path(self.index_path) / POINTER).exists():
-            return CorpusIndex(self.index_path)
-        return CorpusIndex.create(self.index_path, dim=dim)
+            return self._open()
+        return CorpusIndex.create(self.index_path, dim=dim, merge=self._merge)
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, index_path=self.index_path)
+        return default_to_dict(self, index_path=self.index_path, merge_factor=self.merge_factor)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CorpusIndexWriter:
