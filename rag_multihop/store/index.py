@@ -496,9 +496,11 @@ class CorpusIndex:
         if state.segments:
             unit = l2_normalize(vectors)
             kept, carried = state, None  # the version the new segment is written over
-            start = self._merge_start(state, len(passages), dead)
+            alive = state.alive.copy()  # after this write's deletes
+            alive[np.asarray(dead, dtype=np.int64)] = False
+            start = self._merge_start(state, len(passages), alive)
             if start is not None:
-                kept, carried, tail, tail_vectors = self._merge_tail(state, start, dead)
+                kept, carried, tail, tail_vectors = self._merge_tail(state, start, alive)
                 merged = len(state.segments) - start
                 passages, unit = [*tail, *passages], np.concatenate([tail_vectors, unit])
                 dead = np.flatnonzero(kept.alive & ~state.alive[: kept.n_rows]).tolist() + [
@@ -527,27 +529,23 @@ class CorpusIndex:
         )
         return version
 
-    def _merge_start(self, state: _State, pending: int, dead: Sequence[int]) -> int | None:
-        """The first of ``state``'s segments a write of ``pending`` passages deleting the
-        rows ``dead`` rewrites with its own (:attr:`merge`), or ``None``."""
+    def _merge_start(self, state: _State, pending: int, alive: np.ndarray) -> int | None:
+        """The first of ``state``'s segments a write of ``pending`` passages leaving the
+        rows ``alive`` live rewrites with its own (:attr:`merge`), or ``None``."""
         if self.merge is None or stored_names_version(state.manifest) != NAMES_VERSION:
             return None  # outdated names: a merge would read them again (compact() does)
-        alive = state.alive.copy()
-        alive[np.asarray(dead, dtype=np.int64)] = False
         live = [int(alive[s.rows[0] : s.rows[1]].sum()) for s in state.segments]
         return self.merge.merge_from(live, pending)
 
     def _merge_tail(
-        self, state: _State, start: int, dead: Sequence[int]
+        self, state: _State, start: int, alive: np.ndarray
     ) -> tuple[_State, np.ndarray, list[Passage], np.ndarray]:
         """The version made by ``state``'s segments before ``start`` (as they were written)
-        and the passages of the later ones still live after deleting ``dead``: their old
-        rows, the passages and their stored unit vectors."""
+        and the passages of the later ones among the rows ``alive``: their old rows, the
+        passages and their stored unit vectors."""
         first = state.segments[start].rows[0]
         kept = state.segments[:start]
         base = _State(state.manifest, kept, alive_mask(kept, first))
-        alive = state.alive.copy()
-        alive[np.asarray(dead, dtype=np.int64)] = False
         rows = first + np.flatnonzero(alive[first:])
         tail = [read_segment(self.path, entry, ann=True) for entry in state.entries[start:]]
         return base, rows, self._passages(state, rows), _stored_vectors(tail, rows, state.dim)

@@ -275,9 +275,6 @@ def commit_sidecars(
     n = len(segment["ids.off"]) - 1
     kept = 0 if carried is None else len(carried)
     passages: list[Passage] | None = None
-    for kind, given in producers.items():  # a stale producer refuses before any write
-        if kind in entries and n > kept:
-            check_identity(given, entries[kind], root)
     for kind, entry in entries.items():
         sidecar = read_sidecar(root, {"sidecars": entries}, kind)
         parts = list(entry["parts"])
