@@ -6,18 +6,22 @@ one-string array: it picks the default first-stage margin, changes no stored val
 is no part of the sidecar's identity, and a head without it, attached by an older version,
 still serves), each part ``f`` of its rows' stored unit vectors, so the
 index computes ``f(p)`` of every passage added later by itself (no producer needed after the
-first attach). :class:`IndexedPassages` reads ``p`` (the index's vectors) and ``f(p)`` (the
-sidecar) of live passages by id for :meth:`AssociationReranker.from_index
+first attach). A producer made from a reranker (:meth:`AssociationSidecar.of`) keeps a probe
+of the model's own passage vectors and, when attached, refuses an index whose vectors of the
+same passages are not those (another encoder of the same dimension: see
+:data:`MIN_MEDIAN_COSINE`). :class:`IndexedPassages` reads ``p`` (the index's vectors) and
+``f(p)`` (the sidecar) of live passages by id for :meth:`AssociationReranker.from_index
 <rag_multihop.association.reranker.AssociationReranker.from_index>`.
 
 Example:
-    >>> index.attach_sidecar(AssociationSidecar(reranker))  # doctest: +SKIP
+    >>> index.attach_sidecar(AssociationSidecar.of(reranker))  # doctest: +SKIP
     >>> aar = AssociationReranker.from_index(index.snapshot(), encoder=encoder)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +33,7 @@ from rag_multihop.association.model import (
     association_transform,
 )
 from rag_multihop.types import Passage
+from rag_multihop.validation import l2_normalize
 
 if TYPE_CHECKING:
     from rag_multihop.association.reranker import AssociationReranker
@@ -38,6 +43,16 @@ if TYPE_CHECKING:
 KIND = "aar"
 TRANSFORMED = "f"
 PAIR_SOURCE = "pair_source"
+PROBE_SIZE = 256
+"""The model's own passages (evenly spaced) a producer made from a reranker keeps as its probe."""
+MIN_SHARED = 3
+"""The fewest probe passages the index must hold for its vectors to be compared."""
+MIN_MEDIAN_COSINE = 0.95
+"""The lowest median cosine between the model's and the index's vectors of shared passages:
+the same encoder gives ≈ 1 (int8 MiniLM vs fp32: mean 0.997, min 0.993, docs/benchmarks.md;
+float16 storage ≈ 0.99999), another encoder ≈ 0 (its vector space is unrelated)."""
+
+logger = logging.getLogger(__name__)
 
 
 def weights_digest(weights: AssociationWeights) -> str:
@@ -52,22 +67,38 @@ def weights_digest(weights: AssociationWeights) -> str:
 class AssociationSidecar:
     """The ``aar`` sidecar producer of one association model (``weights``; ``encoder_name``
     names the encoder its passage vectors come from; ``pair_source`` how its training pairs
-    were obtained, ``None`` when not recorded)."""
+    were obtained, ``None`` when not recorded; ``probe``: unit vectors of passages the model
+    was fitted on, by id, compared with the index's by :meth:`start`; ``None``: no check).
+    The probe is no part of the identity."""
 
     kind = KIND
 
     def __init__(
-        self, weights: AssociationWeights, encoder_name: str, pair_source: str | None = None
+        self,
+        weights: AssociationWeights,
+        encoder_name: str,
+        pair_source: str | None = None,
+        probe: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         self.weights = weights
         self.encoder_name = str(encoder_name)
         self.pair_source = pair_source
+        self.probe = probe
         self._digest = weights_digest(weights)
 
     @classmethod
-    def of(cls, reranker: AssociationReranker) -> AssociationSidecar:
-        """The producer of a fitted reranker's model."""
-        return cls(reranker.weights, reranker.encoder_name, reranker.pair_source)
+    def of(cls, reranker: AssociationReranker, *, check: bool = True) -> AssociationSidecar:
+        """The producer of a fitted reranker's model, with a probe of up to
+        :data:`PROBE_SIZE` of its stored passages (none when ``check`` is false: for a
+        model of another corpus whose passage ids merely coincide with the index's; none
+        either for a reranker storing no passages, e.g. one served from an index)."""
+        probe = None
+        if check and reranker.passage_ids:
+            ids = reranker.passage_ids
+            rows = np.linspace(0, len(ids) - 1, min(len(ids), PROBE_SIZE)).round().astype(int)
+            chosen = [ids[i] for i in rows.tolist()]
+            probe = dict(zip(chosen, reranker.passage_vectors(chosen), strict=True))
+        return cls(reranker.weights, reranker.encoder_name, reranker.pair_source, probe)
 
     @classmethod
     def from_sidecar(cls, sidecar: Sidecar) -> AssociationSidecar:
@@ -88,10 +119,44 @@ class AssociationSidecar:
     def start(
         self, passages: Sequence[Passage], vectors: np.ndarray
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        part = self.compute({}, passages, vectors)
+        self._check_probe(passages, vectors)
         head = self.weights.to_state_dict()
         if self.pair_source is not None:
             head[PAIR_SOURCE] = np.array([self.pair_source])
-        return head, self.compute({}, passages, vectors)
+        return head, part
+
+    def _check_probe(self, passages: Sequence[Passage], vectors: np.ndarray) -> None:
+        """``ValueError`` when the index's vectors of the probe's passages (among the first
+        ones attached) are not the model's: the model was trained on another encoder's."""
+        if self.probe is None:
+            return
+        rows = {passage.id: i for i, passage in enumerate(passages)}
+        shared = [pid for pid in self.probe if pid in rows]
+        if len(shared) < MIN_SHARED:
+            logger.info(
+                "the association model (encoder %r) shares %d of its %d probe passages with "
+                "the index: its vectors cannot be compared with the index's (no check; a "
+                "model trained on another corpus is used through f(p) as it is)",
+                self.encoder_name,
+                len(shared),
+                len(self.probe),
+            )
+            return
+        mine = l2_normalize(np.stack([self.probe[pid] for pid in shared]))
+        theirs = l2_normalize(np.asarray(vectors)[[rows[pid] for pid in shared]])
+        median = float(np.median(np.sum(mine * theirs, axis=1)))
+        if median < MIN_MEDIAN_COSINE:
+            raise ValueError(
+                f"the association model (encoder {self.encoder_name!r}) was trained on other "
+                f"vectors than this index's: of {len(shared)} passages both hold, the median "
+                f"cosine between the model's and the index's vector is {median:.3f} (the same "
+                f"encoder, even quantised, gives ≈ 1; refused below {MIN_MEDIAN_COSINE}). "
+                "Train the model on this index's vectors (AssociationReranker.fit with "
+                "snapshot.corpus.ids and snapshot.vectors); for a model of another corpus "
+                "whose passage ids merely coincide with these, attach "
+                "AssociationSidecar.of(reranker, check=False)"
+            )
 
     def compute(
         self, head: Mapping[str, np.ndarray], passages: Sequence[Passage], vectors: np.ndarray
