@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,6 +33,16 @@ logger = logging.getLogger(__name__)
 
 Given = Mapping[str, Sequence[float] | np.ndarray]
 """Vectors a caller supplies for passages, by passage id."""
+
+
+class Rows(Protocol):
+    """Unit vectors read by row: indexing with a list of rows gives their ``(k, dim)``
+    array (a numpy array, a memory map, an index's live vectors)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def __getitem__(self, rows: Any) -> np.ndarray: ...
 
 
 class PassageVectors:
@@ -67,7 +78,7 @@ class PassageVectors:
         self.memo_size = check_int(memo_size, "memo_size", low=0)
         self._memo: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
-        self._matrix: np.ndarray | None = None
+        self._matrix: Rows | None = None
         if vectors is not None:
             self._matrix = l2_normalize(
                 as_embedding_matrix(vectors, name="passage vectors", dim=dim)
@@ -76,12 +87,33 @@ class PassageVectors:
                 raise ValueError(f"got {len(ids)} ids but {self._matrix.shape[0]} vectors")
         elif len(ids):
             raise ValueError(f"got {len(ids)} ids but no vectors")
-        self._row = {pid: i for i, pid in enumerate(ids)}
+        self._row: Mapping[str, int] = {pid: i for i, pid in enumerate(ids)}
         if len(self._row) != len(ids):
             raise ValueError("passage ids must be unique")
         if dim is None and self._matrix is not None:
             dim = int(self._matrix.shape[1])
         self.dim = dim if dim is not None else getattr(encoder, "dim", None)
+
+    @classmethod
+    def stored_rows(
+        cls,
+        rows: Mapping[str, int],
+        vectors: Rows,
+        encoder: Encoder | None = None,
+        *,
+        store_name: str = "this store",
+        memo_size: int = 10_000,
+    ) -> PassageVectors:
+        """Vectors stored elsewhere, read where asked: passage id → its row of ``vectors``
+        (unit rows, kept as given: an index's memory-mapped vectors are not copied).
+
+        >>> store = PassageVectors.stored_rows({"a": 1}, np.array([[1.0, 0.0], [0.0, 1.0]]))
+        >>> store.passages([Passage("a", "x")]).tolist()
+        [[0.0, 1.0]]
+        """
+        out = cls(encoder, dim=int(vectors.shape[1]), store_name=store_name, memo_size=memo_size)
+        out._row, out._matrix = rows, vectors
+        return out
 
     def stores(self, passage_id: str) -> bool:
         """Whether a vector is stored for ``passage_id``."""
@@ -91,14 +123,15 @@ class PassageVectors:
         """``(len(passages), dim)`` unit rows: stored, else ``given[id]``, else encoded (the
         passages left for the encoder go in one batch)."""
         given = given or {}
-        stored = [i for i, p in enumerate(passages) if p.id in self._row]
+        found = [self._row.get(p.id) for p in passages]  # one look-up each (an index searches)
+        stored = [i for i, row in enumerate(found) if row is not None]
         if len(stored) == len(passages) and self._matrix is not None:
-            return self._matrix[[self._row[p.id] for p in passages]]
-        supplied = [i for i, p in enumerate(passages) if p.id not in self._row and p.id in given]
-        encode = [i for i, p in enumerate(passages) if p.id not in self._row and p.id not in given]
+            return self._matrix[found]
+        supplied = [i for i, row in enumerate(found) if row is None and passages[i].id in given]
+        encode = [i for i, row in enumerate(found) if row is None and passages[i].id not in given]
         parts: list[tuple[list[int], np.ndarray]] = []
         if stored and self._matrix is not None:
-            parts.append((stored, self._matrix[[self._row[passages[i].id] for i in stored]]))
+            parts.append((stored, self._matrix[[found[i] for i in stored]]))
         if supplied:
             ids = [passages[i].id for i in supplied]
             raw = [np.asarray(given[pid], np.float32).ravel() for pid in ids]

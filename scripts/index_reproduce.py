@@ -3,17 +3,18 @@
 For each dataset: the benchmark's own context (shared MiniLM embeddings, cached), the
 methods built by the benchmark's factories (in memory, as ``rag-multihop bench`` runs them),
 and the same methods served from a ``CorpusIndex`` of the corpus written to a temporary
-folder and reopened (``MultiHopRetriever.from_index``, ``graph_fusion_retriever``, and for
-``aar`` / ``rala`` ``aar_retriever`` / ``rala_retriever`` over the index's sidecars: the
-benchmark's trained AAR model (transductive, as in the table) and RaLa's token states are
-attached to the index once, then read back, not recomputed). Prints R@2 / R@5 of both and
-how many questions got the identical top 10 (ids and scores).
+folder and reopened (``dense_retriever``, ``MultiHopRetriever.from_index``,
+``graph_fusion_retriever``, ``bridge_retriever``, and for ``aar`` / ``aar-reverse`` /
+``rala`` ``aar_retriever`` / ``rala_retriever`` over the index's sidecars: the benchmark's
+trained AAR model (transductive, as in the table; both modes share it) and RaLa's token
+states are attached to the index once, then read back, not recomputed). Prints R@2 / R@5 of
+both and how many questions got the identical top 10 (ids and scores).
 
 Run from the repository root (embeds once; later runs read the embedding and token-state
 caches)::
 
     python scripts/index_reproduce.py --datasets 2wiki,hotpotqa-500 \
-        --methods multihop,pit-boltzmann,aar,rala
+        --methods dense,multihop,pit-boltzmann,bridge,aar,aar-reverse,rala
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from rag_multihop.multihop import MultiHopRetriever
 from rag_multihop.store import (
     CorpusIndex,
     aar_retriever,
+    bridge_retriever,
+    dense_retriever,
     graph_fusion_retriever,
     rala_retriever,
 )
@@ -50,20 +53,27 @@ def _recall(rankings, questions, k) -> float:
 
 
 def _served(method: str, snapshot: Any, benches: dict[str, Any], encoder: Any) -> Any:
-    """``method`` served from the reopened index (for ``aar`` / ``rala``: with the
-    benchmark's settings, reading the sidecars attached from its model and states)."""
+    """``method`` served from the reopened index (for ``bridge``, ``aar`` / ``aar-reverse``
+    and ``rala``: with the benchmark's settings; AAR and RaLa read the sidecars attached
+    from its model and states)."""
+    if method == "dense":
+        return dense_retriever(snapshot, encoder)
+    if method == "bridge":
+        return bridge_retriever(
+            snapshot, encoder=encoder, settings=benches[method].pipeline.settings
+        )
     if method == "multihop":
         return MultiHopRetriever.from_index(snapshot, encoder=encoder)
     if method == "pit-boltzmann":
         return graph_fusion_retriever(snapshot, encoder=encoder)
-    if method == "aar":
-        scoring = benches["aar"].settings.scoring
+    if method in ("aar", "aar-reverse"):
+        scoring = benches[method].settings.scoring
         return aar_retriever(
             snapshot,
             encoder=encoder,
             candidates=scoring.candidates,
             lambda_=scoring.lambda_,
-            mode=benches["aar"].mode,
+            mode=benches[method].mode,
         )
     if method == "rala":
         reranker = benches["rala"].reranker
@@ -77,7 +87,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--datasets", default="2wiki,hotpotqa-500")
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/datasets"))
-    parser.add_argument("--methods", default="multihop,pit-boltzmann,aar,rala")
+    parser.add_argument(
+        "--methods", default="dense,multihop,pit-boltzmann,bridge,aar,aar-reverse,rala"
+    )
     args = parser.parse_args()
     encoder = CachedEncoder(make_encoder("minilm"))
     print("| dataset | method | R@2 bench | R@2 index | R@5 bench | R@5 index | same top 10 |")
@@ -90,8 +102,9 @@ def main() -> None:
         CorpusIndex.build(path, list(dataset.corpus), context.passage_vectors)
         methods = args.methods.split(",")
         benches = {method: get_method(method).build(context) for method in methods}
-        if "aar" in benches:  # the benchmark's trained model, attached once
-            [model] = [m.reranker for m in benches["aar"].models]
+        aar = benches.get("aar") or benches.get("aar-reverse")
+        if aar is not None:  # the benchmark's trained model (both modes share it), attached once
+            [model] = [m.reranker for m in aar.models]
             CorpusIndex(path).attach_sidecar(AssociationSidecar.of(model))
         if "rala" in benches:  # the benchmark's cached token states, attached once
             rala = benches["rala"].reranker

@@ -19,7 +19,8 @@
   states) stored beside the segments and kept right by every write.
 
 Methods open it without a rebuild: ``MultiHopRetriever.from_index(snapshot)``,
-:func:`graph_fusion_retriever`, :func:`aar_retriever` and :func:`rala_retriever`. See
+:func:`dense_retriever`, :func:`graph_fusion_retriever`, :func:`aar_retriever`,
+:func:`rala_retriever` and :func:`bridge_retriever`. See
 ``docs/index.md``.
 """
 
@@ -27,6 +28,8 @@ from rag_multihop.store.index import CorpusIndex
 from rag_multihop.store.merging import MergePolicy, merge_policy
 from rag_multihop.store.methods import (
     aar_retriever,
+    bridge_retriever,
+    dense_retriever,
     graph_fusion_retriever,
     graph_retriever,
     rala_retriever,
@@ -42,6 +45,8 @@ __all__ = [
     "IndexSnapshot",
     "MergePolicy",
     "aar_retriever",
+    "bridge_retriever",
+    "dense_retriever",
     "graph_fusion_retriever",
     "graph_retriever",
     "merge_policy",

@@ -9,7 +9,9 @@ candidates come from that store (:class:`~rag_multihop.index.first_stage.StoreFi
 ids the index lacks skipped and counted, cosines from the index's vectors), so the index only
 contributes the graph. :func:`aar_retriever` and :func:`rala_retriever` rerank the dense
 top K with the index's sidecars (``docs/index.md``): AAR's stored model and passage
-transforms, RaLa's stored token states; nothing is recomputed.
+transforms, RaLa's stored token states; nothing is recomputed. :func:`bridge_retriever` is
+the ``bridge`` method (BridgeRAG) searching the index, its LLM-free judge reading the
+candidates' vectors from the index.
 
 Example:
     >>> import tempfile, numpy as np
@@ -44,9 +46,11 @@ from rag_multihop.store.encoder_check import check_index_encoder
 from rag_multihop.store.index import CorpusIndex
 from rag_multihop.store.snapshot import IndexSnapshot
 from rag_multihop.types import Candidate, Query
+from rag_multihop.vectors import PassageVectors
 
 if TYPE_CHECKING:
     from rag_multihop.association.retriever import AssociationRetriever
+    from rag_multihop.bridge.pipeline import BridgeRetriever
     from rag_multihop.coop.rala import RaLaRetriever
 
 DEFAULT_CHILD_K = 50
@@ -106,6 +110,15 @@ def dense_retriever(snapshot: IndexSource, encoder: Encoder | None = None) -> De
     if encoder is not None:
         check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
     return DenseRetriever(snapshot.corpus, snapshot.dense_index, encoder, check_ids=False)
+
+
+def index_vectors(snapshot: IndexSource, encoder: Encoder | None = None) -> PassageVectors:
+    """The live passages' vectors by id, read from the snapshot's maps where asked (nothing
+    copied at open); ``encoder`` embeds passages the index does not hold and queries."""
+    snapshot = as_snapshot(snapshot)
+    return PassageVectors.stored_rows(
+        snapshot.id_positions, snapshot.vectors, encoder, store_name=f"the index {snapshot.root}"
+    )
 
 
 def graph_retriever(
@@ -200,3 +213,30 @@ def rala_retriever(
 
     reranker = rala_from_index(snapshot, encoder, **options)
     return RaLaRetriever(_first_stage(snapshot, dense_encoder, first_stage), reranker)
+
+
+def bridge_retriever(
+    snapshot: IndexSource,
+    *,
+    encoder: Encoder,
+    first_stage: Retriever | None = None,
+    llm: Any = None,
+    **options: Any,
+) -> BridgeRetriever:
+    """BridgeRAG over the index (the ``bridge`` method): hop 1 and the generated queries
+    searched in the index's dense index (or ``first_stage``, the user's store, as
+    :func:`graph_fusion_retriever` takes it), the LLM-free embedding judge reading the
+    candidates' vectors from the index. ``encoder`` (the index's model) embeds the question
+    and the queries the plan writes. With ``llm`` (what
+    :meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.with_llm` takes) the LLM writes the
+    queries and judges. ``options``: the keyword arguments of
+    :meth:`~rag_multihop.bridge.pipeline.BridgeRetriever.llm_free` / ``with_llm``
+    (``settings=``, ``alpha=``, ...)."""
+    snapshot = as_snapshot(snapshot)
+    from rag_multihop.bridge.pipeline import BridgeRetriever
+
+    check_index_encoder(snapshot.manifest, encoder, where=snapshot.root)
+    base = _first_stage(snapshot, encoder, first_stage)
+    if llm is not None:
+        return BridgeRetriever.with_llm(base, llm, **options)
+    return BridgeRetriever.llm_free(base, vectors=index_vectors(snapshot, encoder), **options)
