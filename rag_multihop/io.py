@@ -21,10 +21,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
@@ -51,9 +53,7 @@ def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         values = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+        for lineno, line in json_lines(text):
             try:
                 values.append(json.loads(line))
             except json.JSONDecodeError as line_exc:
@@ -62,6 +62,19 @@ def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
                     f"(line {lineno}: {line_exc.msg})"
                 ) from None
         return values
+
+
+def json_lines(text: str) -> list[tuple[int, str]]:
+    """The non-blank lines of a JSON Lines text with their 1-based numbers. A line ends at
+    ``\\n``, ``\\r\\n`` or ``\\r`` (which a JSON string holds only escaped), never at U+2028,
+    U+2029 or U+0085, which a JSON string may hold as they are
+    (``json.dumps(..., ensure_ascii=False)`` writes them so) and :meth:`str.splitlines`
+    would take for line ends.
+
+    >>> json_lines('"a\\u2028b"\\r\\n\\n"c"\\r"d"')
+    [(1, '"a\\u2028b"'), (3, '"c"'), (4, '"d"')]
+    """
+    return [(n, line) for n, line in enumerate(_LINE_END.split(text), start=1) if line.strip()]
 
 
 def read_records(path: str | os.PathLike[str], *, what: str = "file") -> list[Any]:

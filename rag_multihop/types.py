@@ -21,32 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from rag_multihop.validation import check_candidates, check_int
+from rag_multihop.validation import check_candidates, check_int, check_unicode
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
-
-
-def _check_unicode(value: str, what: str) -> None:
-    """``ValueError`` unless ``value`` is valid Unicode: a lone surrogate (what a JSON
-    ``"\\ud800"`` escape or a broken decoder leaves) cannot be stored, embedded or sent.
-
-    >>> _check_unicode("café", "x")
-    >>> _check_unicode("a" + chr(0xD800), "text")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: text is not valid Unicode: a lone surrogate at position 1; clean it first, ...
-    """
-    if value.isascii():
-        return
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{what} is not valid Unicode: a lone surrogate at position {exc.start}; clean it "
-            'first, e.g. value.encode("utf-8", "replace").decode("utf-8")'
-        ) from None
 
 
 def _shown(value: object, limit: int = 60) -> str:
@@ -80,7 +59,7 @@ class Passage:
                     f"{type(value).__name__} {_shown(value)}"
                 )
         for name in ("id", "text", "title"):
-            _check_unicode(getattr(self, name), f"Passage.{name} of passage {self.id!r}")
+            check_unicode(getattr(self, name), f"Passage.{name} of passage {self.id!r}")
         if self.metadata is not None and not isinstance(self.metadata, Mapping):
             raise ValueError(
                 f"Passage.metadata of passage {self.id!r} must be a mapping (a dict) or None, got "

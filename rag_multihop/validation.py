@@ -96,9 +96,33 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
+def check_unicode(value: str, what: str) -> None:
+    """``ValueError`` unless ``value`` is valid Unicode: a lone surrogate (what a JSON
+    ``"\\ud800"`` escape, a broken decoder or a file name that is not UTF-8 leaves) has no
+    UTF-8 form, so it cannot be stored, hashed, embedded or sent; ``what`` names the value
+    (its field and the id it belongs to).
+
+    >>> check_unicode("café \\x00 \\U0001f600", "x")
+    >>> check_unicode("a" + chr(0xD800), "text")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: text is not valid Unicode: a lone surrogate at position 1; clean it first, ...
+    """
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{what} is not valid Unicode: a lone surrogate at position {exc.start}; clean it "
+            'first, e.g. value.encode("utf-8", "replace").decode("utf-8")'
+        ) from None
+
+
 def check_texts(texts: object, name: str = "texts") -> list[str]:
     """``texts`` as a list when it is a sequence of strings, else ``TypeError`` (a bare
-    string, which an encoder would read character by character, included).
+    string, which an encoder would read character by character, included); a text with a
+    lone surrogate is a ``ValueError`` naming it (:func:`check_unicode`).
 
     >>> check_texts(("a", "b"))
     ['a', 'b']
@@ -115,7 +139,42 @@ def check_texts(texts: object, name: str = "texts") -> list[str]:
     for i, text in enumerate(found):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{i}] must be a string, got {type(text).__name__}")
+        if not text.isascii():  # the name made only where a surrogate can be
+            check_unicode(text, f"{name}[{i}]")
     return found
+
+
+def check_id_unicode(ids: Iterable[str], what: str) -> None:
+    """:func:`check_unicode` of each of ``ids`` (strings), the error naming the id as
+    ``id {id!r} {what}`` (``what``: "to delete", ...): an id that is not valid Unicode
+    cannot be in an index.
+
+    >>> check_id_unicode(["a", "b" + chr(0xDC80)], "to delete")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: id 'b\\udc80' to delete is not valid Unicode: a lone surrogate at position 1; ...
+    """
+    for value in ids:
+        if not value.isascii():
+            check_unicode(value, f"id {value!r} {what}")
+
+
+def check_source_ids(
+    ids: Sequence[str], sources: Sequence[str | None], what: str = "passage", field: str = "source"
+) -> None:
+    """``ValueError`` naming the first ``what`` (passage, node, document) of ``ids`` whose
+    source document id (``sources[i]``; ``None`` for none) is not valid Unicode (a file
+    name that is not UTF-8, as ``os.listdir`` gives it): the sources map stores it as text.
+    Callers check it before they create or write anything.
+
+    >>> check_source_ids(["n1"], ["b" + chr(0xD800)], "node", "ref_doc_id")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: node 'n1': ref_doc_id 'b\\ud800' is not valid Unicode: a lone surrogate at ...
+    """
+    for item, source in zip(ids, sources, strict=True):
+        if isinstance(source, str) and not source.isascii():
+            check_unicode(source, f"{what} {item!r}: {field} {source!r}")
 
 
 def check_query(query: object) -> Query:

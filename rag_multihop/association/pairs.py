@@ -44,7 +44,7 @@ import numpy as np
 
 from rag_multihop.association.settings import LABEL_FREE, LABELLED
 from rag_multihop.corpus import Corpus
-from rag_multihop.io import read_json
+from rag_multihop.io import json_lines, read_json
 from rag_multihop.multihop.subjects import passage_names
 from rag_multihop.text import MentionIndex, strip_disambiguation, word_tokens
 
@@ -240,7 +240,7 @@ def _pair_records(path: Path) -> list[tuple[str, Any]]:
     if raw[:2] == b"\x1f\x8b":  # gzip, as read_json detects it
         raw = gzip.decompress(raw)
     text = raw.decode("utf-8-sig")
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = json_lines(text)
     if len(lines) > 1 and _is_json(lines[0][1]):  # the first line is a whole value: JSON Lines
         return [(f"line {n}", record) for (n, _), record in zip(lines, data, strict=True)]
     if data == []:

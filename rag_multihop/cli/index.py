@@ -60,7 +60,10 @@ def read_passages(path: Path) -> list[Passage]:
         metadata = record.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise ValueError(f"{path}: record {number} field 'metadata' must be an object")
-        passages.append(Passage(record["id"], record["text"], title, metadata=metadata))
+        try:  # a field Passage refuses (a lone surrogate from a "\ud800" escape)
+            passages.append(Passage(record["id"], record["text"], title, metadata=metadata))
+        except ValueError as exc:
+            raise ValueError(f"{path}: record {number}: {exc}") from None
     kept = sum(1 for p in passages if p.metadata)
     if kept:
         print(

@@ -99,7 +99,12 @@ from rag_multihop.store.sidecars import (
 from rag_multihop.store.snapshot import IndexSnapshot, alive_mask
 from rag_multihop.store.views import PrefetchedTitleIndex, SegmentSet
 from rag_multihop.types import Passage
-from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
+from rag_multihop.validation import (
+    as_embedding_matrix,
+    check_id_unicode,
+    check_positive_int,
+    l2_normalize,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -387,6 +392,7 @@ class CorpusIndex:
         bad = [i for i in wanted if not isinstance(i, str) or not i]
         if bad:
             raise ValueError(f"ids must be non-empty strings, got {bad[:3]}")
+        check_id_unicode(wanted, "to delete")
         if not wanted:
             return self.version
         with writer_lock(self.path, self.lock_timeout):
@@ -451,6 +457,7 @@ class CorpusIndex:
         bad = [i for i in delete if not isinstance(i, str) or not i]
         if bad:
             raise ValueError(f"ids to delete must be non-empty strings, got {bad[:3]}")
+        check_id_unicode(delete, "to delete")
         if not passages and not delete:
             return self.version
         with writer_lock(self.path, self.lock_timeout):

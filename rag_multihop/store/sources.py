@@ -42,6 +42,7 @@ import numpy as np
 from rag_multihop._atomic import ArtifactError
 from rag_multihop.store.index import CorpusIndex
 from rag_multihop.types import Passage
+from rag_multihop.validation import check_source_ids, check_unicode
 
 SOURCES_FILE = "sources.sqlite"
 BUSY_TIMEOUT_S = 30.0
@@ -113,6 +114,7 @@ def write_sources(
     bad = [s for s in named.values() if not isinstance(s, str) or not s]
     if bad:
         raise ValueError(f"a source must be a non-empty string, got {bad[0]!r}")
+    check_source_ids(list(named), list(named.values()))
     unnamed = [p.id for p, s in zip(passages, sources, strict=True) if s is None]
     if not named and not (index.path / SOURCES_FILE).exists():
         return index.upsert(passages, vectors)
@@ -150,6 +152,9 @@ def delete_sources(index: CorpusIndex, sources: Iterable[str]) -> int:
     wanted = list(dict.fromkeys(sources))
     if any(not isinstance(s, str) or not s for s in wanted):
         raise ValueError(f"sources must be non-empty strings, got {wanted[:3]}")
+    for source in wanted:
+        if not source.isascii():
+            check_unicode(source, f"source {source!r}")
     if not wanted or not (index.path / SOURCES_FILE).exists():
         return index.version
     with _connected(index) as connection:

@@ -32,8 +32,11 @@ import numpy as np
 @lru_cache(maxsize=1 << 19)
 def key_hash(key: str) -> int:
     """The 64-bit BLAKE2b hash of ``key`` (stable across processes and machines; memoised:
-    an index build hashes every word of every text, and texts repeat their words)."""
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+    an index build hashes every word of every text, and texts repeat their words). A key
+    with a lone surrogate (never stored: passages refuse it) hashes to bytes no UTF-8 key
+    has, so looking it up finds nothing instead of failing."""
+    data = key.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
 def key_hashes(keys: Iterable[str]) -> np.ndarray:

@@ -88,6 +88,7 @@ from rag_multihop.validation import (
     as_embedding_matrix,
     check_batch_dim,
     check_positive_int,
+    check_source_ids,
     check_unique_ids,
     warn_textless,
 )
@@ -143,10 +144,11 @@ class CorpusIndexWriter(TransformComponent):
             [node.embedding for node in nodes], name="node embeddings", ids=ids
         )
         passages = [_plain(node_to_passage(node)) for node in nodes]
+        sources = [node.ref_doc_id for node in nodes]
+        check_source_ids(ids, sources, "node", "ref_doc_id")
         warn_textless(passages, "node")
         index = self._index(vectors.shape[1])
         check_batch_dim(vectors.shape[1], index.dim, ids[0], "node", self.index_path)
-        sources = [node.ref_doc_id for node in nodes]
         write_sources(index, passages, vectors, sources)
         return nodes
 

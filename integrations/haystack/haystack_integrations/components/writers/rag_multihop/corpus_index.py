@@ -45,6 +45,7 @@ from rag_multihop.types import Passage
 from rag_multihop.validation import (
     as_embedding_matrix,
     check_batch_dim,
+    check_source_ids,
     check_unique_ids,
     warn_textless,
 )
@@ -118,6 +119,7 @@ class CorpusIndexWriter:
         )
         passages = [_plain(document_to_passage(d)) for d in documents]
         sources = [_source(d) for d in documents]
+        check_source_ids(ids, sources, "document", f"meta[{SOURCE_KEY!r}]")
         warn_textless(passages, "document")
         index = self._index(vectors.shape[1])
         check_batch_dim(vectors.shape[1], index.dim, ids[0], "document", self.index_path)
