@@ -1,14 +1,14 @@
 """``rag-multihop index build|add|delete|compact|attach|info``: a persistent corpus index.
 
 Passages come as JSON Lines (or a JSON list) of ``{"id": str, "text": str, "title": str}``
-records (``title`` optional); vectors from ``--vectors FILE.npy`` (one row per passage, in
-file order) or, without it, from the encoder (``--encoder``; without it the bundled MiniLM,
-on int8 ONNX for a build of more than 2,000 passages when its fingerprint matches fp32,
-:mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input SHARD...`` builds from
-JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector`` column skips
-encoding) with Ray actors (:mod:`rag_multihop.store.ray_build`): a local Ray with
-``--workers`` CPUs, or the cluster at ``--address``. Bad input exits with status 2 and a
-message naming the file, record and field; a writer lock held by another process exits
+records (``title`` optional, ``null`` read as none); vectors from ``--vectors FILE.npy``
+(one row per passage, in file order) or, without it, from the encoder (``--encoder``;
+without it the bundled MiniLM, on int8 ONNX for a build of more than 2,000 passages when its
+fingerprint matches fp32, :mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input
+SHARD...`` builds from JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector``
+column skips encoding) with Ray actors (:mod:`rag_multihop.store.ray_build`): a local Ray
+with ``--workers`` CPUs, or the cluster at ``--address``. Bad input exits with status 2 and
+a message naming the file, record and field; a writer lock held by another process exits
 with status 1. ``attach`` stores a method's per-passage values beside the index (a sidecar,
 ``docs/index.md``): ``--aar MODEL_DIR`` a trained AAR model's passage transforms, ``--rala``
 RaLa's token states from ``--encoder`` (which must be the index's encoder).
@@ -54,7 +54,8 @@ def read_passages(path: Path) -> list[Passage]:
         for field in ("id", "text"):
             if not isinstance(record.get(field), str) or not record[field]:
                 raise ValueError(f"{path}: record {number} needs a non-empty string {field!r}")
-        title = record.get("title", "")
+        title = record.get("title")
+        title = "" if title is None else title  # null: no title, as when it is left out
         if not isinstance(title, str):
             raise ValueError(f"{path}: record {number} field 'title' must be a string")
         metadata = record.get("metadata") or {}

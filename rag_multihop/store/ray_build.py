@@ -3,7 +3,7 @@
 The engine maps the batch plan of :mod:`rag_multihop.store.batches` over shards, in parts
 (:mod:`rag_multihop.store.parts`). One pool of worker actors serves both passes: each actor
 reads the shards it is handed with pyarrow (JSON Lines or Parquet; local paths, globs or any
-fsspec URL; columns ``id``, ``text``, ``title`` optional, ``vector`` optional: without it
+fsspec URL; columns ``id``, ``text``, ``title`` optional (null: none), ``vector``: without it
 the actor embeds with ``encoder``, loaded once per actor) and runs pass 1 into numpy arrays.
 The driver collects each unit's name-dictionary entries (a few arrays per passage) and
 shares them through the object store; every actor builds the dictionary from them and runs
@@ -126,7 +126,8 @@ def _columns(table: Any, path: str) -> dict[str, list[Any]]:
                 f"input shards need a {field!r} column; shard {path} has {sorted(names)}"
             )
     out = {field: table.column(field).to_pylist() for field in ("id", "text")}
-    out["title"] = table.column("title").to_pylist() if "title" in names else [""] * table.num_rows
+    titles = table.column("title").to_pylist() if "title" in names else [None] * table.num_rows
+    out["title"] = ["" if title is None else title for title in titles]  # null: no title
     for field, values in out.items():
         for i, value in enumerate(values):
             if not isinstance(value, str) or (field != "title" and not value):

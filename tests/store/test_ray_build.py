@@ -196,6 +196,18 @@ def test_ray_build_names_a_missing_column(tmp_path, local_ray) -> None:
         build_with_ray(tmp_path / "idx", [str(shards / "a.jsonl")], workers=2)
 
 
+def test_ray_build_reads_a_null_title_as_none(tmp_path, local_ray) -> None:
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    records = [
+        {"id": "p1", "text": "Rope is a film.", "title": None, "vector": [1.0, 0.0]},
+        {"id": "p2", "text": "Psycho is a film.", "title": "Psycho", "vector": [0.0, 1.0]},
+    ]
+    (shards / "a.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    built = build_with_ray(tmp_path / "idx", [str(shards / "a.jsonl")], workers=2)
+    assert [p.title for p in built.snapshot().corpus] == ["", "Psycho"]
+
+
 def test_parts_come_back_through_the_object_store_when_workers_cannot_reach_the_disk(
     tmp_path, local_ray, slice_2wiki, monkeypatch
 ) -> None:

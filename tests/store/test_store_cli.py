@@ -85,6 +85,7 @@ def test_the_index_commands_build_update_and_report(tmp_path, capsys) -> None:
         ([{"id": "a"}], "record 1 needs a non-empty string 'text'"),
         ([{"id": "a", "text": "x", "body": "y"}], r"unknown field\(s\) \['body'\]"),
         ([["a", "x"]], "record 1 is not a JSON object"),
+        ([{"id": "a", "text": "x", "title": 3}], "record 1 field 'title' must be a string"),
     ],
 )
 def test_bad_passages_exit_2_naming_the_record(tmp_path, capsys, records, message) -> None:
@@ -103,6 +104,20 @@ def test_bad_passages_exit_2_naming_the_record(tmp_path, capsys, records, messag
     )
     assert code == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_a_null_title_is_read_as_none_as_a_missing_one_is(tmp_path, capsys) -> None:
+    records = [
+        {"id": "a", "text": "Rope is a film.", "title": None},
+        {"id": "b", "text": "Psycho."},
+    ]
+    path = _write(tmp_path, "p.jsonl", records)
+    idx = str(tmp_path / "idx")
+    vectors = str(_npy(tmp_path, "v.npy", 2))
+    assert (
+        main(["index", "build", "--index", idx, "--passages", str(path), "--vectors", vectors]) == 0
+    )
+    assert [p.title for p in CorpusIndex(idx).snapshot().corpus] == ["", ""]
 
 
 def test_bad_vectors_and_ids_exit_2(tmp_path, capsys) -> None:
