@@ -1,4 +1,4 @@
-"""Index build throughput: in-process vs Ray (local workers), and fp32 vs int8 bulk embedding.
+"""Index build throughput: in-process vs Ray (local workers), and fp32 vs bulk encoders.
 
 ``--sizes``: for each N, the synthetic titled corpus of ``scripts/index_scale.py`` (vectors
 given, so only the encoder-free stages run) is written as Parquet shards; each engine builds
@@ -13,9 +13,10 @@ through shared caches, memory bandwidth or a hypervisor, show here as a ceiling 
 
 ``--embed N``: bulk-embedding passages/s (wall) and passages per CPU-second (the process's
 CPU time, all its threads: the figure that holds on a shared, loaded machine) of the first N
-passages of the shared 2Wiki corpus with the fp32 (``minilm``) and int8 (``minilm-int8``)
-encoders, uncached, one after the other in one process, their ratios, and the int8
-encoder's fingerprint similarity to fp32.
+passages of the shared 2Wiki corpus with the fp32 (``minilm``), int8 ONNX (``minilm-int8``)
+and bfloat16 (``minilm-bf16``, fast only on a CPU with AMX) encoders, uncached, one after
+the other in one process, their ratios to fp32, and each one's fingerprint similarity to
+fp32.
 
 Prints a markdown table and writes JSON (``--out``). The machine's load (``uptime``) is
 recorded with each number: compare ratios within one run. Example::
@@ -201,7 +202,7 @@ def phase_embed(n: int) -> dict[str, Any]:
     corpus = load_named("2wiki", data_dir()).corpus
     texts = [p.embedding_text for p in list(corpus)[:n]]
     out: dict[str, Any] = {"passages": len(texts)}
-    encoders = {name: make_encoder(name) for name in ("minilm", "minilm-int8")}
+    encoders = {name: make_encoder(name) for name in EMBED_ENCODERS}
     for name, encoder in encoders.items():
         encoder.encode(texts[:64])  # load the model and warm up
         start, cpu = time.perf_counter(), time.process_time()
@@ -216,8 +217,13 @@ def phase_embed(n: int) -> dict[str, Any]:
             "load": load(),
         }
     fingerprint = EncoderFingerprint.of(encoders["minilm"])
-    out["int8_fingerprint_cosine"] = fingerprint.similarity(encoders["minilm-int8"])
+    for name in EMBED_ENCODERS[1:]:
+        out[name]["fingerprint_cosine"] = fingerprint.similarity(encoders[name])
     return out
+
+
+EMBED_ENCODERS = ("minilm", "minilm-int8", "minilm-bf16")
+"""The encoders ``--embed`` compares, fp32 first."""
 
 
 def same_index(a: Path, b: Path) -> bool:
@@ -313,7 +319,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000", help="comma-separated corpus sizes")
     parser.add_argument("--workers", type=int, default=2, help="Ray workers (local CPUs)")
-    parser.add_argument("--embed", type=int, default=0, help="passages for fp32 vs int8 (0: skip)")
+    parser.add_argument(
+        "--embed", type=int, default=0, help="passages for fp32 vs int8 and bf16 (0: skip)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON results file")
     parser.add_argument(
         "--ceiling",
@@ -394,19 +402,21 @@ def main() -> None:
             "| encoder | passages | seconds | passages/s | CPU s | passages/CPU-s | load |",
             "|---|---:|---:|---:|---:|---:|---|",
         ]
-        for name in ("minilm", "minilm-int8"):
+        for name in EMBED_ENCODERS:
             e = embed[name]
             rows.append(
                 f"| {name} | {embed['passages']} | {e['seconds']:.1f} | "
                 f"{e['passages_per_s']:.0f} | {e['cpu_s']:.1f} | "
                 f"{e['passages_per_cpu_s']:.0f} | {e['load']} |"
             )
-        fp32, int8 = embed["minilm"], embed["minilm-int8"]
-        rows.append(
-            f"int8 / fp32: {int8['passages_per_s'] / fp32['passages_per_s']:.2f}× passages/s, "
-            f"{int8['passages_per_cpu_s'] / fp32['passages_per_cpu_s']:.2f}× passages/CPU-s"
-        )
-        rows.append(f"int8 fingerprint: lowest probe cosine {embed['int8_fingerprint_cosine']:.4f}")
+        fp32 = embed["minilm"]
+        for name in EMBED_ENCODERS[1:]:
+            e = embed[name]
+            rows.append(
+                f"{name} / fp32: {e['passages_per_s'] / fp32['passages_per_s']:.2f}× "
+                f"passages/s, {e['passages_per_cpu_s'] / fp32['passages_per_cpu_s']:.2f}× "
+                f"passages/CPU-s; fingerprint: lowest probe cosine {e['fingerprint_cosine']:.4f}"
+            )
     print("\n".join(rows))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

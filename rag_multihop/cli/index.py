@@ -3,8 +3,9 @@
 Passages come as JSON Lines (or a JSON list) of ``{"id": str, "text": str, "title": str}``
 records (``title`` optional, ``null`` read as none); vectors from ``--vectors FILE.npy``
 (one row per passage, in file order) or, without it, from the encoder (``--encoder``;
-without it the bundled MiniLM, on int8 ONNX for a build of more than 2,000 passages when its
-fingerprint matches fp32, :mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input
+without it the bundled MiniLM, in bfloat16 on a CPU with AMX or on int8 ONNX elsewhere for a
+build of more than 2,000 passages when its fingerprint matches fp32,
+:mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input
 SHARD...`` builds from JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector``
 column skips encoding) with Ray actors (:mod:`rag_multihop.store.ray_build`): a local Ray
 with ``--workers`` CPUs, or the cluster at ``--address``. Bad input exits with status 2 and

@@ -59,3 +59,25 @@ def test_minilm_offline_gives_unit_vectors_and_similar_texts_score_higher(minilm
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
     assert minilm.name == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_minilm_in_bfloat16_gives_the_fp32_vectors_under_its_own_name(minilm):
+    """``minilm-bf16``: the same model in bfloat16 (AMX's type); its float32 unit rows are
+    the fp32 model's to ~1e-4, in input order, and its name keeps caches apart."""
+    from rag_multihop.encoders import make_encoder
+
+    texts = [
+        "Rope is a 1948 film directed by Alfred Hitchcock.",
+        "x",
+        "The Eiffel Tower is in Paris. " * 40,  # long: sorted first inside the call
+        *[f"passage number {i} about rivers" for i in range(20)],  # > SMALL_CALL texts
+    ]
+    bf16 = make_encoder("minilm-bf16")
+    vectors = bf16.encode(texts)
+    assert vectors.dtype == np.float32 and vectors.shape == (len(texts), 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = (vectors * minilm.encode(texts)).sum(axis=1)
+    assert cosines.min() > 0.999
+    assert bf16.name == "sentence-transformers/all-MiniLM-L6-v2+bf16" != minilm.name
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        make_encoder("minilm").__class__("m", dtype="float16")

@@ -91,7 +91,7 @@ def test_mean_pool_ignores_padding_and_normalises():
 
 
 def test_registry_names_every_encoder_and_refuses_unknown_ones():
-    assert set(ENCODERS) == {"minilm", "minilm-onnx", "minilm-int8"}
+    assert set(ENCODERS) == {"minilm", "minilm-bf16", "minilm-onnx", "minilm-int8"}
     assert make_encoder("minilm").name == "sentence-transformers/all-MiniLM-L6-v2"
     with pytest.raises(ValueError, match="unknown encoder 'bert'; choose from: minilm, "):
         make_encoder("bert")

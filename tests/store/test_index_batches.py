@@ -114,6 +114,7 @@ class _Toy:
 def test_bulk_encoder_falls_back_to_fp32_when_the_fingerprint_differs(monkeypatch, caplog):
     models = {"minilm": _Toy("minilm", 1.0), "minilm-int8": _Toy("minilm-int8", -1.0)}
     monkeypatch.setattr(bulk, "make_encoder", lambda name: models[name])
+    monkeypatch.setattr(bulk, "cpu_has_amx_bf16", lambda: False)
     with caplog.at_level(logging.WARNING, logger="rag_multihop.encoders.bulk"):
         name, reason = bulk.bulk_encoder_name(10_000)
     assert name == "minilm" and "fingerprint differs from fp32" in reason
@@ -121,6 +122,15 @@ def test_bulk_encoder_falls_back_to_fp32_when_the_fingerprint_differs(monkeypatc
     models["minilm-int8"] = _Toy("minilm-int8", 1.0)
     assert bulk.bulk_encoder_name(10_000)[0] == "minilm-int8"
     assert bulk.bulk_encoder_name(100)[0] == "minilm"
+    # a CPU with AMX gets bfloat16 on torch instead, checked the same way
+    monkeypatch.setattr(bulk, "cpu_has_amx_bf16", lambda: True)
+    models["minilm-bf16"] = _Toy("minilm-bf16", -1.0)
+    assert bulk.bulk_encoder_name(10_000)[0] == "minilm"
+    models["minilm-bf16"] = _Toy("minilm-bf16", 1.0)
+    assert bulk.bulk_encoder_name(10_000) == (
+        "minilm-bf16",
+        "bulk job: minilm-bf16, fingerprint matches fp32 (lowest probe cosine 1.0000)",
+    )
 
 
 def test_bulk_encoder_falls_back_when_onnx_is_missing(monkeypatch):
@@ -130,8 +140,9 @@ def test_bulk_encoder_falls_back_when_onnx_is_missing(monkeypatch):
         return _Toy(name, 1.0)
 
     monkeypatch.setattr(bulk, "make_encoder", make)
+    monkeypatch.setattr(bulk, "cpu_has_amx_bf16", lambda: False)
     name, reason = bulk.bulk_encoder_name(None)
-    assert name == "minilm" and "int8 encoder is unavailable" in reason
+    assert name == "minilm" and "minilm-int8 encoder is unavailable" in reason
 
 
 @pytest.mark.parametrize("chunk, batch_size", [(1, 1), (3, 2), (1000, 512)])
