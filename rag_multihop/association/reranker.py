@@ -355,7 +355,7 @@ class AssociationReranker:
         served = AssociationReranker.from_index(
             snapshot, encoder=self.encoder, settings=self.settings
         )
-        mine = AssociationSidecar.of(self).identity()["model"]
+        mine = AssociationSidecar.of(self, check=False).identity()["model"]
         assert served._index is not None
         stored = served._index.identity["model"]
         if mine != stored:
