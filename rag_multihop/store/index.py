@@ -109,8 +109,8 @@ from rag_multihop.validation import (
 logger = logging.getLogger(__name__)
 
 FORMAT = "rag-multihop-corpus-index"
-FORMAT_VERSION = 5
-READABLE_FORMAT_VERSIONS = (4, 5)
+FORMAT_VERSION = 6
+READABLE_FORMAT_VERSIONS = (4, 5, 6)
 """Format 5 packs the arrays a write makes in one file (``segment.PACK_FILE``); format 4
 (one ``.npy`` per array) is read as it is, and its next write makes it format 5."""
 DEFAULT_LOCK_TIMEOUT = 30.0
@@ -694,7 +694,7 @@ class CorpusIndex:
         name, files = write_segment(self.path, version, arrays, ann, staged)
         segment = Segment(name, (r0, r0 + n), (e0, e1), arrays, ann, files)
         manifest.update(
-            format_version=FORMAT_VERSION,  # an index of format 4 becomes 5 with its packs
+            format_version=FORMAT_VERSION,  # an older readable format becomes 6 with this write
             version=version,
             created=time.time(),
             rows=r0 + n,
@@ -884,7 +884,7 @@ def read_current_manifest(root: Path) -> dict[str, Any]:
     if manifest.get("format") != FORMAT or version not in READABLE_FORMAT_VERSIONS:
         raise ArtifactError(
             f"{path}: format {manifest.get('format')!r} version {version!r}; this version "
-            f"reads {FORMAT} {' and '.join(map(str, READABLE_FORMAT_VERSIONS))}: rebuild the "
+            f"reads {FORMAT} {', '.join(map(str, READABLE_FORMAT_VERSIONS))}: rebuild the "
             "index from its passages (rag-multihop index build, or CorpusIndex.build)"
         )
     check_manifest_fields(path, manifest)

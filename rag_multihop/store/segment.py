@@ -44,6 +44,8 @@ import numpy as np
 
 from rag_multihop._atomic import ArtifactError, read_json_file
 from rag_multihop.store.tables import Postings
+from rag_multihop.store.texts import PLAIN as PLAIN_TEXTS
+from rag_multihop.store.texts import compress_texts
 
 ANN_FILE = "ann.faiss"
 """A segment's stored ANN index (when ``IndexSettings.ann`` is not ``"flat"``): a FAISS
@@ -327,7 +329,9 @@ def write_segment(
     named ``<prefix>-<version>-<hex>`` (:data:`SERVING_PREFIX` for serving arrays); its
     name and how each array is stored (the manifest's ``"files"``). With ``staged``, the
     arrays already written there (streamed ``.npy`` files, packed ones) are kept as they
-    are and that folder is published; the others are packed in :data:`PACK_FILE`."""
+    are and that folder is published; the others are packed in :data:`PACK_FILE`. A
+    segment's texts are stored deflated when large enough (:mod:`rag_multihop.store.texts`:
+    the returned files list ``texts.z`` ... instead of ``texts.blob``)."""
     folder = root / SEGMENTS
     own = staged is None
     staged = staged or StagedSegment(root)
@@ -336,6 +340,12 @@ def write_segment(
     in_ann = ann is not None and holds_vectors(ann)
     files: dict[str, dict[str, Any]] = {}
     try:
+        if "texts.blob" in arrays:  # deflated when large enough (rag_multihop.store.texts)
+            texts = compress_texts(arrays["texts.blob"], arrays["texts.off"])
+            if "texts.blob" not in texts:
+                for key in PLAIN_TEXTS:
+                    (staging / f"{key}.npy").unlink(missing_ok=True)
+                arrays = {k: v for k, v in arrays.items() if k not in PLAIN_TEXTS} | texts
         for key, value in arrays.items():
             if key in staged.packed:
                 continue

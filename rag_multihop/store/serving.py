@@ -29,6 +29,7 @@ from rag_multihop.multihop.links import may_share_stems, text_stems, window_cont
 from rag_multihop.multihop.scoring import context_overlap
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import unpack_string
+from rag_multihop.store.texts import text_at
 from rag_multihop.store.views import SegmentSet
 from rag_multihop.types import Passage
 from rag_multihop.validation import as_embedding_matrix, check_positive_int, l2_normalize
@@ -97,7 +98,7 @@ class IndexCorpus(Corpus):
         self._snapshot.passage_ids.remember(passage_id, position)
         return Passage(
             passage_id,
-            unpack_string(segment["texts.blob"], segment["texts.off"], local),
+            text_at(segment.arrays, local),
             unpack_string(segment["titles.blob"], segment["titles.off"], local),
         )
 

@@ -37,6 +37,7 @@ from rag_multihop._atomic import ArtifactError
 from rag_multihop.store.segment import TEMP_PREFIX, describe_array, fsync_directory
 from rag_multihop.store.segment import _load_array as load_array
 from rag_multihop.store.tables import unpack_string
+from rag_multihop.store.texts import text_at
 from rag_multihop.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -217,7 +218,8 @@ def passages_of(arrays: Mapping[str, np.ndarray]) -> list[Passage]:
     def column(name: str) -> list[str]:
         return [unpack_string(arrays[f"{name}.blob"], arrays[f"{name}.off"], i) for i in range(n)]
 
-    ids, texts, titles = column("ids"), column("texts"), column("titles")
+    ids, titles = column("ids"), column("titles")
+    texts = [text_at(arrays, i) for i in range(n)]
     return [Passage(i, x, t) for i, x, t in zip(ids, texts, titles, strict=True)]
 
 

@@ -20,6 +20,7 @@ from rag_multihop.graph.build import title_link_keys, title_link_targets
 from rag_multihop.multihop.titles import TitleIndex, title_tokens
 from rag_multihop.store.segment import Segment
 from rag_multihop.store.tables import contains, key_hash, key_hashes, lookup, unpack_string
+from rag_multihop.store.texts import text_at
 
 QUALIFIER_SEPARATOR = "\x1f"
 
@@ -57,6 +58,8 @@ class SegmentSet:
         """``column`` (``ids``, ``titles``, ``texts`` or ``names``: the passage's names
         joined by ``QUALIFIER_SEPARATOR``) of global ``row``."""
         segment, local = self.locate(row)
+        if column == "texts":  # deflated in a large segment
+            return text_at(segment.arrays, local)
         return unpack_string(segment[f"{column}.blob"], segment[f"{column}.off"], local)
 
     def vector(self, row: int) -> np.ndarray:

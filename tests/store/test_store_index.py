@@ -50,7 +50,7 @@ def test_a_reopened_index_holds_what_was_written(
     assert reopened.corpus["rope"].title == "Rope"
     assert reopened.link_graph.targets(0) == {1: 1.0}  # Polish Wedding names Theresa Connelly
     manifest = json.loads((tmp_path / "idx" / "manifests" / "v-000001.json").read_text())
-    assert manifest["format_version"] == 5 and manifest["live"] == len(polish_wedding)
+    assert manifest["format_version"] == 6 and manifest["live"] == len(polish_wedding)
     assert manifest["settings"] == IndexSettings().to_dict()
     assert not list((tmp_path / "idx").rglob("*.pkl"))
 
@@ -451,14 +451,14 @@ def test_a_mismatched_subjects_setting_is_refused(index) -> None:
         IndexSettings(subjects="yes")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("old", [1, 2, 3, 6])
+@pytest.mark.parametrize("old", [1, 2, 3, 7])
 def test_an_index_of_another_format_is_refused_naming_the_fix(tmp_path, index, old) -> None:
     # 1 stored titles only; 2 stored each link's context stems as strings; 3 gathered the
-    # serving arrays (links, entity graph, walk) when a reader opened it; 6: a later one
+    # serving arrays (links, entity graph, walk) when a reader opened it; 7: a later one
     manifest = tmp_path / "idx" / "manifests" / "v-000001.json"
-    text = manifest.read_text().replace('"format_version": 5', f'"format_version": {old}')
+    text = manifest.read_text().replace('"format_version": 6', f'"format_version": {old}')
     manifest.write_text(text)
-    with pytest.raises(ArtifactError, match=f"version {old}; .* 4 and 5: rebuild the index"):
+    with pytest.raises(ArtifactError, match=f"version {old}; .* 4, 5, 6: rebuild the index"):
         CorpusIndex(tmp_path / "idx")
 
 
@@ -481,7 +481,7 @@ def _as_format_4(root: Path) -> None:
     manifest_path.write_text(json.dumps(manifest))
 
 
-def test_an_index_of_format_4_is_read_and_its_next_write_makes_it_5(
+def test_an_index_of_format_4_is_read_and_its_next_write_makes_it_6(
     tmp_path, index, polish_wedding, hashing_encoder
 ) -> None:
     """Format 5 packs the arrays a write makes in one file; an index written as format 4
@@ -505,7 +505,7 @@ def test_an_index_of_format_4_is_read_and_its_next_write_makes_it_5(
     assert served(old.snapshot()) == before
     more = [Passage("more", "Theresa Connelly wrote Rope remake.", "More")]
     old.add(more, _vectors(hashing_encoder, more))
-    assert old.manifest()["format_version"] == 5
+    assert old.manifest()["format_version"] == 6
     assert old.snapshot().corpus.ids == [*before[0], "more"]
 
 
