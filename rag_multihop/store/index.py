@@ -111,8 +111,9 @@ logger = logging.getLogger(__name__)
 FORMAT = "rag-multihop-corpus-index"
 FORMAT_VERSION = 6
 READABLE_FORMAT_VERSIONS = (4, 5, 6)
-"""Format 5 packs the arrays a write makes in one file (``segment.PACK_FILE``); format 4
-(one ``.npy`` per array) is read as it is, and its next write makes it format 5."""
+"""Format 6 deflates a large segment's texts (:mod:`rag_multihop.store.texts`); format 5
+packs the arrays a write makes in one file (``segment.PACK_FILE``); format 4 (one ``.npy``
+per array) and 5 are read as they are, and their next write makes them format 6."""
 DEFAULT_LOCK_TIMEOUT = 30.0
 SNAPSHOT_ATTEMPTS = 5
 """Versions :meth:`CorpusIndex.snapshot` tries when writers keep replacing the one it read."""
