@@ -155,7 +155,8 @@ class AssociationSidecar:
                 "Train the model on this index's vectors (AssociationReranker.fit with "
                 "snapshot.corpus.ids and snapshot.vectors); for a model of another corpus "
                 "whose passage ids merely coincide with these, attach "
-                "AssociationSidecar.of(reranker, check=False)"
+                "AssociationSidecar.of(reranker, check=False) (rag-multihop index attach "
+                "--no-vector-check)"
             )
 
     def compute(

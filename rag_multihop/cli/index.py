@@ -171,7 +171,8 @@ def _sidecar(args: argparse.Namespace, index: Any) -> Any:
         from rag_multihop.association import AssociationReranker
         from rag_multihop.association.indexed import AssociationSidecar
 
-        return AssociationSidecar.of(AssociationReranker.load(args.aar))
+        model = AssociationReranker.load(args.aar)
+        return AssociationSidecar.of(model, check=not args.no_vector_check)
     from rag_multihop.coop import RaLaReranker
     from rag_multihop.coop.indexed import RaLaSidecar
 
@@ -361,6 +362,12 @@ def add_index_parser(sub: Any) -> None:
                 "--replace",
                 action="store_true",
                 help="recompute a sidecar another model or setting made",
+            )
+            action.add_argument(
+                "--no-vector-check",
+                action="store_true",
+                help="--aar: attach a model of another corpus whose passage ids merely "
+                "coincide with this index's (skips comparing its vectors with the index's)",
             )
         if name == "delete":
             action.add_argument("--ids", default=None, help="comma-separated passage ids")

@@ -243,3 +243,34 @@ def test_index_writes_merge_small_segments_unless_told_not_to(tmp_path, capsys) 
         main(["index", "delete", "--index", idx, "--ids", "p0", "--merge-factor", "1"])
     assert exit_.value.code == 2
     assert "--merge-factor must be 0 (never merge) or at least 2" in capsys.readouterr().err
+
+
+def test_attach_refuses_an_aar_model_of_other_vectors_unless_told(tmp_path, capsys) -> None:
+    from rag_multihop.association import AssociationReranker, TrainingConfig
+
+    records = [{"id": f"p{i}", "text": f"Passage {i} of a film."} for i in range(4)]
+    idx = str(tmp_path / "idx")
+    vectors = _npy(tmp_path, "v.npy", 4)
+    build = [
+        "index",
+        "build",
+        "--index",
+        idx,
+        "--passages",
+        str(_write(tmp_path, "p.jsonl", records)),
+    ]
+    assert main([*build, "--vectors", str(vectors)]) == 0
+    model = AssociationReranker(training=TrainingConfig(epochs=2, batch_size=2, seed=0))
+    ids = [r["id"] for r in records]
+    model.fit(ids, -np.load(vectors), [("p0", "p1"), ("p2", "p3")], encoder_name="other")
+    saved = str(model.save(tmp_path / "aar"))
+    capsys.readouterr()
+    attach = ["index", "attach", "--index", idx, "--aar", saved]
+    assert main(attach) == 2
+    err = capsys.readouterr().err
+    assert "trained on other vectors" in err and "--no-vector-check" in err
+    assert (
+        "sidecars" not in CorpusIndex(idx).manifest() or not CorpusIndex(idx).manifest()["sidecars"]
+    )
+    assert main([*attach, "--no-vector-check"]) == 0
+    assert "aar" in CorpusIndex(idx).manifest()["sidecars"]
