@@ -5,8 +5,8 @@ records (``title`` optional, ``null`` read as none); vectors from ``--vectors FI
 (one row per passage, in file order) or, without it, from the encoder (``--encoder``;
 without it the bundled MiniLM, in bfloat16 on a CPU with AMX or on int8 ONNX elsewhere for a
 build of more than 2,000 passages when its fingerprint matches fp32,
-:mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input
-SHARD...`` builds from JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector``
+:mod:`rag_multihop.encoders.bulk`). ``build --engine ray --input SHARD...`` builds from
+JSON Lines / Parquet shards (paths, globs, fsspec URLs; a ``vector``
 column skips encoding) with Ray actors (:mod:`rag_multihop.store.ray_build`): a local Ray
 with ``--workers`` CPUs, or the cluster at ``--address``. Bad input exits with status 2 and
 a message naming the file, record and field; a writer lock held by another process exits

@@ -2,9 +2,9 @@
 
 For more than :data:`BULK_PASSAGES` passages, :func:`bulk_encoder_name` picks
 ``minilm-bf16`` on a CPU that multiplies bfloat16 in hardware (Intel AMX:
-:func:`cpu_has_amx_bf16`; 2.9× the passages per second of torch fp32 on the 2-core project
-machine, 1.7× int8 ONNX), else ``minilm-int8`` (1.5–2× the passages per CPU-second of torch
-fp32; ``docs/benchmarks.md``), when its fingerprint
+:func:`cpu_has_amx_bf16`; 2.35× the passages per second of torch fp32 on the 2-core project
+machine, 1.34× int8 ONNX), else ``minilm-int8`` (1.75× fp32 there; ``docs/benchmarks.md``,
+``scripts/index_build_bench.py --embed 2000``), when its fingerprint
 (:mod:`~rag_multihop.encoders.fingerprint`) matches the fp32 model's within
 :data:`~rag_multihop.encoders.fingerprint.FINGERPRINT_TOLERANCE`; otherwise, or when
 ONNX Runtime is missing, the fp32 default, with the reason logged.

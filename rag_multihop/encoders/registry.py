@@ -24,7 +24,7 @@ from rag_multihop.encoders.base import Encoder
 ENCODERS: Mapping[str, str] = MappingProxyType(
     {
         "minilm": "all-MiniLM-L6-v2 on torch via sentence-transformers, fp32 (the default)",
-        "minilm-bf16": "the same model on torch in bfloat16 (cosine ~0.99995 to fp32; fast on "
+        "minilm-bf16": "the same model on torch in bfloat16 (probe cosine 0.9999 to fp32; fast on "
         "CPUs with Intel AMX, slow on others)",
         "minilm-onnx": "the same model on ONNX Runtime, fp32 (the same vectors up to float "
         "error; needs the onnx extra)",

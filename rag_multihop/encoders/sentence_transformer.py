@@ -43,9 +43,9 @@ PROGRESS_CHUNK = 16
 
 DTYPES = ("float32", "bfloat16")
 """The weights' types an encoder runs in: ``bfloat16`` multiplies on Intel AMX where the CPU
-has it (2.9× the passages per second of ``float32`` for MiniLM on the 2-core project
-machine, cosine 0.99995 to its vectors; ``docs/benchmarks.md``) and is slow where it has
-not."""
+has it (2.35× the passages per second of ``float32`` for MiniLM on the 2-core project
+machine, lowest fingerprint probe cosine 0.9999 to its vectors; ``docs/benchmarks.md``) and
+is slow where it has not."""
 
 
 @contextmanager

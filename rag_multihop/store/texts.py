@@ -39,7 +39,6 @@ DICTIONARY_BYTES = 32 * 1024
 SAMPLE_TEXTS = 256
 """Texts the dictionary is taken from (evenly spaced through the segment)."""
 
-COMPRESSED = ("texts.z", "texts.zoff", "texts.zdict")
 PLAIN = ("texts.blob", "texts.off")
 
 _WINDOW = -15  # raw deflate: no header or checksum per text
@@ -54,29 +53,30 @@ def compress_texts(
     bounds = np.asarray(offsets, dtype=np.int64)
     if int(bounds[-1]) < (MIN_BYTES if min_bytes is None else min_bytes):
         return {"texts.blob": blob, "texts.off": offsets}
-    data = np.asarray(blob).tobytes()
+    data = np.ascontiguousarray(blob, dtype=np.uint8).data  # a memory map: not copied
     dictionary = _dictionary(data, bounds)
     primed = zlib.compressobj(9, zlib.DEFLATED, _WINDOW, 9, zlib.Z_DEFAULT_STRATEGY, dictionary)
-    pieces = []
-    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+    deflated = bytearray()
+    ends = np.zeros(len(bounds), dtype=np.int64)
+    for i, (start, end) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
         deflate = primed.copy()
-        pieces.append(deflate.compress(data[start:end]) + deflate.flush())
-    out = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in pieces], out=out[1:])
+        deflated += deflate.compress(data[start:end])
+        deflated += deflate.flush()
+        ends[i + 1] = len(deflated)
     return {
-        "texts.z": np.frombuffer(b"".join(pieces), dtype=np.uint8).copy(),
-        "texts.zoff": out,
+        "texts.z": np.frombuffer(deflated, dtype=np.uint8),
+        "texts.zoff": ends,
         "texts.zdict": np.frombuffer(dictionary, dtype=np.uint8).copy(),
     }
 
 
-def _dictionary(data: bytes, bounds: np.ndarray) -> bytes:
+def _dictionary(data: memoryview, bounds: np.ndarray) -> bytes:
     """Up to :data:`DICTIONARY_BYTES` of texts taken evenly through the column (the last
     bytes of a dictionary are the nearest back-references, so the sample is laid out in
     order and cut from its end)."""
     n = len(bounds) - 1
     chosen = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_TEXTS)).astype(np.int64))
-    sample = b" ".join(data[bounds[i] : bounds[i + 1]] for i in chosen.tolist())
+    sample = b" ".join(data[bounds[i] : bounds[i + 1]].tobytes() for i in chosen.tolist())
     return sample[-DICTIONARY_BYTES:]
 
 
